@@ -1,0 +1,56 @@
+//! Request body decompression with a size bound.
+
+use std::io::Read;
+
+/// Why a body could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("the request body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("unsupported Content-Encoding '{0}'; use gzip or none")]
+    UnsupportedEncoding(String),
+    #[error("the gzip body is corrupt: {0}")]
+    Corrupt(std::io::Error),
+}
+
+/// Decodes `body` per `Content-Encoding` (none, `identity` or `gzip`), refusing output
+/// larger than `limit` bytes.
+pub fn decode_body(encoding: Option<&str>, body: &[u8], limit: usize) -> Result<Vec<u8>, BodyError> {
+    match encoding.map(|e| e.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") | Some("identity") => {
+            if body.len() > limit {
+                return Err(BodyError::TooLarge(limit));
+            }
+            Ok(body.to_vec())
+        }
+        Some("gzip") | Some("x-gzip") => {
+            let mut out = Vec::with_capacity(body.len() * 4);
+            let decoder = flate2::read::MultiGzDecoder::new(body);
+            decoder.take(limit as u64 + 1).read_to_end(&mut out).map_err(BodyError::Corrupt)?;
+            if out.len() > limit {
+                return Err(BodyError::TooLarge(limit));
+            }
+            Ok(out)
+        }
+        Some(other) => Err(BodyError::UnsupportedEncoding(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn gzip_round_trip_and_limits() -> Result<(), Box<dyn std::error::Error>> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&[7u8; 1000])?;
+        let gz = encoder.finish()?;
+        assert_eq!(decode_body(Some("gzip"), &gz, 1000)?.len(), 1000);
+        assert!(matches!(decode_body(Some("gzip"), &gz, 999), Err(BodyError::TooLarge(_))));
+        assert!(matches!(decode_body(Some("gzip"), b"not gzip", 10), Err(BodyError::Corrupt(_))));
+        assert!(matches!(decode_body(Some("br"), b"x", 10), Err(BodyError::UnsupportedEncoding(_))));
+        assert_eq!(decode_body(None, b"abc", 3)?, b"abc");
+        Ok(())
+    }
+}

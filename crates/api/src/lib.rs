@@ -1,0 +1,21 @@
+//! The network faces of Trawl: thin axum and tonic handlers that extract, call, and map
+//! errors. Protocol mappings live in `trawl-intake`, durability in `trawl-ingest`, query
+//! execution in `trawl-engine`.
+//!
+//! - [`otlp_http`]: OTLP/HTTP on 4318 (`/v1/logs`, `/v1/traces`, `/v1/metrics`).
+//! - [`otlp_grpc`]: OTLP/gRPC `Export` services on 4317.
+//! - [`query_http`]: the query service's HTTP routes on 9510 (`/query`, `/catalog`).
+//! - [`operator`]: the operator port 9511 (`/metrics`).
+//! - [`probes`]: `/health`, `/health/ready`, `/info`, served on every HTTP port.
+//! - [`problem`]: RFC 7807 problem details, the error body of the query service.
+
+pub mod compression;
+pub mod operator;
+pub mod otlp_grpc;
+pub mod otlp_http;
+pub mod problem;
+pub mod probes;
+pub mod query_http;
+pub mod state;
+
+pub use state::{IngestState, QueryState, ServiceInfo};

@@ -1,0 +1,160 @@
+//! OTLP/HTTP on port 4318: `POST /v1/logs`, `/v1/traces`, `/v1/metrics`, with
+//! `application/x-protobuf` or `application/json` bodies, optionally gzip-compressed.
+//!
+//! Answers: 200 with the export response (in the request's encoding; `partialSuccess` when
+//! items were refused) once the rows are durable; 400 for a malformed body; 413 over the size
+//! limit; 415 for another content type; 503 with `Retry-After` when the data could not be
+//! stored (the sender retries). Error bodies are `google.rpc.Status`, as OTLP asks.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use prost::Message;
+use trawl_common::{ErrorCode, TrawlError};
+use trawl_intake::IntakeOutput;
+use trawl_intake::otlp::{self, PayloadFormat};
+use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
+use trawl_proto::otlp::collector::metrics::v1::{ExportMetricsPartialSuccess, ExportMetricsServiceResponse};
+use trawl_proto::otlp::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
+
+use crate::compression::{BodyError, decode_body};
+use crate::state::IngestState;
+
+/// `google.rpc.Status`, the error body of OTLP/HTTP.
+#[derive(Clone, PartialEq, prost::Message, serde::Serialize)]
+pub struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: String,
+}
+
+/// The OTLP signals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Logs,
+    Traces,
+    Metrics,
+}
+
+/// Decodes and maps one export request of `signal` to rows.
+pub fn map_request(signal: Signal, body: &[u8], format: PayloadFormat, now: i64) -> Result<IntakeOutput, TrawlError> {
+    Ok(match signal {
+        Signal::Logs => otlp::logs_to_rows(&otlp::decode_logs(body, format)?, now),
+        Signal::Traces => otlp::traces_to_rows(&otlp::decode_traces(body, format)?, now),
+        Signal::Metrics => otlp::metrics_to_rows(&otlp::decode_metrics(body, format)?, now),
+    })
+}
+
+pub fn router(state: IngestState) -> Router {
+    let probes = crate::probes::routes(state.readiness.clone(), state.info.clone());
+    Router::new()
+        .route("/v1/logs", post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Logs)))
+        .route("/v1/traces", post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Traces)))
+        .route("/v1/metrics", post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Metrics)))
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .with_state(state)
+        .merge(probes)
+}
+
+async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Bytes, signal: Signal) -> Response {
+    use std::sync::atomic::Ordering::Relaxed;
+    state.counters.requests.fetch_add(1, Relaxed);
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let Some(format) = PayloadFormat::from_content_type(content_type) else {
+        return status_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            PayloadFormat::Json,
+            format!("expected Content-Type application/x-protobuf or application/json, found '{content_type}'"),
+        );
+    };
+    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
+    let body = match decode_body(encoding, &body, state.max_body_bytes) {
+        Ok(body) => body,
+        Err(BodyError::TooLarge(limit)) => {
+            return status_response(StatusCode::PAYLOAD_TOO_LARGE, format, format!("the request body is larger than {limit} bytes"));
+        }
+        Err(error) => return status_response(StatusCode::BAD_REQUEST, format, error.to_string()),
+    };
+    let now = trawl_common::time::now_nanos();
+    let mapped = match map_request(signal, &body, format, now) {
+        Ok(mapped) => mapped,
+        Err(error) => {
+            state.counters.failed_requests.fetch_add(1, Relaxed);
+            return status_response(StatusCode::BAD_REQUEST, format, error.message);
+        }
+    };
+    let rejected = mapped.rejected;
+    let message = mapped.error_message;
+    let rows = mapped.rows.len() as u64;
+    if let Err(error) = state.ingestor.submit(&state.database, &state.table, mapped.rows).await {
+        state.counters.failed_requests.fetch_add(1, Relaxed);
+        return error_response(&error, format);
+    }
+    state.counters.rows.fetch_add(rows, Relaxed);
+    state.counters.rejected_rows.fetch_add(rejected.max(0) as u64, Relaxed);
+    success_response(signal, format, rejected, message)
+}
+
+fn error_response(error: &TrawlError, format: PayloadFormat) -> Response {
+    let status = StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    let mut response = status_response(status, format, error.message.clone());
+    if error.code == ErrorCode::Unavailable {
+        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    response
+}
+
+fn status_response(status: StatusCode, format: PayloadFormat, message: String) -> Response {
+    let grpc_code = match status {
+        StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => 3,
+        StatusCode::PAYLOAD_TOO_LARGE => 8,
+        StatusCode::SERVICE_UNAVAILABLE => 14,
+        StatusCode::UNAUTHORIZED => 16,
+        _ => 13,
+    };
+    let body = RpcStatus { code: grpc_code, message };
+    encoded(status, format, body.encode_to_vec(), || serde_json::to_vec(&body))
+}
+
+fn encoded(
+    status: StatusCode,
+    format: PayloadFormat,
+    protobuf: Vec<u8>,
+    json: impl FnOnce() -> serde_json::Result<Vec<u8>>,
+) -> Response {
+    match format {
+        PayloadFormat::Protobuf => (status, [(header::CONTENT_TYPE, "application/x-protobuf")], protobuf).into_response(),
+        PayloadFormat::Json => match json() {
+            Ok(bytes) => (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+            Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not encode the response").into_response(),
+        },
+    }
+}
+
+fn success_response(signal: Signal, format: PayloadFormat, rejected: i64, error_message: String) -> Response {
+    let partial = rejected > 0 || !error_message.is_empty();
+    match signal {
+        Signal::Logs => {
+            let response = ExportLogsServiceResponse {
+                partial_success: partial.then_some(ExportLogsPartialSuccess { rejected_log_records: rejected, error_message }),
+            };
+            encoded(StatusCode::OK, format, response.encode_to_vec(), || serde_json::to_vec(&response))
+        }
+        Signal::Traces => {
+            let response = ExportTraceServiceResponse {
+                partial_success: partial.then_some(ExportTracePartialSuccess { rejected_spans: rejected, error_message }),
+            };
+            encoded(StatusCode::OK, format, response.encode_to_vec(), || serde_json::to_vec(&response))
+        }
+        Signal::Metrics => {
+            let response = ExportMetricsServiceResponse {
+                partial_success: partial.then_some(ExportMetricsPartialSuccess { rejected_data_points: rejected, error_message }),
+            };
+            encoded(StatusCode::OK, format, response.encode_to_vec(), || serde_json::to_vec(&response))
+        }
+    }
+}

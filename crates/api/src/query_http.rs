@@ -1,0 +1,109 @@
+//! The query service's HTTP routes on port 9510: `POST /query` and `GET /catalog`.
+//!
+//! `POST /query` takes `{query, since, until, timezone}` (`from`/`to` are aliases of
+//! `since`/`until`) and answers `{Tables: [...]}`: `PrimaryResult` (then `ExtraTable_N` for
+//! further statements) and `@Warnings` (columns `kind`, `message`, `location`). Errors are
+//! RFC 7807 problem details.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value as Json_, json};
+use trawl_common::TrawlError;
+use trawl_engine::{QueryOutput, QueryRequest, resolve_window_now};
+
+use crate::problem::Problem;
+use crate::state::QueryState;
+
+/// Body of `POST /query`.
+#[derive(Debug, Deserialize)]
+pub struct QueryBody {
+    pub query: String,
+    #[serde(alias = "from")]
+    pub since: Option<String>,
+    #[serde(alias = "to")]
+    pub until: Option<String>,
+    pub timezone: Option<String>,
+}
+
+pub fn router(state: QueryState) -> Router {
+    let probes = crate::probes::routes(state.readiness.clone(), state.info.clone());
+    Router::new()
+        .route("/query", post(query))
+        .route("/catalog", get(catalog))
+        .with_state(state)
+        .merge(probes)
+}
+
+/// Parses a JSON request body, or explains what is wrong with it.
+pub fn parse_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, TrawlError> {
+    serde_json::from_slice(body).map_err(|e| TrawlError::bad_request(format!("the request body is not valid: {e}")))
+}
+
+async fn query(State(state): State<QueryState>, body: Bytes) -> Response {
+    match run_query(&state, &body).await {
+        Ok(output) => Json(tables_json(&output)).into_response(),
+        Err(error) => Problem(error).into_response(),
+    }
+}
+
+async fn run_query(state: &QueryState, body: &[u8]) -> Result<QueryOutput, TrawlError> {
+    let body: QueryBody = parse_body(body)?;
+    let window = resolve_window_now(body.since.as_deref(), body.until.as_deref(), body.timezone.as_deref())?;
+    let request = QueryRequest { text: body.query, database: state.database.clone(), window };
+    state.engine.execute(&request).await
+}
+
+/// The result-table shape of `POST /query`.
+pub fn tables_json(output: &QueryOutput) -> Json_ {
+    let mut tables: Vec<Json_> = output
+        .tables
+        .iter()
+        .map(|table| {
+            json!({
+                "name": table.name,
+                "columns": table.columns.iter().map(|(name, kql_type)| json!({
+                    "column_name": name,
+                    "column_type": kql_type.as_str(),
+                })).collect::<Vec<_>>(),
+                "rows": table.json_rows(),
+            })
+        })
+        .collect();
+    let warnings: Vec<Json_> = output
+        .warnings
+        .iter()
+        .map(|w| json!([w.kind, w.message, w.location.map(|l| serde_json::to_value(l).unwrap_or_default())]))
+        .collect();
+    tables.push(json!({
+        "name": "@Warnings",
+        "columns": [
+            {"column_name": "kind", "column_type": "string"},
+            {"column_name": "message", "column_type": "string"},
+            {"column_name": "location", "column_type": "dynamic"},
+        ],
+        "rows": warnings,
+    }));
+    json!({ "Tables": tables })
+}
+
+async fn catalog(State(state): State<QueryState>) -> Response {
+    match state.engine.catalog().tables(&state.database).await {
+        Ok(tables) => {
+            let tables: Vec<Json_> = tables
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "schema": t.columns.iter().map(|c| json!({"name": c.name, "data_type": c.kql_type.as_str()})).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            Json(json!({ "tables": tables })).into_response()
+        }
+        Err(error) => Problem(error.into()).into_response(),
+    }
+}

@@ -1,0 +1,69 @@
+//! Shared state of the handlers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use trawl_engine::Engine;
+use trawl_ingest::Ingestor;
+
+/// What `/info` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServiceInfo {
+    pub version: String,
+    pub commit: String,
+    pub role: String,
+}
+
+impl ServiceInfo {
+    pub fn new(role: &str) -> ServiceInfo {
+        ServiceInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: option_env!("TRAWL_COMMIT").unwrap_or("unknown").to_string(),
+            role: role.to_string(),
+        }
+    }
+}
+
+/// Readiness shared by all ports of a process.
+#[derive(Debug, Default)]
+pub struct Readiness(AtomicBool);
+
+impl Readiness {
+    pub fn set(&self, ready: bool) {
+        self.0.store(ready, Ordering::Release);
+    }
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Counters exported on the operator port.
+#[derive(Debug, Default)]
+pub struct IngestCounters {
+    pub requests: AtomicU64,
+    pub rows: AtomicU64,
+    pub rejected_rows: AtomicU64,
+    pub failed_requests: AtomicU64,
+}
+
+/// State of the ingest faces.
+#[derive(Debug, Clone)]
+pub struct IngestState {
+    pub ingestor: Ingestor,
+    pub database: String,
+    pub table: String,
+    /// Largest accepted request body, after decompression.
+    pub max_body_bytes: usize,
+    pub counters: Arc<IngestCounters>,
+    pub readiness: Arc<Readiness>,
+    pub info: ServiceInfo,
+}
+
+/// State of the query faces.
+#[derive(Debug, Clone)]
+pub struct QueryState {
+    pub engine: Engine,
+    pub database: String,
+    pub readiness: Arc<Readiness>,
+    pub info: ServiceInfo,
+}

@@ -1,0 +1,65 @@
+//! The catalog: which segments make up which table, and what columns a table has.
+//!
+//! [`Catalog`] is the trait every backend implements; [`SqliteCatalog`] is the embedded
+//! default (one file under the data directory). Segment registration is transactional: a
+//! flush registers its new segment, a merge registers the merged segment and tombstones its
+//! inputs, each in one transaction, so a crash never shows a row twice or loses one that
+//! was acknowledged.
+//!
+//! This crate knows nothing of Arrow data: it stores column names and KQL types only.
+
+mod model;
+mod sqlite;
+
+pub use model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
+pub use sqlite::SqliteCatalog;
+
+use async_trait::async_trait;
+
+/// Errors of catalog backends.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("catalog database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("catalog holds invalid data: {0}")]
+    Corrupt(String),
+}
+
+impl From<CatalogError> for trawl_common::TrawlError {
+    fn from(error: CatalogError) -> Self {
+        trawl_common::TrawlError::unavailable(error.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, CatalogError>;
+
+/// A catalog backend.
+#[async_trait]
+pub trait Catalog: Send + Sync + std::fmt::Debug {
+    /// Atomically registers `added` segments (creating their tables and widening their
+    /// column sets) and tombstones `tombstoned` segment ids.
+    async fn commit_segments(&self, added: &[SegmentMeta], tombstoned: &[String]) -> Result<()>;
+
+    /// Live segments of a table whose time range overlaps `range` (all when `None`).
+    async fn live_segments(
+        &self,
+        database: &str,
+        table: &str,
+        range: Option<TimeRange>,
+    ) -> Result<Vec<SegmentMeta>>;
+
+    /// Names of all databases that hold at least one table.
+    async fn databases(&self) -> Result<Vec<String>>;
+
+    /// Tables of a database with their column sets.
+    async fn tables(&self, database: &str) -> Result<Vec<TableInfo>>;
+
+    /// One table with its column set, if it exists.
+    async fn table(&self, database: &str, table: &str) -> Result<Option<TableInfo>>;
+
+    /// Segments tombstoned before `before_nanos`, whose objects may now be deleted.
+    async fn tombstoned_before(&self, before_nanos: i64) -> Result<Vec<SegmentMeta>>;
+
+    /// Forgets segments whose objects have been deleted.
+    async fn forget_segments(&self, ids: &[String]) -> Result<()>;
+}

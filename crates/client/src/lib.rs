@@ -1,0 +1,168 @@
+//! A small Rust client for Trawl's HTTP query API, used by the `trawl` command line.
+//!
+//! [`QueryClient::query`] posts KQL to `/query` and returns the result tables; errors come
+//! back as [`ClientError::Problem`] with the server's code and message.
+
+use serde::Deserialize;
+
+/// One column of a result table.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Column {
+    pub column_name: String,
+    pub column_type: String,
+}
+
+/// One result table.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Table {
+    pub name: String,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+/// The answer of `POST /query`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct QueryResponse {
+    #[serde(rename = "Tables")]
+    pub tables: Vec<Table>,
+}
+
+impl QueryResponse {
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+}
+
+/// Client errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach {url}: {source}")]
+    Connect { url: String, source: reqwest::Error },
+    #[error("{code}: {message}")]
+    Problem { status: u16, code: String, message: String, location: Option<serde_json::Value> },
+    #[error("unexpected answer from the server (HTTP {status}): {body}")]
+    Unexpected { status: u16, body: String },
+}
+
+/// Talks to a Trawl query endpoint.
+#[derive(Debug, Clone)]
+pub struct QueryClient {
+    base_url: String,
+    http: reqwest::Client,
+    token: Option<String>,
+}
+
+impl QueryClient {
+    pub fn new(base_url: &str) -> QueryClient {
+        QueryClient { base_url: base_url.trim_end_matches('/').to_string(), http: reqwest::Client::new(), token: None }
+    }
+
+    pub fn with_token(mut self, token: Option<String>) -> QueryClient {
+        self.token = token;
+        self
+    }
+
+    /// Runs `query` with optional `since`/`until` (ISO 8601 or relative such as `1h`).
+    pub async fn query(&self, query: &str, since: Option<&str>, until: Option<&str>, timezone: Option<&str>) -> Result<QueryResponse, ClientError> {
+        let url = format!("{}/query", self.base_url);
+        let body = serde_json::json!({ "query": query, "since": since, "until": until, "timezone": timezone });
+        let mut request = self.http.post(&url).json(&body);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|source| ClientError::Connect { url: url.clone(), source })?;
+        let status = response.status().as_u16();
+        let text = response.text().await.map_err(|source| ClientError::Connect { url, source })?;
+        if status == 200 {
+            return serde_json::from_str(&text).map_err(|_| ClientError::Unexpected { status, body: text });
+        }
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(problem) if problem.get("code").is_some() => Err(ClientError::Problem {
+                status,
+                code: problem["code"].as_str().unwrap_or_default().to_string(),
+                message: problem["message"].as_str().unwrap_or_default().to_string(),
+                location: problem.get("error_details").and_then(|d| d.get("location")).cloned(),
+            }),
+            _ => Err(ClientError::Unexpected { status, body: text }),
+        }
+    }
+}
+
+/// Text of a cell for display: strings bare, other values as JSON.
+pub fn cell_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Renders a table with aligned columns.
+pub fn render_aligned(table: &Table) -> String {
+    let headers: Vec<&str> = table.columns.iter().map(|c| c.column_name.as_str()).collect();
+    let cells: Vec<Vec<String>> = table.rows.iter().map(|r| r.iter().map(cell_text).collect()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in &cells {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(width) = widths.get_mut(i) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+    }
+    let line = |values: Vec<&str>| -> String {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{v:<width$}", width = widths.get(i).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = String::new();
+    out.push_str(&line(headers.clone()));
+    out.push('\n');
+    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().iter().map(|s| s.as_str()).collect()));
+    out.push('\n');
+    for row in &cells {
+        out.push_str(&line(row.iter().map(|s| s.as_str()).collect()));
+        out.push('\n');
+    }
+    out
+}
+
+/// Renders a table as CSV (RFC 4180 quoting).
+pub fn render_csv(table: &Table) -> String {
+    let quote = |s: &str| {
+        if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    };
+    let mut out = table.columns.iter().map(|c| quote(&c.column_name)).collect::<Vec<_>>().join(",");
+    out.push('\n');
+    for row in &table.rows {
+        out.push_str(&row.iter().map(|v| quote(&cell_text(v))).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        Table {
+            name: "PrimaryResult".into(),
+            columns: vec![
+                Column { column_name: "name".into(), column_type: "string".into() },
+                Column { column_name: "n".into(), column_type: "long".into() },
+            ],
+            rows: vec![vec!["a,b".into(), 1.into()], vec!["long name".into(), 22.into()]],
+        }
+    }
+
+    #[test]
+    fn aligned_and_csv() {
+        assert_eq!(render_aligned(&table()), "name       n\n---------  --\na,b        1\nlong name  22\n");
+        assert_eq!(render_csv(&table()), "name,n\n\"a,b\",1\nlong name,22\n");
+    }
+}

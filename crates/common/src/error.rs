@@ -1,0 +1,184 @@
+//! The closed set of user-facing error codes, mapped to HTTP status and gRPC code in one place.
+
+use std::fmt;
+
+/// A user-facing error code. The string form (`as_str`) is what callers see in `code` fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    SyntaxError,
+    UnknownTable,
+    UnknownColumn,
+    UnknownFunction,
+    TypeMismatch,
+    BadRequest,
+    PayloadTooLarge,
+    Unauthenticated,
+    PermissionDenied,
+    NotFound,
+    Unavailable,
+    Timeout,
+    Internal,
+}
+
+/// gRPC status codes as numbers (tonic's `Code` values), so this crate stays free of tonic.
+pub mod grpc_code {
+    pub const INVALID_ARGUMENT: i32 = 3;
+    pub const DEADLINE_EXCEEDED: i32 = 4;
+    pub const NOT_FOUND: i32 = 5;
+    pub const PERMISSION_DENIED: i32 = 7;
+    pub const RESOURCE_EXHAUSTED: i32 = 8;
+    pub const INTERNAL: i32 = 13;
+    pub const UNAVAILABLE: i32 = 14;
+    pub const UNAUTHENTICATED: i32 = 16;
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::SyntaxError => "SyntaxError",
+            ErrorCode::UnknownTable => "UnknownTable",
+            ErrorCode::UnknownColumn => "UnknownColumn",
+            ErrorCode::UnknownFunction => "UnknownFunction",
+            ErrorCode::TypeMismatch => "TypeMismatch",
+            ErrorCode::BadRequest => "BadRequest",
+            ErrorCode::PayloadTooLarge => "PayloadTooLarge",
+            ErrorCode::Unauthenticated => "Unauthenticated",
+            ErrorCode::PermissionDenied => "PermissionDenied",
+            ErrorCode::NotFound => "NotFound",
+            ErrorCode::Unavailable => "Unavailable",
+            ErrorCode::Timeout => "Timeout",
+            ErrorCode::Internal => "Internal",
+        }
+    }
+
+    /// HTTP status for this code.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::SyntaxError
+            | ErrorCode::UnknownTable
+            | ErrorCode::UnknownColumn
+            | ErrorCode::UnknownFunction
+            | ErrorCode::TypeMismatch
+            | ErrorCode::BadRequest => 400,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::Unauthenticated => 401,
+            ErrorCode::PermissionDenied => 403,
+            ErrorCode::NotFound => 404,
+            ErrorCode::Timeout => 504,
+            ErrorCode::Unavailable => 503,
+            ErrorCode::Internal => 500,
+        }
+    }
+
+    /// gRPC status code number for this code.
+    pub fn grpc_code(self) -> i32 {
+        match self {
+            ErrorCode::SyntaxError
+            | ErrorCode::UnknownTable
+            | ErrorCode::UnknownColumn
+            | ErrorCode::UnknownFunction
+            | ErrorCode::TypeMismatch
+            | ErrorCode::BadRequest => grpc_code::INVALID_ARGUMENT,
+            ErrorCode::PayloadTooLarge => grpc_code::RESOURCE_EXHAUSTED,
+            ErrorCode::Unauthenticated => grpc_code::UNAUTHENTICATED,
+            ErrorCode::PermissionDenied => grpc_code::PERMISSION_DENIED,
+            ErrorCode::NotFound => grpc_code::NOT_FOUND,
+            ErrorCode::Timeout => grpc_code::DEADLINE_EXCEEDED,
+            ErrorCode::Unavailable => grpc_code::UNAVAILABLE,
+            ErrorCode::Internal => grpc_code::INTERNAL,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Byte, line and column span of a problem in query text. Lines and columns are 1-based;
+/// `end_*` is exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Location {
+    pub start_byte: u32,
+    pub end_byte: u32,
+    pub start_line: u32,
+    pub start_column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+impl Location {
+    /// Computes lines and columns of the byte range `start..end` in `text`.
+    pub fn from_byte_range(text: &str, start: usize, end: usize) -> Location {
+        let (start_line, start_column) = line_and_column(text, start);
+        let (end_line, end_column) = line_and_column(text, end);
+        Location {
+            start_byte: start as u32,
+            end_byte: end as u32,
+            start_line,
+            start_column,
+            end_line,
+            end_column,
+        }
+    }
+}
+
+fn line_and_column(text: &str, byte: usize) -> (u32, u32) {
+    let byte = byte.min(text.len());
+    let before = &text.as_bytes()[..byte];
+    let line = before.iter().filter(|b| **b == b'\n').count() as u32 + 1;
+    let line_start = before.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+    let column = text
+        .get(line_start..byte)
+        .map_or(byte - line_start, |s| s.chars().count()) as u32
+        + 1;
+    (line, column)
+}
+
+/// An error a caller can see: a code, a message, and optionally where in the query it is.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct TrawlError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub location: Option<Location>,
+}
+
+impl TrawlError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        TrawlError { code, message: message.into(), location: None }
+    }
+    pub fn at(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_counts_lines_and_columns() {
+        let text = "T\n| where x ==";
+        let loc = Location::from_byte_range(text, 4, 9);
+        assert_eq!((loc.start_line, loc.start_column, loc.end_line, loc.end_column), (2, 3, 2, 8));
+    }
+
+    #[test]
+    fn codes_map_to_http_and_grpc() {
+        assert_eq!(ErrorCode::SyntaxError.http_status(), 400);
+        assert_eq!(ErrorCode::Unavailable.http_status(), 503);
+        assert_eq!(ErrorCode::Unauthenticated.grpc_code(), grpc_code::UNAUTHENTICATED);
+    }
+}

@@ -1,0 +1,24 @@
+//! Shared vocabulary of every Trawl crate: the user-facing error codes and their HTTP / gRPC
+//! mapping ([`ErrorCode`]), KQL column types ([`KqlType`]), the neutral telemetry row model that
+//! protocol mappings produce and the write path turns into Arrow ([`Row`], [`Value`]), and time
+//! units ([`time`]).
+//!
+//! This crate does no I/O and knows nothing of DataFusion, storage or the network.
+
+pub mod error;
+pub mod row;
+pub mod time;
+pub mod types;
+
+pub use error::{ErrorCode, TrawlError};
+pub use row::{Row, Value};
+pub use types::KqlType;
+
+/// Name of the database every signal lands in unless a token routes it elsewhere.
+pub const DEFAULT_DATABASE: &str = "default";
+/// Name of the table every signal lands in unless a token routes it elsewhere.
+pub const DEFAULT_TABLE: &str = "default";
+/// The time column of every table.
+pub const TIME_COLUMN: &str = "timestamp";
+/// The ingest-time column of every table.
+pub const INGEST_TIME_COLUMN: &str = "ingest_time";

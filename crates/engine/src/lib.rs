@@ -1,0 +1,213 @@
+//! The query engine: one DataFusion session with a bounded, spilling memory pool, the
+//! catalog-backed table lookup, execution of planned KQL, result truncation, and the
+//! encoding of Arrow cells as KQL prints them.
+//!
+//! Main types: [`Engine`] (runs a query), [`QueryOutput`] / [`ResultTable`] (what faces
+//! encode), [`cells`] (cell encoding), [`time_range`] (request `since`/`until`).
+//!
+//! Must not know HTTP or gRPC.
+
+pub mod cells;
+pub mod time_range;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::error::DataFusionError;
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
+use trawl_catalog::Catalog;
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_planner::{PlanOptions, QueryWarning, TableLookup};
+use trawl_storage::schema::table_schema;
+use trawl_storage::{SegmentStore, TrawlTable};
+
+pub use time_range::{QueryWindow, resolve_window, resolve_window_now};
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Memory all running queries may use before operators spill or fail.
+    pub memory_limit_bytes: usize,
+    /// Where spilled data goes.
+    pub spill_dir: Option<PathBuf>,
+    /// Rows returned per result table before the result is truncated with a warning.
+    pub max_result_rows: usize,
+    /// Scan and execution parallelism.
+    pub target_partitions: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            memory_limit_bytes: 2 << 30,
+            spill_dir: None,
+            max_result_rows: 500_000,
+            target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// One query to run.
+#[derive(Debug, Clone)]
+pub struct QueryRequest {
+    pub text: String,
+    pub database: String,
+    pub window: QueryWindow,
+}
+
+/// One result table.
+#[derive(Debug, Clone)]
+pub struct ResultTable {
+    pub name: String,
+    pub columns: Vec<(String, KqlType)>,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl ResultTable {
+    pub fn row_count(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+
+    /// Rows as JSON arrays of cells, in column order.
+    pub fn json_rows(&self) -> Vec<Vec<serde_json::Value>> {
+        let mut rows = Vec::with_capacity(self.row_count());
+        for batch in &self.batches {
+            for row in 0..batch.num_rows() {
+                rows.push(
+                    self.columns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (_, kql_type))| cells::cell(batch.column(i), row, *kql_type))
+                        .collect(),
+                );
+            }
+        }
+        rows
+    }
+}
+
+/// The outcome of a query: result tables (`PrimaryResult`, then `ExtraTable_N`) and warnings.
+#[derive(Debug, Clone)]
+pub struct QueryOutput {
+    pub tables: Vec<ResultTable>,
+    pub warnings: Vec<QueryWarning>,
+}
+
+/// Runs KQL against the catalog's tables.
+#[derive(Clone)]
+pub struct Engine {
+    context: SessionContext,
+    catalog: Arc<dyn Catalog>,
+    config: EngineConfig,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+struct CatalogTables {
+    tables: HashMap<String, Arc<dyn TableProvider>>,
+}
+
+impl TableLookup for CatalogTables {
+    fn table(&self, name: &str) -> Option<Arc<dyn TableProvider>> {
+        self.tables.get(name).cloned()
+    }
+}
+
+impl Engine {
+    pub fn new(catalog: Arc<dyn Catalog>, store: &SegmentStore, config: EngineConfig) -> Result<Engine, TrawlError> {
+        let mut runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(config.memory_limit_bytes)));
+        if let Some(dir) = &config.spill_dir {
+            std::fs::create_dir_all(dir).map_err(|e| TrawlError::internal(format!("cannot create spill directory: {e}")))?;
+            runtime = runtime.with_temp_file_path(dir);
+        }
+        let runtime = runtime.build_arc().map_err(|e| TrawlError::internal(e.to_string()))?;
+        let session = SessionConfig::new()
+            .with_target_partitions(config.target_partitions.max(1))
+            .with_information_schema(false);
+        let context = SessionContext::new_with_config_rt(session, runtime);
+        store.register_with(context.runtime_env().as_ref()).map_err(TrawlError::from)?;
+        Ok(Engine { context, catalog, config })
+    }
+
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        &self.catalog
+    }
+
+    async fn tables(&self, database: &str) -> Result<CatalogTables, TrawlError> {
+        let infos = self.catalog.tables(database).await?;
+        let mut tables: HashMap<String, Arc<dyn TableProvider>> = HashMap::with_capacity(infos.len());
+        for info in infos {
+            let schema = table_schema(&info.columns);
+            let provider = TrawlTable::new(database, &info.name, schema, self.catalog.clone());
+            tables.insert(info.name, Arc::new(provider));
+        }
+        Ok(CatalogTables { tables })
+    }
+
+    /// Parses, plans and runs `request`.
+    pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
+        let tables = self.tables(&request.database).await?;
+        let options = PlanOptions {
+            since: request.window.since,
+            until: request.window.until,
+            now: trawl_common::time::now_nanos(),
+        };
+        let planned = trawl_planner::plan_text(&request.text, &tables, options)?;
+        let mut warnings = planned.warnings;
+        let mut output = Vec::with_capacity(planned.results.len());
+        for (index, result) in planned.results.into_iter().enumerate() {
+            let name = if index == 0 { "PrimaryResult".to_string() } else { format!("ExtraTable_{}", index - 1) };
+            let frame = self.context.execute_logical_plan(result.plan).await.map_err(execution_error)?;
+            let mut stream = frame.execute_stream().await.map_err(execution_error)?;
+            let mut batches = Vec::new();
+            let mut rows = 0usize;
+            let limit = self.config.max_result_rows;
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(execution_error)?;
+                if rows + batch.num_rows() > limit {
+                    batches.push(batch.slice(0, limit - rows));
+                    warnings.push(QueryWarning {
+                        kind: "ResultTruncated".into(),
+                        message: format!("the result of {name} was cut to {limit} rows; narrow the query or use take"),
+                        location: None,
+                    });
+                    break;
+                }
+                rows += batch.num_rows();
+                batches.push(batch);
+            }
+            output.push(ResultTable { name, columns: result.columns, batches });
+        }
+        Ok(QueryOutput { tables: output, warnings })
+    }
+}
+
+/// Maps an execution failure to a caller-facing error; internal details go to the log.
+fn execution_error(error: DataFusionError) -> TrawlError {
+    match error {
+        DataFusionError::ResourcesExhausted(message) => TrawlError::new(
+            ErrorCode::BadRequest,
+            format!("the query needs more memory than allowed: {message}"),
+        ),
+        DataFusionError::Plan(message) => {
+            TrawlError::new(ErrorCode::BadRequest, format!("the query cannot run: {message}"))
+        }
+        DataFusionError::SchemaError(error, _) => {
+            TrawlError::new(ErrorCode::BadRequest, format!("the query cannot run: {error}"))
+        }
+        other => {
+            tracing::error!(error = %other, "query execution failed");
+            TrawlError::internal("the query failed inside the engine; the server log has details")
+        }
+    }
+}

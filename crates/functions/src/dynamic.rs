@@ -1,0 +1,104 @@
+//! Dynamic values: stored and passed around as JSON text.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use datafusion::arrow::array::StringViewBuilder;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::error::Result;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+};
+
+use crate::util::{StringArg, all_scalar, rows_of};
+
+/// If `text` is a JSON string literal, its content (unescaped); else `None`.
+pub fn unquote_json_string(text: &str) -> Option<Cow<'_, str>> {
+    let bytes = text.as_bytes();
+    if bytes.len() < 2 || bytes[0] != b'"' || bytes[bytes.len() - 1] != b'"' {
+        return None;
+    }
+    let inner = &text[1..text.len() - 1];
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+}
+
+/// KQL `tostring()` of a dynamic value: a JSON string gives its content, any other value
+/// its JSON text, null gives the empty string.
+pub fn dynamic_to_string(text: Option<&str>) -> Cow<'_, str> {
+    match text {
+        None => Cow::Borrowed(""),
+        Some("null") => Cow::Borrowed(""),
+        Some(text) => unquote_json_string(text).unwrap_or(Cow::Borrowed(text)),
+    }
+}
+
+/// `kql_dynamic_to_string(dynamic)`: see [`dynamic_to_string`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct DynamicToStringUdf {
+    signature: Signature,
+}
+
+impl DynamicToStringUdf {
+    pub const NAME: &'static str = "kql_dynamic_to_string";
+
+    pub fn new() -> DynamicToStringUdf {
+        let variants = [DataType::Utf8View, DataType::Utf8, DataType::LargeUtf8]
+            .into_iter()
+            .map(|t| TypeSignature::Exact(vec![t]))
+            .collect();
+        DynamicToStringUdf { signature: Signature::one_of(variants, Volatility::Immutable) }
+    }
+}
+
+impl Default for DynamicToStringUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScalarUDFImpl for DynamicToStringUdf {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8View)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = rows_of(&args.args, args.number_rows);
+        let input = StringArg::from_columnar(&args.args[0])?;
+        if all_scalar(&args.args) {
+            let text = input.with_value(0, |v| dynamic_to_string(v).into_owned());
+            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8View(Some(text))));
+        }
+        let mut builder = StringViewBuilder::with_capacity(rows);
+        for i in 0..rows {
+            input.with_value(i, |v| builder.append_value(dynamic_to_string(v)));
+        }
+        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tostring_of_dynamic_values() {
+        assert_eq!(dynamic_to_string(Some("\"abc\"")), "abc");
+        assert_eq!(dynamic_to_string(Some("\"a\\nb\"")), "a\nb");
+        assert_eq!(dynamic_to_string(Some("5")), "5");
+        assert_eq!(dynamic_to_string(Some("{\"a\":1}")), "{\"a\":1}");
+        assert_eq!(dynamic_to_string(Some("null")), "");
+        assert_eq!(dynamic_to_string(None), "");
+    }
+}

@@ -1,0 +1,21 @@
+//! KQL's scalar and aggregate functions as DataFusion UDFs, the KQL ↔ Arrow type mapping,
+//! and the term tokenizer that `has` and the storage bloom index share.
+//!
+//! Must not know storage or the catalog.
+
+pub mod dynamic;
+pub mod strings;
+pub mod tokenizer;
+pub mod types;
+mod util;
+
+use datafusion::logical_expr::ScalarUDF;
+
+/// Every scalar UDF of this crate, to register with a session.
+pub fn scalar_udfs() -> Vec<ScalarUDF> {
+    vec![
+        ScalarUDF::from(strings::HasUdf::new(false)),
+        ScalarUDF::from(strings::HasUdf::new(true)),
+        ScalarUDF::from(dynamic::DynamicToStringUdf::new()),
+    ]
+}

@@ -1,0 +1,78 @@
+//! String operators that DataFusion has no exact equivalent for.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::BooleanArray;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::error::Result;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+};
+
+use crate::dynamic::unquote_json_string;
+use crate::tokenizer::has_term;
+use crate::util::{StringArg, all_scalar, rows_of};
+
+/// `kql_has(haystack, needle)` / `kql_has_cs(...)`: whole-term match (see [`crate::tokenizer`]).
+/// A null haystack never matches. A JSON string haystack (a dynamic value) is unquoted first.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct HasUdf {
+    case_sensitive: bool,
+    signature: Signature,
+}
+
+impl HasUdf {
+    pub fn new(case_sensitive: bool) -> HasUdf {
+        let strings = [DataType::Utf8View, DataType::Utf8, DataType::LargeUtf8];
+        let mut variants = Vec::new();
+        for a in &strings {
+            for b in &strings {
+                variants.push(TypeSignature::Exact(vec![a.clone(), b.clone()]));
+            }
+        }
+        HasUdf { case_sensitive, signature: Signature::one_of(variants, Volatility::Immutable) }
+    }
+
+    pub fn function_name(case_sensitive: bool) -> &'static str {
+        if case_sensitive { "kql_has_cs" } else { "kql_has" }
+    }
+}
+
+impl ScalarUDFImpl for HasUdf {
+    fn name(&self) -> &str {
+        Self::function_name(self.case_sensitive)
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = rows_of(&args.args, args.number_rows);
+        let scalar = all_scalar(&args.args);
+        let haystack = StringArg::from_columnar(&args.args[0])?;
+        let needle = StringArg::from_columnar(&args.args[1])?;
+        let matches = |i: usize| -> Option<bool> {
+            needle.with_value(i, |needle| {
+                let needle = needle?;
+                haystack.with_value(i, |hay| {
+                    let hay = hay?;
+                    Some(match unquote_json_string(hay) {
+                        Some(text) => has_term(&text, needle, self.case_sensitive),
+                        None => has_term(hay, needle, self.case_sensitive),
+                    })
+                })
+            })
+        };
+        if scalar {
+            return Ok(ColumnarValue::Scalar(ScalarValue::Boolean(Some(matches(0).unwrap_or(false)))));
+        }
+        let result: BooleanArray = (0..rows).map(|i| Some(matches(i).unwrap_or(false))).collect();
+        Ok(ColumnarValue::Array(Arc::new(result)))
+    }
+}

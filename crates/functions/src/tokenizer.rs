@@ -1,0 +1,76 @@
+//! Terms, as `has` sees them and the storage bloom index will record them: maximal runs of
+//! ASCII letters and digits (every other byte separates terms), compared case-insensitively.
+//! A needle matches when it occurs with a term boundary on both sides, so multi-term needles
+//! such as `"connection reset"` work too.
+
+/// Whether `byte` belongs to a term.
+#[inline]
+pub fn is_term_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte >= 0x80
+}
+
+/// The terms of `text`, in order.
+pub fn terms(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || !c.is_ascii())).filter(|t| !t.is_empty())
+}
+
+/// Whether `haystack` has `needle` as whole terms. An empty needle matches nothing.
+pub fn has_term(haystack: &str, needle: &str, case_sensitive: bool) -> bool {
+    let hay = haystack.as_bytes();
+    let pin = needle.as_bytes();
+    if pin.is_empty() || pin.len() > hay.len() {
+        return false;
+    }
+    let first = pin[0];
+    let mut start = 0;
+    while start + pin.len() <= hay.len() {
+        // Find the next candidate position of the first byte.
+        let offset = if case_sensitive {
+            hay[start..].iter().position(|b| *b == first)
+        } else {
+            hay[start..].iter().position(|b| b.eq_ignore_ascii_case(&first))
+        };
+        let Some(offset) = offset else { return false };
+        let at = start + offset;
+        if at + pin.len() > hay.len() {
+            return false;
+        }
+        let candidate = &hay[at..at + pin.len()];
+        let equal = if case_sensitive { candidate == pin } else { candidate.eq_ignore_ascii_case(pin) };
+        if equal {
+            let left_ok = at == 0 || !is_term_byte(hay[at - 1]) || !is_term_byte(pin[0]);
+            let end = at + pin.len();
+            let right_ok = end == hay.len() || !is_term_byte(hay[end]) || !is_term_byte(pin[pin.len() - 1]);
+            if left_ok && right_ok {
+                return true;
+            }
+        }
+        start = at + 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_whole_terms_only() {
+        assert!(has_term("Connection reset by peer", "reset", false));
+        assert!(has_term("Connection reset by peer", "RESET", false));
+        assert!(!has_term("Connection reset by peer", "RESET", true));
+        assert!(!has_term("Connection resetting", "reset", false));
+        assert!(!has_term("preset", "reset", false));
+        assert!(has_term("GET /api/x?id=5", "api", false));
+        assert!(has_term("a connection reset b", "connection reset", false));
+        assert!(has_term("x=5", "5", false));
+        assert!(!has_term("x=55", "5", false));
+        assert!(!has_term("anything", "", false));
+    }
+
+    #[test]
+    fn terms_split_on_non_alphanumerics() {
+        let t: Vec<&str> = terms("GET /api/v1?x=5&y=héllo").collect();
+        assert_eq!(t, vec!["GET", "api", "v1", "x", "5", "y", "héllo"]);
+    }
+}

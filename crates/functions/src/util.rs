@@ -1,0 +1,68 @@
+//! Helpers for UDF bodies: string arguments in any of Arrow's string layouts.
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ScalarValue, exec_err};
+use datafusion::error::Result;
+use datafusion::logical_expr::ColumnarValue;
+
+/// A string argument, either one value or one per row.
+pub enum StringArg<'a> {
+    Scalar(Option<String>),
+    Array(&'a ArrayRef),
+}
+
+impl<'a> StringArg<'a> {
+    pub fn from_columnar(value: &'a ColumnarValue) -> Result<StringArg<'a>> {
+        Ok(match value {
+            ColumnarValue::Scalar(scalar) => StringArg::Scalar(scalar_string(scalar)?),
+            ColumnarValue::Array(array) => StringArg::Array(array),
+        })
+    }
+
+    /// Calls `f` with the value of row `i` (`None` for null).
+    #[inline]
+    pub fn with_value<R>(&self, i: usize, f: impl FnOnce(Option<&str>) -> R) -> R {
+        match self {
+            StringArg::Scalar(s) => f(s.as_deref()),
+            StringArg::Array(array) => f(string_at(array, i)),
+        }
+    }
+}
+
+/// The string in row `i` of a string array of any layout (`None` when null or not a string).
+#[inline]
+pub fn string_at(array: &ArrayRef, i: usize) -> Option<&str> {
+    if array.is_null(i) {
+        return None;
+    }
+    match array.data_type() {
+        DataType::Utf8 => Some(array.as_string::<i32>().value(i)),
+        DataType::LargeUtf8 => Some(array.as_string::<i64>().value(i)),
+        DataType::Utf8View => Some(array.as_string_view().value(i)),
+        _ => None,
+    }
+}
+
+pub fn scalar_string(scalar: &ScalarValue) -> Result<Option<String>> {
+    match scalar {
+        ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => Ok(s.clone()),
+        ScalarValue::Null => Ok(None),
+        other => exec_err!("expected a string, found {}", other.data_type()),
+    }
+}
+
+/// Number of rows of a call: the length of any array argument, else 1.
+pub fn rows_of(args: &[ColumnarValue], number_rows: usize) -> usize {
+    args.iter()
+        .find_map(|a| match a {
+            ColumnarValue::Array(array) => Some(array.len()),
+            ColumnarValue::Scalar(_) => None,
+        })
+        .unwrap_or(number_rows)
+}
+
+/// Whether every argument is a scalar (then the result is a scalar too).
+pub fn all_scalar(args: &[ColumnarValue]) -> bool {
+    args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)))
+}

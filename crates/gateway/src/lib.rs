@@ -1,0 +1,1 @@
+//! trawl-gateway

@@ -1,0 +1,384 @@
+//! Pieces every OTLP signal shares: `AnyValue` and attributes to JSON, hex ids, timestamps, trace
+//! flags, the resource and scope cells repeated on every row, and the rejection counter.
+
+use serde_json::{Map, Number, Value as Json};
+use trawl_common::{Row, Value};
+use trawl_proto::otlp::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use trawl_proto::otlp::resource::v1::Resource;
+
+use crate::IntakeOutput;
+use crate::otlp::base64;
+
+pub(crate) const TRACE_ID_BYTES: usize = 16;
+pub(crate) const SPAN_ID_BYTES: usize = 8;
+/// Bit 0 of span, link and log flags (W3C `sampled`); of metric data point flags
+/// (`no_recorded_value`).
+pub(crate) const FLAG_BIT_0: u32 = 0x1;
+
+/// A double as JSON: a number, or the OTLP/JSON names of the values JSON cannot hold
+/// (`"NaN"`, `"Infinity"`, `"-Infinity"`).
+pub(crate) fn double_to_json(value: f64) -> Json {
+    match Number::from_f64(value) {
+        Some(number) => Json::Number(number),
+        None if value.is_nan() => Json::String("NaN".to_owned()),
+        None if value > 0.0 => Json::String("Infinity".to_owned()),
+        None => Json::String("-Infinity".to_owned()),
+    }
+}
+
+/// An `AnyValue` as JSON: scalars as themselves, bytes as base64 text, arrays and key-value
+/// lists as arrays and objects, an empty value as null.
+pub(crate) fn any_value_to_json(value: &AnyValue) -> Json {
+    let Some(value) = &value.value else {
+        return Json::Null;
+    };
+    match value {
+        any_value::Value::StringValue(text) => Json::String(text.clone()),
+        any_value::Value::BoolValue(flag) => Json::Bool(*flag),
+        any_value::Value::IntValue(number) => Json::Number((*number).into()),
+        any_value::Value::DoubleValue(number) => double_to_json(*number),
+        any_value::Value::ArrayValue(array) => {
+            Json::Array(array.values.iter().map(any_value_to_json).collect())
+        }
+        any_value::Value::KvlistValue(list) => Json::Object(attributes_to_json(&list.values)),
+        any_value::Value::BytesValue(bytes) => Json::String(base64::encode(bytes)),
+        // An index into a profiles dictionary; meaningless without the dictionary.
+        any_value::Value::StringValueStrindex(_) => Json::Null,
+    }
+}
+
+/// Key-value pairs as a JSON object, keys as-is (`http.method` stays one flat key). A repeated
+/// key keeps its first position and its last value.
+pub(crate) fn attributes_to_json(attributes: &[KeyValue]) -> Map<String, Json> {
+    let mut object = Map::with_capacity(attributes.len());
+    for attribute in attributes {
+        let value = attribute
+            .value
+            .as_ref()
+            .map_or(Json::Null, any_value_to_json);
+        object.insert(attribute.key.clone(), value);
+    }
+    object
+}
+
+/// Pushes attributes as a property bag; an empty list pushes nothing.
+pub(crate) fn push_attributes(row: &mut Row, column: &'static str, attributes: &[KeyValue]) {
+    if !attributes.is_empty() {
+        row.push(
+            column,
+            Value::Dynamic(Json::Object(attributes_to_json(attributes))),
+        );
+    }
+}
+
+/// Pushes a string unless it is empty.
+pub(crate) fn push_non_empty(row: &mut Row, column: &'static str, text: &str) {
+    if !text.is_empty() {
+        row.push(column, Value::String(text.to_owned()));
+    }
+}
+
+/// Pushes a dropped-items count unless it is 0.
+pub(crate) fn push_dropped_count(row: &mut Row, column: &'static str, count: u32) {
+    if count > 0 {
+        row.push(column, Value::Long(i64::from(count)));
+    }
+}
+
+/// Pushes `bit_0_column` = true when flag bit 0 is set, and `flags` holding the bits left once
+/// bit 0 is taken out, when any are left.
+pub(crate) fn push_flags(row: &mut Row, bit_0_column: &'static str, flags: u32) {
+    if flags & FLAG_BIT_0 != 0 {
+        row.push(bit_0_column, Value::Bool(true));
+    }
+    let remaining = flags & !FLAG_BIT_0;
+    if remaining != 0 {
+        row.push("flags", Value::Long(i64::from(remaining)));
+    }
+}
+
+/// An id as lowercase hex: `Ok(None)` when empty, an error text when not `expected_bytes` long.
+pub(crate) fn hex_id(
+    bytes: &[u8],
+    expected_bytes: usize,
+    field: &str,
+) -> Result<Option<String>, String> {
+    match bytes.len() {
+        0 => Ok(None),
+        length if length == expected_bytes => Ok(Some(hex::encode(bytes))),
+        length => Err(format!(
+            "expected {field} of {expected_bytes} bytes, found {length} bytes"
+        )),
+    }
+}
+
+/// Like [`hex_id`], but an empty id is an error too.
+pub(crate) fn required_hex_id(
+    bytes: &[u8],
+    expected_bytes: usize,
+    field: &str,
+) -> Result<String, String> {
+    hex_id(bytes, expected_bytes, field)?
+        .ok_or_else(|| format!("expected {field} of {expected_bytes} bytes, found an empty id"))
+}
+
+/// Unsigned OTLP nanoseconds as the signed nanoseconds of `Value::DateTime`; values past
+/// 2262-04-11 do not fit and are an error text.
+pub(crate) fn timestamp_nanos(nanos: u64, field: &str) -> Result<i64, String> {
+    i64::try_from(nanos)
+        .map_err(|_| format!("expected {field} before the year 2262, found {nanos}"))
+}
+
+/// A u64 count as `Value::Long`; counts past `i64::MAX` are an error text.
+pub(crate) fn count_as_long(count: u64, field: &str) -> Result<Value, String> {
+    i64::try_from(count)
+        .map(Value::Long)
+        .map_err(|_| format!("expected {field} at most {}, found {count}", i64::MAX))
+}
+
+/// The cells every row of one resource (and scope) carries, computed once and copied per row:
+/// `resource`, `dropped_resource_attributes_count`, `scope_name`, `scope_version`, `scope`,
+/// `dropped_scope_attributes_count`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SharedCells {
+    cells: Vec<(&'static str, Value)>,
+}
+
+impl SharedCells {
+    /// The resource cells (the resource's `schema_url` and entity refs are not stored).
+    pub(crate) fn for_resource(resource: Option<&Resource>) -> SharedCells {
+        let mut row = Row::default();
+        if let Some(resource) = resource {
+            push_attributes(&mut row, "resource", &resource.attributes);
+            push_dropped_count(
+                &mut row,
+                "dropped_resource_attributes_count",
+                resource.dropped_attributes_count,
+            );
+        }
+        SharedCells { cells: row.cells }
+    }
+
+    /// These cells plus the scope cells.
+    pub(crate) fn with_scope(&self, scope: Option<&InstrumentationScope>) -> SharedCells {
+        let mut row = Row {
+            cells: self.cells.clone(),
+        };
+        if let Some(scope) = scope {
+            push_non_empty(&mut row, "scope_name", &scope.name);
+            push_non_empty(&mut row, "scope_version", &scope.version);
+            push_attributes(&mut row, "scope", &scope.attributes);
+            push_dropped_count(
+                &mut row,
+                "dropped_scope_attributes_count",
+                scope.dropped_attributes_count,
+            );
+        }
+        SharedCells { cells: row.cells }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Appends a copy of every cell to `row`.
+    pub(crate) fn append_to(&self, row: &mut Row) {
+        row.cells.extend(self.cells.iter().cloned());
+    }
+}
+
+/// Counts refused items (spans, log records, data points) and keeps the first reason, for the
+/// partial-success part of the response.
+#[derive(Debug)]
+pub(crate) struct Rejections {
+    singular: &'static str,
+    plural: &'static str,
+    count: i64,
+    first_reason: Option<String>,
+}
+
+impl Rejections {
+    pub(crate) fn new(singular: &'static str, plural: &'static str) -> Rejections {
+        Rejections {
+            singular,
+            plural,
+            count: 0,
+            first_reason: None,
+        }
+    }
+
+    /// Counts one refused item. `location` is only called for the first one.
+    pub(crate) fn reject(&mut self, location: impl FnOnce() -> String, reason: String) {
+        self.count += 1;
+        if self.first_reason.is_none() {
+            self.first_reason = Some(format!("{}: {reason}", location()));
+        }
+    }
+
+    pub(crate) fn into_output(self, rows: Vec<Row>) -> IntakeOutput {
+        let error_message = match (self.count, self.first_reason) {
+            (0, _) | (_, None) => String::new(),
+            (1, Some(reason)) => format!("rejected 1 {}: {reason}", self.singular),
+            (count, Some(reason)) => format!("rejected {count} {}; first: {reason}", self.plural),
+        };
+        IntakeOutput {
+            rows,
+            rejected: self.count,
+            error_message,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::otlp::fixtures::{any_bytes, any_int, any_string, key_value, resource, scope};
+    use serde_json::json;
+    use trawl_proto::otlp::common::v1::{ArrayValue, KeyValueList};
+
+    #[test]
+    fn any_values_become_json() {
+        let nested = AnyValue {
+            value: Some(any_value::Value::KvlistValue(KeyValueList {
+                values: vec![
+                    key_value("inner", any_int(-7)),
+                    KeyValue {
+                        key: "missing".into(),
+                        value: None,
+                        key_strindex: 0,
+                    },
+                ],
+            })),
+        };
+        let array = AnyValue {
+            value: Some(any_value::Value::ArrayValue(ArrayValue {
+                values: vec![
+                    any_string("a"),
+                    AnyValue {
+                        value: Some(any_value::Value::BoolValue(true)),
+                    },
+                    AnyValue {
+                        value: Some(any_value::Value::DoubleValue(1.5)),
+                    },
+                    AnyValue { value: None },
+                ],
+            })),
+        };
+        assert_eq!(
+            any_value_to_json(&nested),
+            json!({"inner": -7, "missing": null})
+        );
+        assert_eq!(any_value_to_json(&array), json!(["a", true, 1.5, null]));
+        assert_eq!(any_value_to_json(&any_bytes(b"foobar")), json!("Zm9vYmFy"));
+        assert_eq!(any_value_to_json(&AnyValue::default()), Json::Null);
+    }
+
+    #[test]
+    fn non_finite_doubles_become_their_otlp_json_names() {
+        assert_eq!(double_to_json(f64::NAN), json!("NaN"));
+        assert_eq!(double_to_json(f64::INFINITY), json!("Infinity"));
+        assert_eq!(double_to_json(f64::NEG_INFINITY), json!("-Infinity"));
+        assert_eq!(double_to_json(-0.25), json!(-0.25));
+    }
+
+    #[test]
+    fn attribute_keys_stay_flat_and_a_repeated_key_keeps_its_last_value() {
+        let attributes = vec![
+            key_value("http.method", any_string("GET")),
+            key_value("http.status_code", any_int(200)),
+            key_value("http.method", any_string("POST")),
+        ];
+        let bag = Json::Object(attributes_to_json(&attributes));
+        assert_eq!(bag, json!({"http.method": "POST", "http.status_code": 200}));
+        let object = attributes_to_json(&attributes);
+        let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["http.method", "http.status_code"]);
+    }
+
+    #[test]
+    fn ids_must_have_their_exact_length() {
+        assert_eq!(hex_id(&[], SPAN_ID_BYTES, "span_id"), Ok(None));
+        assert_eq!(
+            hex_id(&[0xab; 8], SPAN_ID_BYTES, "span_id"),
+            Ok(Some("ab".repeat(8)))
+        );
+        assert_eq!(
+            hex_id(&[1, 2, 3], TRACE_ID_BYTES, "trace_id"),
+            Err("expected trace_id of 16 bytes, found 3 bytes".to_owned())
+        );
+        assert_eq!(
+            required_hex_id(&[], TRACE_ID_BYTES, "trace_id"),
+            Err("expected trace_id of 16 bytes, found an empty id".to_owned())
+        );
+    }
+
+    #[test]
+    fn flags_split_into_bit_0_and_the_rest() {
+        let mut row = Row::default();
+        push_flags(&mut row, "sampled", 0x1);
+        assert_eq!(row.cells, vec![("sampled", Value::Bool(true))]);
+        let mut row = Row::default();
+        push_flags(&mut row, "sampled", 0x302);
+        assert_eq!(row.cells, vec![("flags", Value::Long(0x302))]);
+        let mut row = Row::default();
+        push_flags(&mut row, "sampled", 0);
+        assert!(row.cells.is_empty());
+    }
+
+    #[test]
+    fn shared_cells_hold_resource_then_scope_and_skip_empty_parts() {
+        let mut with_everything = resource(vec![key_value("service.name", any_string("api"))]);
+        with_everything.dropped_attributes_count = 2;
+        let mut full_scope = scope("lib", "1.0");
+        full_scope.attributes = vec![key_value("scope.attr", any_int(1))];
+        full_scope.dropped_attributes_count = 3;
+        let cells = SharedCells::for_resource(Some(&with_everything)).with_scope(Some(&full_scope));
+        let mut row = Row::default();
+        cells.append_to(&mut row);
+        assert_eq!(
+            row.cells,
+            vec![
+                ("resource", Value::Dynamic(json!({"service.name": "api"}))),
+                ("dropped_resource_attributes_count", Value::Long(2)),
+                ("scope_name", Value::String("lib".into())),
+                ("scope_version", Value::String("1.0".into())),
+                ("scope", Value::Dynamic(json!({"scope.attr": 1}))),
+                ("dropped_scope_attributes_count", Value::Long(3)),
+            ]
+        );
+        let empty = SharedCells::for_resource(Some(&resource(vec![])))
+            .with_scope(Some(&InstrumentationScope::default()));
+        assert_eq!(empty.len(), 0);
+        assert_eq!(SharedCells::for_resource(None).with_scope(None).len(), 0);
+    }
+
+    #[test]
+    fn rejections_report_the_count_and_the_first_reason() {
+        let mut rejections = Rejections::new("span", "spans");
+        assert_eq!(rejections_output(&mut rejections), (0, String::new()));
+        rejections.reject(|| "spans[0]".to_owned(), "bad id".to_owned());
+        assert_eq!(
+            rejections_output(&mut rejections),
+            (1, "rejected 1 span: spans[0]: bad id".into())
+        );
+        rejections.reject(
+            || unreachable!("only the first location is built"),
+            "other".to_owned(),
+        );
+        assert_eq!(
+            rejections_output(&mut rejections),
+            (2, "rejected 2 spans; first: spans[0]: bad id".into())
+        );
+    }
+
+    fn rejections_output(rejections: &mut Rejections) -> (i64, String) {
+        let snapshot = Rejections {
+            singular: rejections.singular,
+            plural: rejections.plural,
+            count: rejections.count,
+            first_reason: rejections.first_reason.clone(),
+        };
+        let output = snapshot.into_output(Vec::new());
+        (output.rejected, output.error_message)
+    }
+}

@@ -1,0 +1,23 @@
+//! The KQL front end: lexer, parser, syntax tree, printer and diagnostics.
+//!
+//! - [`parse`] turns query text into a [`Query`](ast::Query), or a [`ParseError`] with
+//!   [`ErrorCode::SyntaxError`](trawl_common::error::ErrorCode::SyntaxError), a message naming
+//!   what was expected and what was found, and a source location.
+//! - [`ast`] is the tree the planner lowers. Every node has a byte [`Span`].
+//! - The printer (`Display` on every node) writes canonical KQL; `parse(&ast.to_string())`
+//!   gives back the same tree, spans aside.
+//!
+//! This crate knows nothing of DataFusion, storage or the catalog: names are not resolved here,
+//! so a table, a column and a `let` variable are all [`ExprKind::Name`](ast::ExprKind::Name).
+
+pub mod ast;
+pub mod error;
+pub mod lexer;
+mod parser;
+mod printer;
+pub mod span;
+pub mod token;
+
+pub use error::ParseError;
+pub use parser::{MAX_DEPTH, parse};
+pub use span::Span;

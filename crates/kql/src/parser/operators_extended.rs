@@ -1,0 +1,537 @@
+//! Parsing of the operators beyond filtering and projection, and of pipeline sources.
+
+use super::{ParseResult, Parser};
+use crate::ast::{
+    As, Datatable, Evaluate, ExpandItem, Expr, ExprKind, ForkBranch, Join, MakeSeries, MvApply, MvExpand, NamedExpr,
+    Operator, OperatorKind, Parse, ParseKv, ParsePart, Partition, Precedence, Range, Render, SampleDistinct, Scan,
+    ScanStep, Search, SeriesAggregate, SeriesRange, SortOrder, TopHitters, TopNestedLevel, Union,
+};
+use crate::token::TokenKind;
+
+/// Option names (besides `hint.*`) each operator takes.
+const UNION_PARAMS: &[&str] = &["kind", "withsource", "isfuzzy"];
+const JOIN_PARAMS: &[&str] = &["kind"];
+const MV_EXPAND_PARAMS: &[&str] = &["bagexpansion", "with_itemindex", "kind"];
+const PARSE_PARAMS: &[&str] = &["kind", "flags"];
+const MAKE_SERIES_PARAMS: &[&str] = &["kind"];
+const SCAN_PARAMS: &[&str] = &["with_match_id"];
+const SEARCH_PARAMS: &[&str] = &["kind"];
+
+impl Parser<'_> {
+    /// True when the next token ends the current operator.
+    fn at_operator_end(&self) -> bool {
+        matches!(
+            self.peek_kind(),
+            TokenKind::Pipe | TokenKind::Semicolon | TokenKind::RParen | TokenKind::RBrace | TokenKind::Eof
+        )
+    }
+
+    /// An operator that starts a pipeline (`print`, `range`, `datatable`, `union`,
+    /// `evaluate`, `search`), if one is at the current position.
+    pub(crate) fn try_parse_source_operator(&mut self) -> ParseResult<Option<Operator>> {
+        let Some(word) = self.peek_word() else {
+            return Ok(None);
+        };
+        let next = &self.peek_at(1).kind;
+        let is_source = match word {
+            "print" | "union" | "search" => {
+                !matches!(
+                    next,
+                    TokenKind::Assign
+                        | TokenKind::Dot
+                        | TokenKind::Pipe
+                        | TokenKind::Semicolon
+                        | TokenKind::RParen
+                        | TokenKind::Comma
+                ) && !(word != "print" && *next == TokenKind::Eof)
+            }
+            "datatable" => *next == TokenKind::LParen,
+            "range" => *next == TokenKind::Ident && self.word_at(2) == Some("from"),
+            "evaluate" => *next == TokenKind::Ident,
+            _ => false,
+        };
+        if !is_source {
+            return Ok(None);
+        }
+        let start = self.advance().span;
+        let kind = match self.parse_more_operators(word)? {
+            Some(kind) => kind,
+            None => return Err(self.error_at(start, format!("'{word}' cannot start a query"))),
+        };
+        Ok(Some(Operator {
+            kind,
+            span: self.span_from(start),
+        }))
+    }
+
+    /// Operators beyond the first milestone, the name already consumed; `None` if unknown.
+    pub(crate) fn parse_more_operators(&mut self, name: &str) -> ParseResult<Option<OperatorKind>> {
+        Ok(Some(match name {
+            "print" => {
+                if self.at_operator_end() {
+                    OperatorKind::Print(Vec::new())
+                } else {
+                    OperatorKind::Print(self.comma_separated(Self::parse_named_expr)?)
+                }
+            }
+            "datatable" => OperatorKind::Datatable(self.parse_datatable()?),
+            "range" => {
+                let column = self.parse_ident("a column name after 'range'")?;
+                self.expect_word("from")
+                    .map_err(|_| self.error_expected("'from' after the column of 'range'"))?;
+                let from = self.parse_required_expr("from")?;
+                self.expect_word("to")
+                    .map_err(|_| self.error_expected("'to' in 'range'"))?;
+                let to = self.parse_required_expr("to")?;
+                self.expect_word("step")
+                    .map_err(|_| self.error_expected("'step' in 'range'"))?;
+                let step = self.parse_required_expr("step")?;
+                OperatorKind::Range(Range { column, from, to, step })
+            }
+            "union" => {
+                let params = self.parse_params(UNION_PARAMS)?;
+                let tables = self.comma_separated(|parser| parser.parse_table_operand("union"))?;
+                OperatorKind::Union(Union { params, tables })
+            }
+            "join" => OperatorKind::Join(self.parse_join("join")?),
+            "lookup" => OperatorKind::Lookup(self.parse_join("lookup")?),
+            "as" => {
+                let params = self.parse_params(&[])?;
+                OperatorKind::As(As {
+                    params,
+                    name: self.parse_ident("a name after 'as'")?,
+                })
+            }
+            "mv-expand" => {
+                let params = self.parse_params(MV_EXPAND_PARAMS)?;
+                let items = self.comma_separated(Self::parse_expand_item)?;
+                let limit = self.parse_optional_limit()?;
+                OperatorKind::MvExpand(MvExpand { params, items, limit })
+            }
+            "mv-apply" => {
+                let params = self.parse_params(MV_EXPAND_PARAMS)?;
+                let items = self.comma_separated(Self::parse_expand_item)?;
+                let limit = self.parse_optional_limit()?;
+                self.expect_word("on")
+                    .map_err(|_| self.error_expected("'on' and a subquery in 'mv-apply'"))?;
+                let subquery = self.parse_parenthesized_operators("mv-apply")?;
+                OperatorKind::MvApply(MvApply {
+                    params,
+                    items,
+                    limit,
+                    subquery,
+                })
+            }
+            "parse" => OperatorKind::Parse(self.parse_parse()?),
+            "parse-where" => OperatorKind::ParseWhere(self.parse_parse()?),
+            "parse-kv" => OperatorKind::ParseKv(self.parse_parse_kv()?),
+            "make-series" => OperatorKind::MakeSeries(self.parse_make_series()?),
+            "render" => {
+                let chart = self.parse_ident("a chart type after 'render'")?;
+                let properties = self.parse_with_options()?;
+                OperatorKind::Render(Render { chart, properties })
+            }
+            "getschema" => OperatorKind::GetSchema,
+            "serialize" => {
+                if self.at_operator_end() {
+                    OperatorKind::Serialize(Vec::new())
+                } else {
+                    OperatorKind::Serialize(self.comma_separated(Self::parse_named_expr)?)
+                }
+            }
+            "top-nested" => OperatorKind::TopNested(self.parse_top_nested()?),
+            "evaluate" => {
+                let params = self.parse_params(&[])?;
+                let call = self.parse_required_call("evaluate")?;
+                OperatorKind::Evaluate(Evaluate { params, call })
+            }
+            "invoke" => OperatorKind::Invoke(self.parse_required_call("invoke")?),
+            "search" => {
+                let params = self.parse_params(SEARCH_PARAMS)?;
+                let mut tables = Vec::new();
+                if self.at_word("in") && self.peek_at(1).kind == TokenKind::LParen {
+                    self.advance();
+                    self.advance();
+                    tables = self.comma_separated(|parser| parser.parse_table_operand("search in"))?;
+                    self.expect(&TokenKind::RParen, "')' after the tables of 'search'")?;
+                }
+                let predicate = self.parse_required_expr("search")?;
+                OperatorKind::Search(Search {
+                    params,
+                    tables,
+                    predicate,
+                })
+            }
+            "fork" => OperatorKind::Fork(self.parse_fork()?),
+            "partition" => {
+                let params = self.parse_params(&[])?;
+                self.expect_word("by")
+                    .map_err(|_| self.error_expected("'by' after 'partition'"))?;
+                let column = self.parse_ident("a column name after 'by'")?;
+                let by = Expr::new(ExprKind::Name(column.clone()), column.span);
+                let subquery = self.parse_parenthesized_operators("partition")?;
+                OperatorKind::Partition(Partition { params, by, subquery })
+            }
+            "scan" => OperatorKind::Scan(self.parse_scan()?),
+            "sample" => OperatorKind::Sample(self.parse_required_expr("sample")?),
+            "sample-distinct" => {
+                let count = self.parse_required_expr("sample-distinct")?;
+                self.expect_word("of")
+                    .map_err(|_| self.error_expected("'of' in 'sample-distinct'"))?;
+                OperatorKind::SampleDistinct(SampleDistinct {
+                    count,
+                    of: self.parse_required_expr("of")?,
+                })
+            }
+            "top-hitters" => {
+                let count = self.parse_required_expr("top-hitters")?;
+                self.expect_word("of")
+                    .map_err(|_| self.error_expected("'of' in 'top-hitters'"))?;
+                let of = self.parse_required_expr("of")?;
+                let by = match self.eat_word("by") {
+                    Some(_) => Some(self.parse_required_expr("by")?),
+                    None => None,
+                };
+                OperatorKind::TopHitters(TopHitters { count, of, by })
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    fn parse_datatable(&mut self) -> ParseResult<Datatable> {
+        self.expect(&TokenKind::LParen, "'(' and a schema after 'datatable'")?;
+        let columns = self.comma_separated(Self::parse_column_decl)?;
+        self.expect(&TokenKind::RParen, "',' or ')' in the schema of 'datatable'")?;
+        self.expect(&TokenKind::LBracket, "'[' and values after the schema of 'datatable'")?;
+        let mut values = Vec::new();
+        while self.eat(&TokenKind::RBracket).is_none() {
+            values.push(self.parse_required_expr("'[' or ','")?);
+            if self.eat(&TokenKind::Comma).is_none() {
+                self.expect(&TokenKind::RBracket, "',' or ']' in the values of 'datatable'")?;
+                break;
+            }
+        }
+        Ok(Datatable { columns, values })
+    }
+
+    /// A table operand: a parenthesized pipeline, a name, or a call (`table("x")`).
+    fn parse_table_operand(&mut self, after: &str) -> ParseResult<Expr> {
+        if !self.can_start_expr() {
+            return Err(self.error_expected(&format!("a table after '{after}'")));
+        }
+        self.parse_postfix()
+    }
+
+    fn parse_join(&mut self, name: &str) -> ParseResult<Join> {
+        let params = self.parse_params(JOIN_PARAMS)?;
+        let right = self.parse_table_operand(name)?;
+        self.expect_word("on")
+            .map_err(|_| self.error_expected(&format!("'on' after the right side of '{name}'")))?;
+        let mut on = Vec::new();
+        loop {
+            on.push(self.parse_binary(Precedence::Equality)?);
+            if self.eat(&TokenKind::Comma).is_none() && self.eat_word("and").is_none() {
+                break;
+            }
+        }
+        Ok(Join { params, right, on })
+    }
+
+    fn parse_expand_item(&mut self) -> ParseResult<ExpandItem> {
+        let start = self.peek().span;
+        let expr = self.parse_named_expr()?;
+        let mut to_type = None;
+        if self.at_word("to") && self.word_at(1) == Some("typeof") {
+            self.advance();
+            self.advance();
+            self.expect(&TokenKind::LParen, "'(' after 'typeof'")?;
+            to_type = Some(self.parse_scalar_type()?);
+            self.expect(&TokenKind::RParen, "')' after the type")?;
+        }
+        Ok(ExpandItem {
+            expr,
+            to_type,
+            span: self.span_from(start),
+        })
+    }
+
+    fn parse_optional_limit(&mut self) -> ParseResult<Option<Expr>> {
+        match self.eat_word("limit") {
+            Some(_) => Ok(Some(self.parse_required_expr("limit")?)),
+            None => Ok(None),
+        }
+    }
+
+    /// `( operator | operator ... )`: a sub-pipeline without a source.
+    fn parse_parenthesized_operators(&mut self, owner: &str) -> ParseResult<Vec<Operator>> {
+        self.expect(&TokenKind::LParen, &format!("'(' and a subquery in '{owner}'"))?;
+        self.enter()?;
+        let mut operators = vec![self.parse_operator()?];
+        while self.eat(&TokenKind::Pipe).is_some() {
+            operators.push(self.parse_operator()?);
+        }
+        self.leave();
+        self.expect(&TokenKind::RParen, &format!("'|' or ')' in the subquery of '{owner}'"))?;
+        Ok(operators)
+    }
+
+    fn parse_required_call(&mut self, after: &str) -> ParseResult<Expr> {
+        let start = self.peek().span;
+        let call = self.parse_table_operand(after)?;
+        match call.kind {
+            ExprKind::Call { .. } => Ok(call),
+            _ => Err(self.error_at(start.to(call.span), format!("expected a function call after '{after}'"))),
+        }
+    }
+
+    fn parse_parse(&mut self) -> ParseResult<Parse> {
+        let params = self.parse_params(PARSE_PARAMS)?;
+        let source = self.parse_required_expr("parse")?;
+        self.expect_word("with")
+            .map_err(|_| self.error_expected("'with' and a pattern in 'parse'"))?;
+        let mut pattern = Vec::new();
+        while !self.at_operator_end() {
+            let token = self.peek().clone();
+            let part = match token.kind {
+                TokenKind::String(_) => {
+                    let literal = self.parse_postfix()?;
+                    match literal.kind {
+                        ExprKind::Literal(crate::ast::Literal::String(text)) => ParsePart::Text {
+                            text,
+                            span: literal.span,
+                        },
+                        _ => return Err(self.error_at(literal.span, "expected a string in the 'parse' pattern")),
+                    }
+                }
+                TokenKind::Star => {
+                    self.advance();
+                    ParsePart::Wildcard { span: token.span }
+                }
+                _ => {
+                    let name = self.parse_ident("a string, '*' or a column name in the 'parse' pattern")?;
+                    let ty = match self.eat(&TokenKind::Colon) {
+                        Some(_) => Some(self.parse_scalar_type()?),
+                        None => None,
+                    };
+                    ParsePart::Column {
+                        name,
+                        ty,
+                        span: self.span_from(token.span),
+                    }
+                }
+            };
+            pattern.push(part);
+        }
+        if pattern.is_empty() {
+            return Err(self.error_expected("a pattern after 'with'"));
+        }
+        Ok(Parse {
+            params,
+            source,
+            pattern,
+        })
+    }
+
+    fn parse_parse_kv(&mut self) -> ParseResult<ParseKv> {
+        let source = self.parse_required_expr("parse-kv")?;
+        self.expect_word("as")
+            .map_err(|_| self.error_expected("'as' and a schema in 'parse-kv'"))?;
+        self.expect(&TokenKind::LParen, "'(' and a schema after 'as'")?;
+        let columns = self.comma_separated(Self::parse_column_decl)?;
+        self.expect(&TokenKind::RParen, "',' or ')' in the schema of 'parse-kv'")?;
+        let options = self.parse_with_options()?;
+        Ok(ParseKv {
+            source,
+            columns,
+            options,
+        })
+    }
+
+    /// `with (name = value, ...)` if present.
+    fn parse_with_options(&mut self) -> ParseResult<Vec<NamedExpr>> {
+        if self.eat_word("with").is_none() {
+            return Ok(Vec::new());
+        }
+        self.expect(&TokenKind::LParen, "'(' after 'with'")?;
+        let options = self.comma_separated(Self::parse_named_expr)?;
+        self.expect(&TokenKind::RParen, "',' or ')' in the 'with' options")?;
+        Ok(options)
+    }
+
+    fn parse_make_series(&mut self) -> ParseResult<MakeSeries> {
+        let params = self.parse_params(MAKE_SERIES_PARAMS)?;
+        let aggregates = self.comma_separated(|parser| {
+            let start = parser.peek().span;
+            let aggregate = parser.parse_named_expr()?;
+            let default = match parser.at_word("default") && parser.peek_at(1).kind == TokenKind::Assign {
+                true => {
+                    parser.advance();
+                    parser.advance();
+                    Some(parser.parse_required_expr("default =")?)
+                }
+                false => None,
+            };
+            Ok(SeriesAggregate {
+                aggregate,
+                default,
+                span: parser.span_from(start),
+            })
+        })?;
+        self.expect_word("on")
+            .map_err(|_| self.error_expected("'on' and an axis column in 'make-series'"))?;
+        let on = self.parse_binary(Precedence::Relational)?;
+        let range = if self.eat_word("in").is_some() {
+            self.expect_word("range")?;
+            self.expect(&TokenKind::LParen, "'(' after 'range'")?;
+            let start = self.parse_required_expr("range(")?;
+            self.expect(&TokenKind::Comma, "','")?;
+            let stop = self.parse_required_expr(",")?;
+            self.expect(&TokenKind::Comma, "','")?;
+            let step = self.parse_required_expr(",")?;
+            self.expect(&TokenKind::RParen, "')' after the range")?;
+            SeriesRange::InRange { start, stop, step }
+        } else {
+            let from = match self.eat_word("from") {
+                Some(_) => Some(self.parse_required_expr("from")?),
+                None => None,
+            };
+            let to = match self.eat_word("to") {
+                Some(_) => Some(self.parse_required_expr("to")?),
+                None => None,
+            };
+            self.expect_word("step")
+                .map_err(|_| self.error_expected("'step' in 'make-series'"))?;
+            SeriesRange::FromTo {
+                from,
+                to,
+                step: self.parse_required_expr("step")?,
+            }
+        };
+        let by = match self.eat_word("by") {
+            Some(_) => self.comma_separated(Self::parse_named_expr)?,
+            None => Vec::new(),
+        };
+        Ok(MakeSeries {
+            params,
+            aggregates,
+            on,
+            range,
+            by,
+        })
+    }
+
+    fn parse_top_nested(&mut self) -> ParseResult<Vec<TopNestedLevel>> {
+        let mut levels = Vec::new();
+        loop {
+            let start = self.peek().span;
+            let count = match self.at_word("of") {
+                true => None,
+                false => Some(self.parse_required_expr("top-nested")?),
+            };
+            self.expect_word("of")
+                .map_err(|_| self.error_expected("'of' in 'top-nested'"))?;
+            let of = self.parse_named_expr()?;
+            let mut with_others = None;
+            if self.at_word("with") && self.word_at(1) == Some("others") {
+                self.advance();
+                self.advance();
+                self.expect(&TokenKind::Assign, "'=' after 'with others'")?;
+                with_others = Some(self.parse_required_expr("with others =")?);
+            }
+            self.expect_word("by")
+                .map_err(|_| self.error_expected("'by' in 'top-nested'"))?;
+            let by = self.parse_named_expr()?;
+            let order = if self.eat_word("asc").is_some() {
+                Some(SortOrder::Asc)
+            } else if self.eat_word("desc").is_some() {
+                Some(SortOrder::Desc)
+            } else {
+                None
+            };
+            levels.push(TopNestedLevel {
+                count,
+                of,
+                with_others,
+                by,
+                order,
+                span: self.span_from(start),
+            });
+            let next_level = self.peek().kind == TokenKind::Comma
+                && self.word_at(1) == Some("top")
+                && self.peek_at(2).kind == TokenKind::Minus
+                && self.word_at(3) == Some("nested");
+            if !next_level {
+                return Ok(levels);
+            }
+            for _ in 0..4 {
+                self.advance();
+            }
+        }
+    }
+
+    fn parse_fork(&mut self) -> ParseResult<Vec<ForkBranch>> {
+        let mut branches = Vec::new();
+        while !self.at_operator_end() || branches.is_empty() {
+            let start = self.peek().span;
+            let name = match self.assignment_follows() {
+                true => {
+                    let name = self.parse_ident("a branch name")?;
+                    self.advance();
+                    Some(name)
+                }
+                false => None,
+            };
+            let operators = self.parse_parenthesized_operators("fork")?;
+            branches.push(ForkBranch {
+                name,
+                operators,
+                span: self.span_from(start),
+            });
+        }
+        Ok(branches)
+    }
+
+    fn parse_scan(&mut self) -> ParseResult<Scan> {
+        let params = self.parse_params(SCAN_PARAMS)?;
+        let mut declare = Vec::new();
+        if self.eat_word("declare").is_some() {
+            self.expect(&TokenKind::LParen, "'(' after 'declare'")?;
+            declare = self.comma_separated(Self::parse_param)?;
+            self.expect(&TokenKind::RParen, "',' or ')' after the declarations")?;
+        }
+        self.expect_word("with")
+            .map_err(|_| self.error_expected("'with' and steps in 'scan'"))?;
+        self.expect(&TokenKind::LParen, "'(' after 'with'")?;
+        let mut steps = Vec::new();
+        while self.eat(&TokenKind::RParen).is_none() {
+            let start = self.expect_word("step")?;
+            let name = self.parse_ident("a step name")?;
+            let output = match self.at_word("output") && self.peek_at(1).kind == TokenKind::Assign {
+                true => {
+                    self.advance();
+                    self.advance();
+                    Some(self.parse_ident("all, last or none after 'output='")?)
+                }
+                false => None,
+            };
+            self.expect(&TokenKind::Colon, "':' after the step name")?;
+            let condition = self.parse_required_expr(":")?;
+            let assignments = match self.eat(&TokenKind::Arrow) {
+                Some(_) => self.comma_separated(Self::parse_named_expr)?,
+                None => Vec::new(),
+            };
+            steps.push(ScanStep {
+                name,
+                output,
+                condition,
+                assignments,
+                span: self.span_from(start),
+            });
+            if self.eat(&TokenKind::Semicolon).is_none() {
+                self.expect(&TokenKind::RParen, "';' or ')' after a scan step")?;
+                break;
+            }
+        }
+        Ok(Scan { params, declare, steps })
+    }
+}

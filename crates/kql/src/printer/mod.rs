@@ -1,0 +1,125 @@
+//! The printer: `Display` for the AST, giving canonical KQL.
+//!
+//! Printing is stable: `parse(&query.to_string())` gives back the same tree (spans aside).
+//! Parentheses are added where precedence needs them; pipelines go one operator per line.
+
+mod expr;
+mod literal;
+mod operator;
+mod operator_extended;
+
+use std::fmt::{self, Display, Formatter};
+
+use crate::ast::{FunctionDef, Ident, Let, LetValue, ParamType, Query, Statement, StatementKind};
+
+pub(crate) use expr::ExprContext;
+
+impl Display for Query {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        for (index, statement) in self.statements.iter().enumerate() {
+            if index > 0 {
+                f.write_str(";\n")?;
+            }
+            write!(f, "{statement}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for Statement {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            StatementKind::Let(let_statement) => write!(f, "{let_statement}"),
+            StatementKind::Set(option) => {
+                write!(f, "set {}", option.name)?;
+                match &option.value {
+                    Some(value) => write!(f, " = {}", ExprContext::scalar(value)),
+                    None => Ok(()),
+                }
+            }
+            StatementKind::Expr(expr) => write!(f, "{}", ExprContext::full(expr)),
+        }
+    }
+}
+
+impl Display for Let {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "let {} = ", self.name)?;
+        match &self.value {
+            LetValue::Expr(expr) => write!(f, "{}", ExprContext::full(expr)),
+            LetValue::Function(function) => write!(f, "{function}"),
+        }
+    }
+}
+
+impl Display for FunctionDef {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        f.write_str("(")?;
+        for (index, param) in self.params.iter().enumerate() {
+            if index > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}:", param.name)?;
+            match &param.ty {
+                ParamType::Scalar(ty) => f.write_str(ty.name())?,
+                ParamType::Tabular { columns, open } => {
+                    f.write_str("(")?;
+                    let mut parts: Vec<String> = columns
+                        .iter()
+                        .map(|column| format!("{}:{}", column.name, column.ty.name()))
+                        .collect();
+                    if *open {
+                        parts.push("*".to_string());
+                    }
+                    write!(f, "{})", parts.join(", "))?;
+                }
+            }
+            if let Some(default) = &param.default {
+                write!(f, " = {}", ExprContext::scalar(default))?;
+            }
+        }
+        f.write_str(") {\n")?;
+        for statement in &self.body {
+            writeln!(f, "{statement};")?;
+        }
+        f.write_str("}")
+    }
+}
+
+impl Display for Ident {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if self.bracketed || !is_plain_identifier(&self.name) {
+            f.write_str("[")?;
+            literal::write_string(f, &self.name)?;
+            f.write_str("]")
+        } else {
+            f.write_str(&self.name)
+        }
+    }
+}
+
+/// True when `name` lexes as one identifier token.
+fn is_plain_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = match chars.next() {
+        Some('$') => chars.next().is_some_and(|c| c == '_' || c.is_alphabetic()),
+        Some(c) => c == '_' || c.is_alphabetic(),
+        None => false,
+    };
+    first_ok && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+/// Writes `items` separated by `, `.
+pub(crate) fn write_list<T>(
+    f: &mut Formatter<'_>,
+    items: &[T],
+    mut item: impl FnMut(&mut Formatter<'_>, &T) -> fmt::Result,
+) -> fmt::Result {
+    for (index, value) in items.iter().enumerate() {
+        if index > 0 {
+            f.write_str(", ")?;
+        }
+        item(f, value)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,56 @@
+//! Statements: `let`, functions, `set`, several statements.
+
+use crate::support::parse_ok;
+use trawl_kql::ast::{ExprKind, LetValue, ParamType, ScalarType, StatementKind};
+
+#[test]
+fn lets_then_query() {
+    let query =
+        parse_ok("let threshold = 5;\nlet recent = T | where timestamp > ago(1h);\nrecent | where n > threshold");
+    assert_eq!(query.statements.len(), 3);
+    let StatementKind::Let(first) = &query.statements[0].kind else {
+        panic!()
+    };
+    assert_eq!(first.name.name, "threshold");
+    assert!(matches!(&first.value, LetValue::Expr(expr) if matches!(expr.kind, ExprKind::Literal(_))));
+    let StatementKind::Let(second) = &query.statements[1].kind else {
+        panic!()
+    };
+    assert!(matches!(&second.value, LetValue::Expr(expr) if matches!(expr.kind, ExprKind::Pipeline { .. })));
+    assert!(matches!(query.statements[2].kind, StatementKind::Expr(_)));
+}
+
+#[test]
+fn function_with_typed_params_and_defaults() {
+    let query =
+        parse_ok("let f = (a:long, b:string = \"x\", T:(*), U:(c:int, *)) { let y = a * 2; T | where c > y };\nf(1)");
+    let StatementKind::Let(definition) = &query.statements[0].kind else {
+        panic!()
+    };
+    let LetValue::Function(function) = &definition.value else {
+        panic!("not a function")
+    };
+    assert_eq!(function.params.len(), 4);
+    assert_eq!(function.params[0].ty, ParamType::Scalar(ScalarType::Long));
+    assert!(function.params[1].default.is_some());
+    assert!(matches!(&function.params[2].ty, ParamType::Tabular { columns, open: true } if columns.is_empty()));
+    assert!(matches!(&function.params[3].ty, ParamType::Tabular { columns, open: true } if columns.len() == 1));
+    assert_eq!(function.body.len(), 2);
+    let query = parse_ok("let g = () { 42 }; g()");
+    assert_eq!(query.statements.len(), 2);
+}
+
+#[test]
+fn comments_semicolons_and_set() {
+    let query = parse_ok("// leading comment\nset querytrace;\nT // trailing\n| count;;\n");
+    assert_eq!(query.statements.len(), 2);
+    assert!(matches!(&query.statements[0].kind, StatementKind::Set(option) if option.name == "querytrace"));
+}
+
+#[test]
+fn statement_spans() {
+    let text = "let x = 1; T | take x";
+    let query = parse_ok(text);
+    assert_eq!(&text[query.statements[0].span.range()], "let x = 1");
+    assert_eq!(&text[query.statements[1].span.range()], "T | take x");
+}

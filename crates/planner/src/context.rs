@@ -1,0 +1,204 @@
+//! Planner state: the query text (for locations), tables, `let` bindings, warnings, and the
+//! typed tabular value that operators transform.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::common::Column;
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use trawl_common::error::Location;
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_kql::ast::{Expr as KExpr, ExprKind, LetValue, Statement, StatementKind};
+use trawl_kql::span::Span;
+
+use crate::{PlanOptions, PlannedResult, QueryWarning, TableLookup};
+
+/// A tabular value under construction: a plan and the KQL type of each output column, in
+/// order.
+#[derive(Debug, Clone)]
+pub struct Tabular {
+    pub plan: LogicalPlan,
+    pub columns: Vec<(String, KqlType)>,
+}
+
+impl Tabular {
+    pub fn column_type(&self, name: &str) -> Option<KqlType> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, t)| *t)
+    }
+
+    pub fn builder(&self) -> LogicalPlanBuilder {
+        LogicalPlanBuilder::from(self.plan.clone())
+    }
+}
+
+/// A reference to a column by its plain name (names may contain dots or spaces).
+pub fn column(name: &str) -> Expr {
+    Expr::Column(Column::new_unqualified(name))
+}
+
+/// A scalar expression with its KQL type.
+#[derive(Debug, Clone)]
+pub struct Typed {
+    pub expr: Expr,
+    pub kql_type: KqlType,
+}
+
+impl Typed {
+    pub fn new(expr: Expr, kql_type: KqlType) -> Typed {
+        Typed { expr, kql_type }
+    }
+}
+
+/// What a `let` name stands for.
+#[derive(Debug, Clone)]
+pub enum Binding {
+    Scalar(Typed),
+    Tabular(Tabular),
+}
+
+pub struct Planner<'a> {
+    pub text: &'a str,
+    pub tables: &'a dyn TableLookup,
+    pub options: PlanOptions,
+    pub bindings: HashMap<String, Binding>,
+    warnings: Vec<QueryWarning>,
+}
+
+impl<'a> Planner<'a> {
+    pub fn new(text: &'a str, tables: &'a dyn TableLookup, options: PlanOptions) -> Planner<'a> {
+        Planner { text, tables, options, bindings: HashMap::new(), warnings: Vec::new() }
+    }
+
+    pub fn into_warnings(self) -> Vec<QueryWarning> {
+        self.warnings
+    }
+
+    pub fn location(&self, span: Span) -> Location {
+        Location::from_byte_range(self.text, span.start as usize, span.end as usize)
+    }
+
+    /// An error of `code` located at `span`.
+    pub fn error(&self, code: ErrorCode, span: Span, message: impl Into<String>) -> TrawlError {
+        TrawlError::new(code, message).at(self.location(span))
+    }
+
+    pub fn warn(&mut self, kind: &str, span: Span, message: impl Into<String>) {
+        let warning = QueryWarning { kind: kind.to_string(), message: message.into(), location: Some(self.location(span)) };
+        if !self.warnings.contains(&warning) {
+            self.warnings.push(warning);
+        }
+    }
+
+    /// Plans every statement; each tabular expression statement is one result.
+    pub fn plan_statements(&mut self, statements: &[Statement]) -> Result<Vec<PlannedResult>, TrawlError> {
+        let mut results = Vec::new();
+        for statement in statements {
+            match &statement.kind {
+                StatementKind::Let(binding) => {
+                    let value = match &binding.value {
+                        LetValue::Expr(expr) => self.bind_value(expr)?,
+                        LetValue::Function(_) => {
+                            return Err(self.error(
+                                ErrorCode::BadRequest,
+                                statement.span,
+                                "user-defined functions are not supported yet",
+                            ));
+                        }
+                    };
+                    self.bindings.insert(binding.name.name.clone(), value);
+                }
+                StatementKind::Set(_) => {}
+                StatementKind::Expr(expr) => {
+                    let tabular = self.tabular(expr)?;
+                    results.push(PlannedResult { plan: tabular.plan, columns: tabular.columns });
+                }
+                _ => {
+                    return Err(self.error(ErrorCode::BadRequest, statement.span, "this statement is not supported yet"));
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    /// A `let` value: tabular when it is a pipeline, a table or a tabular operator, else scalar.
+    fn bind_value(&mut self, expr: &KExpr) -> Result<Binding, TrawlError> {
+        if self.is_tabular(expr) {
+            return Ok(Binding::Tabular(self.tabular(expr)?));
+        }
+        let empty = self.empty_tabular()?;
+        Ok(Binding::Scalar(self.scalar(expr, &empty)?))
+    }
+
+    pub fn is_tabular(&self, expr: &KExpr) -> bool {
+        match &expr.kind {
+            ExprKind::Pipeline { .. } | ExprKind::TabularOperator(_) => true,
+            ExprKind::Name(ident) => match self.bindings.get(&ident.name) {
+                Some(Binding::Tabular(_)) => true,
+                Some(Binding::Scalar(_)) => false,
+                None => self.tables.table(&ident.name).is_some(),
+            },
+            _ => false,
+        }
+    }
+
+    /// A one-row, no-column value, the input of scalar `let`s.
+    pub fn empty_tabular(&self) -> Result<Tabular, TrawlError> {
+        let plan = LogicalPlanBuilder::empty(true).build().map_err(|e| internal(&e))?;
+        Ok(Tabular { plan, columns: Vec::new() })
+    }
+
+    /// Lowers a tabular expression.
+    pub fn tabular(&mut self, expr: &KExpr) -> Result<Tabular, TrawlError> {
+        match &expr.kind {
+            ExprKind::Name(ident) => self.table_reference(&ident.name, ident.span),
+            ExprKind::Pipeline { source, operators } => {
+                let mut current = self.tabular(source)?;
+                for operator in operators {
+                    current = self.operator(current, operator)?;
+                }
+                Ok(current)
+            }
+            _ => Err(self.error(ErrorCode::SyntaxError, expr.span, "expected a tabular expression (a table name or a pipeline)")),
+        }
+    }
+
+    fn table_reference(&mut self, name: &str, span: Span) -> Result<Tabular, TrawlError> {
+        if let Some(binding) = self.bindings.get(name) {
+            return match binding {
+                Binding::Tabular(tabular) => Ok(tabular.clone()),
+                Binding::Scalar(_) => {
+                    Err(self.error(ErrorCode::TypeMismatch, span, format!("'{name}' is a scalar, not a table")))
+                }
+            };
+        }
+        let Some(provider) = self.tables.table(name) else {
+            return Err(self.error(ErrorCode::UnknownTable, span, format!("unknown table '{name}'")));
+        };
+        self.scan(name, provider)
+    }
+
+    fn scan(&mut self, name: &str, provider: Arc<dyn datafusion::catalog::TableProvider>) -> Result<Tabular, TrawlError> {
+        let schema = provider.schema();
+        let columns: Vec<(String, KqlType)> =
+            schema.fields().iter().map(|f| (f.name().clone(), trawl_functions::types::kql_type_of(f))).collect();
+        let source = datafusion::datasource::provider_as_source(provider);
+        let mut builder = LogicalPlanBuilder::scan(name, source, None).map_err(|e| internal(&e))?;
+        if columns.iter().any(|(n, t)| n == trawl_common::TIME_COLUMN && *t == KqlType::DateTime) {
+            let time = column(trawl_common::TIME_COLUMN);
+            if let Some(since) = self.options.since {
+                builder = builder.filter(time.clone().gt_eq(crate::scalar::datetime_literal(since))).map_err(|e| internal(&e))?;
+            }
+            if let Some(until) = self.options.until {
+                builder = builder.filter(time.lt(crate::scalar::datetime_literal(until))).map_err(|e| internal(&e))?;
+            }
+        }
+        // Columns are referenced unqualified (`column()`), so the scan's qualifier is harmless.
+        let plan = builder.build().map_err(|e| internal(&e))?;
+        Ok(Tabular { plan, columns })
+    }
+}
+
+/// An internal planning failure (a DataFusion error on a plan we built).
+pub fn internal(error: &datafusion::error::DataFusionError) -> TrawlError {
+    TrawlError::new(ErrorCode::Internal, format!("planning failed: {error}"))
+}

@@ -1,0 +1,84 @@
+//! Binding and lowering: a KQL syntax tree → DataFusion `LogicalPlan`s, one per result table.
+//!
+//! The planner resolves names through [`TableLookup`] (no storage, no catalog backend),
+//! tracks every column's KQL type ([`Tabular`]), checks KQL's typing rules (text operators
+//! need a string right side; `TypeMismatch` otherwise), and turns KQL semantics into
+//! DataFusion expressions: strings are never null, `has` matches whole terms, dynamic
+//! values are JSON text read with `json_*` functions, datetimes are nanosecond timestamps.
+//!
+//! Main entry: [`plan_query`].
+
+mod aggregates;
+mod context;
+mod names;
+mod operators;
+mod scalar;
+mod scalar_functions;
+
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+use datafusion::logical_expr::LogicalPlan;
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_common::error::Location;
+
+pub use context::Tabular;
+
+/// Looks up tables by name.
+pub trait TableLookup {
+    fn table(&self, name: &str) -> Option<Arc<dyn TableProvider>>;
+}
+
+/// Request-level settings that shape the plan.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanOptions {
+    /// Only rows with `timestamp >= since` (nanoseconds since the epoch).
+    pub since: Option<i64>,
+    /// Only rows with `timestamp < until`.
+    pub until: Option<i64>,
+    /// The query's `now()`, fixed for the whole query.
+    pub now: i64,
+}
+
+/// A warning that travels with the result (`@Warnings`, gRPC QueryWarning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryWarning {
+    pub kind: String,
+    pub message: String,
+    pub location: Option<Location>,
+}
+
+/// One result table: its plan and its columns' KQL types.
+#[derive(Debug, Clone)]
+pub struct PlannedResult {
+    pub plan: LogicalPlan,
+    pub columns: Vec<(String, KqlType)>,
+}
+
+/// A whole query: result tables in statement order, and warnings.
+#[derive(Debug, Clone)]
+pub struct PlannedQuery {
+    pub results: Vec<PlannedResult>,
+    pub warnings: Vec<QueryWarning>,
+}
+
+/// Parses and plans `text`.
+pub fn plan_text(text: &str, tables: &dyn TableLookup, options: PlanOptions) -> Result<PlannedQuery, TrawlError> {
+    let query = trawl_kql::parse(text)?;
+    plan_query(&query, text, tables, options)
+}
+
+/// Plans a parsed query. `text` is the query text the spans point into.
+pub fn plan_query(
+    query: &trawl_kql::ast::Query,
+    text: &str,
+    tables: &dyn TableLookup,
+    options: PlanOptions,
+) -> Result<PlannedQuery, TrawlError> {
+    let mut planner = context::Planner::new(text, tables, options);
+    let results = planner.plan_statements(&query.statements)?;
+    if results.is_empty() {
+        return Err(TrawlError::new(ErrorCode::SyntaxError, "the query has no tabular expression to run"));
+    }
+    Ok(PlannedQuery { results, warnings: planner.into_warnings() })
+}

@@ -1,0 +1,253 @@
+//! Tabular operators: each takes a typed tabular value and returns a new one.
+
+use datafusion::logical_expr::{Expr, SortExpr, lit};
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_kql::ast::{
+    ColumnPattern, Expr as KExpr, ExprKind, NamedExpr, NullsOrder, Operator, OperatorKind, SortKey, SortOrder,
+};
+
+use crate::aggregates::{default_aggregate_name, is_aggregate};
+use crate::context::{Planner, Tabular, Typed, column, internal};
+use crate::names::{default_name, matches_pattern};
+
+fn build(builder: datafusion::logical_expr::LogicalPlanBuilder) -> Result<datafusion::logical_expr::LogicalPlan, TrawlError> {
+    builder.build().map_err(|e| internal(&e))
+}
+
+impl Planner<'_> {
+    pub fn operator(&mut self, input: Tabular, operator: &Operator) -> Result<Tabular, TrawlError> {
+        match &operator.kind {
+            OperatorKind::Where(predicate) => {
+                let value = self.scalar(predicate, &input)?;
+                let condition = self.boolean(value, predicate)?;
+                let plan = build(input.builder().filter(condition).map_err(|e| internal(&e))?)?;
+                Ok(Tabular { plan, columns: input.columns })
+            }
+            OperatorKind::Project(items) => self.project(input, items, false),
+            OperatorKind::Extend(items) => self.project(input, items, true),
+            OperatorKind::Take(count) => {
+                let n = self.row_count(count)?;
+                let plan = build(input.builder().limit(0, Some(n)).map_err(|e| internal(&e))?)?;
+                Ok(Tabular { plan, columns: input.columns })
+            }
+            OperatorKind::Count => {
+                let count = datafusion::functions_aggregate::expr_fn::count(lit(1i64)).alias("Count");
+                let plan = build(input.builder().aggregate(Vec::<Expr>::new(), vec![count]).map_err(|e| internal(&e))?)?;
+                Ok(Tabular { plan, columns: vec![("Count".into(), KqlType::Long)] })
+            }
+            OperatorKind::Sort(sort) => {
+                let keys = self.sort_keys(&sort.keys, &input)?;
+                let plan = build(input.builder().sort(keys).map_err(|e| internal(&e))?)?;
+                Ok(Tabular { plan, columns: input.columns })
+            }
+            OperatorKind::Top(top) => {
+                let n = self.row_count(&top.count)?;
+                let keys = self.sort_keys(std::slice::from_ref(&top.by), &input)?;
+                let plan = build(
+                    input.builder().sort_with_limit(keys, Some(n)).and_then(|b| b.limit(0, Some(n))).map_err(|e| internal(&e))?,
+                )?;
+                Ok(Tabular { plan, columns: input.columns })
+            }
+            OperatorKind::Summarize(summarize) => self.summarize(input, &summarize.aggregates, &summarize.by),
+            OperatorKind::Distinct(items) => {
+                if matches!(items.as_slice(), [KExpr { kind: ExprKind::Star, .. }]) {
+                    let plan = build(input.builder().distinct().map_err(|e| internal(&e))?)?;
+                    return Ok(Tabular { plan, columns: input.columns });
+                }
+                let named: Vec<NamedExpr> =
+                    items.iter().map(|e| NamedExpr { names: Vec::new(), expr: e.clone(), span: e.span }).collect();
+                self.summarize(input, &[], &named)
+            }
+            OperatorKind::ProjectAway(patterns) => {
+                self.check_patterns(patterns, &input)?;
+                let keep: Vec<(String, KqlType)> = input
+                    .columns
+                    .iter()
+                    .filter(|(name, _)| !patterns.iter().any(|p| matches_pattern(&p.pattern, name)))
+                    .cloned()
+                    .collect();
+                self.select(input, keep)
+            }
+            OperatorKind::ProjectKeep(patterns) => {
+                self.check_patterns(patterns, &input)?;
+                let keep: Vec<(String, KqlType)> = input
+                    .columns
+                    .iter()
+                    .filter(|(name, _)| patterns.iter().any(|p| matches_pattern(&p.pattern, name)))
+                    .cloned()
+                    .collect();
+                self.select(input, keep)
+            }
+            OperatorKind::ProjectRename(renames) => {
+                let mut columns = input.columns.clone();
+                let mut exprs: Vec<Expr> = columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+                for rename in renames {
+                    let Some(index) = columns.iter().position(|(n, _)| *n == rename.old_name.name) else {
+                        return Err(self.error(
+                            ErrorCode::UnknownColumn,
+                            rename.old_name.span,
+                            format!("unknown column '{}'", rename.old_name.name),
+                        ));
+                    };
+                    exprs[index] = column(&rename.old_name.name).alias(&rename.new_name.name);
+                    columns[index].0 = rename.new_name.name.clone();
+                }
+                let plan = build(input.builder().project(exprs).map_err(|e| internal(&e))?)?;
+                Ok(Tabular { plan, columns })
+            }
+            OperatorKind::ProjectReorder(keys) => {
+                let mut ordered: Vec<(String, KqlType)> = Vec::new();
+                for key in keys {
+                    let mut matched: Vec<(String, KqlType)> = input
+                        .columns
+                        .iter()
+                        .filter(|(n, _)| matches_pattern(&key.pattern.pattern, n) && !ordered.iter().any(|(o, _)| o == n))
+                        .cloned()
+                        .collect();
+                    match key.order {
+                        Some(trawl_kql::ast::ReorderOrder::Asc | trawl_kql::ast::ReorderOrder::GrannyAsc) => {
+                            matched.sort_by(|a, b| a.0.cmp(&b.0))
+                        }
+                        Some(trawl_kql::ast::ReorderOrder::Desc | trawl_kql::ast::ReorderOrder::GrannyDesc) => {
+                            matched.sort_by(|a, b| b.0.cmp(&a.0))
+                        }
+                        None => {}
+                    }
+                    ordered.extend(matched);
+                }
+                for column in &input.columns {
+                    if !ordered.iter().any(|(n, _)| *n == column.0) {
+                        ordered.push(column.clone());
+                    }
+                }
+                self.select(input, ordered)
+            }
+            _ => Err(self.error(
+                ErrorCode::BadRequest,
+                operator.span,
+                format!("the operator '{}' is not supported yet", operator.kind.name()),
+            )),
+        }
+    }
+
+    fn check_patterns(&self, patterns: &[ColumnPattern], input: &Tabular) -> Result<(), TrawlError> {
+        for pattern in patterns {
+            if !pattern.is_wildcard() && input.column_type(&pattern.pattern).is_none() {
+                return Err(self.error(ErrorCode::UnknownColumn, pattern.span, format!("unknown column '{}'", pattern.pattern)));
+            }
+        }
+        Ok(())
+    }
+
+    fn select(&self, input: Tabular, columns: Vec<(String, KqlType)>) -> Result<Tabular, TrawlError> {
+        let exprs: Vec<Expr> = columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+        let plan = build(input.builder().project(exprs).map_err(|e| internal(&e))?)?;
+        Ok(Tabular { plan, columns })
+    }
+
+    /// A non-negative row count known at planning time.
+    fn row_count(&self, e: &KExpr) -> Result<usize, TrawlError> {
+        match &e.kind {
+            ExprKind::Literal(trawl_kql::ast::Literal::Long(n)) if *n >= 0 => Ok(*n as usize),
+            ExprKind::Literal(trawl_kql::ast::Literal::Int(n)) if *n >= 0 => Ok(*n as usize),
+            _ => Err(self.error(ErrorCode::BadRequest, e.span, "expected a non-negative whole number of rows")),
+        }
+    }
+
+    fn sort_keys(&mut self, keys: &[SortKey], input: &Tabular) -> Result<Vec<SortExpr>, TrawlError> {
+        let mut sort = Vec::with_capacity(keys.len());
+        for key in keys {
+            let value = self.scalar(&key.expr, input)?;
+            let expr = match value.kql_type {
+                KqlType::Dynamic => crate::scalar::to_string(value),
+                _ => value.expr,
+            };
+            // KQL sorts descending by default; nulls first when ascending, last when descending.
+            let ascending = key.order == Some(SortOrder::Asc);
+            let nulls_first = match key.nulls {
+                Some(NullsOrder::First) => true,
+                Some(NullsOrder::Last) => false,
+                None => ascending,
+            };
+            sort.push(SortExpr::new(expr, ascending, nulls_first));
+        }
+        Ok(sort)
+    }
+
+    /// `project` (only the listed columns) and `extend` (every column plus the listed ones;
+    /// a listed name that exists replaces it in place).
+    fn project(&mut self, input: Tabular, items: &[NamedExpr], extend: bool) -> Result<Tabular, TrawlError> {
+        let mut outputs: Vec<(String, Typed)> = Vec::new();
+        if extend {
+            for (name, kql_type) in &input.columns {
+                outputs.push((name.clone(), Typed::new(column(name), *kql_type)));
+            }
+        }
+        for (position, item) in items.iter().enumerate() {
+            if item.names.len() > 1 {
+                return Err(self.error(ErrorCode::BadRequest, item.span, "several output names for one expression are not supported yet"));
+            }
+            let value = self.scalar(&item.expr, &input)?;
+            let name = match item.name() {
+                Some(ident) => ident.name.clone(),
+                None => default_name(&item.expr, position + 1),
+            };
+            match outputs.iter_mut().find(|(n, _)| *n == name) {
+                Some(existing) if extend => existing.1 = value,
+                Some(_) => {
+                    return Err(self.error(ErrorCode::BadRequest, item.span, format!("the column '{name}' is produced twice")));
+                }
+                None => outputs.push((name, value)),
+            }
+        }
+        let exprs: Vec<Expr> = outputs.iter().map(|(name, value)| value.expr.clone().alias(name)).collect();
+        let columns = outputs.into_iter().map(|(name, value)| (name, value.kql_type)).collect();
+        let plan = build(input.builder().project(exprs).map_err(|e| internal(&e))?)?;
+        Ok(Tabular { plan, columns })
+    }
+
+    fn summarize(&mut self, input: Tabular, aggregates: &[NamedExpr], by: &[NamedExpr]) -> Result<Tabular, TrawlError> {
+        let mut group_exprs = Vec::with_capacity(by.len());
+        let mut columns: Vec<(String, KqlType)> = Vec::new();
+        for (position, item) in by.iter().enumerate() {
+            let value = self.scalar(&item.expr, &input)?;
+            let name = match item.name() {
+                Some(ident) => ident.name.clone(),
+                None => match &item.expr.kind {
+                    // bin(col, size) keeps the column's name.
+                    ExprKind::Call { function, args }
+                        if matches!(function.name.as_str(), "bin" | "floor")
+                            && matches!(args.first().map(|a| &a.kind), Some(ExprKind::Name(_))) =>
+                    {
+                        default_name(&args[0], position + 1)
+                    }
+                    _ => default_name(&item.expr, position + 1),
+                },
+            };
+            group_exprs.push(value.expr.alias(&name));
+            columns.push((name, value.kql_type));
+        }
+        let mut aggregate_exprs = Vec::with_capacity(aggregates.len());
+        for item in aggregates {
+            let ExprKind::Call { function, args } = &item.expr.kind else {
+                return Err(self.error(ErrorCode::BadRequest, item.expr.span, "expected an aggregate function such as count() or sum(x)"));
+            };
+            if !is_aggregate(&function.name) {
+                return Err(self.error(
+                    ErrorCode::UnknownFunction,
+                    function.span,
+                    format!("'{}' is not an aggregate function", function.name),
+                ));
+            }
+            let value = self.aggregate(&item.expr, &input)?;
+            let name = match item.name() {
+                Some(ident) => ident.name.clone(),
+                None => default_aggregate_name(&function.name, args),
+            };
+            aggregate_exprs.push(value.expr.alias(&name));
+            columns.push((name, value.kql_type));
+        }
+        let plan = build(input.builder().aggregate(group_exprs, aggregate_exprs).map_err(|e| internal(&e))?)?;
+        Ok(Tabular { plan, columns })
+    }
+}

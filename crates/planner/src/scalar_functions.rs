@@ -1,0 +1,224 @@
+//! Scalar function calls.
+
+use datafusion::arrow::datatypes::{DataType, IntervalMonthDayNano};
+use datafusion::common::ScalarValue;
+use datafusion::functions::expr_fn as f;
+use datafusion::logical_expr::{Expr, cast, lit, try_cast, when};
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_kql::ast::{Expr as KExpr, ExprKind, Ident, Literal};
+
+use crate::aggregates::is_aggregate;
+use crate::context::{Planner, Tabular, Typed};
+use crate::scalar::{datetime_literal, to_string};
+
+impl Planner<'_> {
+    /// Lowers a scalar function call.
+    pub fn call(&mut self, function: &Ident, args: &[KExpr], e: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
+        let name = function.name.as_str();
+        if is_aggregate(name) {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                e.span,
+                format!("the aggregate '{name}()' can only be used in summarize"),
+            ));
+        }
+        let arity = |n: usize| -> Result<(), TrawlError> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(self.error(
+                    ErrorCode::BadRequest,
+                    e.span,
+                    format!("'{name}()' takes {n} argument(s), found {}", args.len()),
+                ))
+            }
+        };
+        match name {
+            "isempty" | "isnotempty" => {
+                arity(1)?;
+                let value = self.scalar(&args[0], input)?;
+                let empty = match value.kql_type {
+                    KqlType::String | KqlType::Guid => value.expr.clone().is_null().or(value.expr.eq(lit(""))),
+                    KqlType::Dynamic => to_string(value).eq(lit("")),
+                    _ => value.expr.is_null(),
+                };
+                let result = if name == "isempty" { empty } else { Expr::Not(Box::new(empty)) };
+                Ok(Typed::new(result, KqlType::Bool))
+            }
+            "isnull" | "isnotnull" => {
+                arity(1)?;
+                let value = self.scalar(&args[0], input)?;
+                // Strings are never null in KQL.
+                let null = match value.kql_type {
+                    KqlType::String => lit(false),
+                    KqlType::Dynamic => value.expr.clone().is_null().or(value.expr.eq(lit("null"))),
+                    _ => value.expr.is_null(),
+                };
+                let result = if name == "isnull" { null } else { Expr::Not(Box::new(null)) };
+                Ok(Typed::new(result, KqlType::Bool))
+            }
+            "tostring" => {
+                arity(1)?;
+                let value = self.scalar(&args[0], input)?;
+                Ok(Typed::new(to_string(value), KqlType::String))
+            }
+            "toint" | "tolong" | "toreal" | "todouble" => {
+                arity(1)?;
+                let value = self.scalar(&args[0], input)?;
+                let (target, kql_type) = match name {
+                    "toint" => (DataType::Int32, KqlType::Int),
+                    "tolong" => (DataType::Int64, KqlType::Long),
+                    _ => (DataType::Float64, KqlType::Real),
+                };
+                let expr = match value.kql_type {
+                    KqlType::String | KqlType::Dynamic | KqlType::Guid => {
+                        let text = to_string(value);
+                        if kql_type == KqlType::Real {
+                            try_cast(text, DataType::Float64)
+                        } else {
+                            // "12" and "12.7" both convert (the fraction is dropped).
+                            f::coalesce(vec![
+                                try_cast(text.clone(), target.clone()),
+                                try_cast(try_cast(text, DataType::Float64), target),
+                            ])
+                        }
+                    }
+                    KqlType::DateTime | KqlType::Timespan => try_cast(cast(value.expr, DataType::Int64) / lit(100i64), target),
+                    _ => try_cast(value.expr, target),
+                };
+                Ok(Typed::new(expr, kql_type))
+            }
+            "tobool" | "toboolean" => {
+                arity(1)?;
+                let value = self.scalar(&args[0], input)?;
+                let expr = match value.kql_type {
+                    KqlType::Bool => value.expr,
+                    KqlType::String | KqlType::Dynamic => try_cast(f::lower(to_string(value)), DataType::Boolean),
+                    _ => try_cast(value.expr, DataType::Boolean),
+                };
+                Ok(Typed::new(expr, KqlType::Bool))
+            }
+            "strlen" => {
+                arity(1)?;
+                let value = self.scalar(&args[0], input)?;
+                Ok(Typed::new(cast(f::character_length(to_string(value)), DataType::Int64), KqlType::Long))
+            }
+            "tolower" | "toupper" => {
+                arity(1)?;
+                let value = to_string(self.scalar(&args[0], input)?);
+                let expr = if name == "tolower" { f::lower(value) } else { f::upper(value) };
+                Ok(Typed::new(expr, KqlType::String))
+            }
+            "strcat" => {
+                let mut parts = Vec::with_capacity(args.len());
+                for arg in args {
+                    parts.push(to_string(self.scalar(arg, input)?));
+                }
+                Ok(Typed::new(f::concat(parts), KqlType::String))
+            }
+            "now" => {
+                let now = self.options.now;
+                match args {
+                    [] => Ok(Typed::new(datetime_literal(now), KqlType::DateTime)),
+                    [offset] => {
+                        let offset = self.timespan_constant(offset)?;
+                        Ok(Typed::new(datetime_literal(now.saturating_add(offset)), KqlType::DateTime))
+                    }
+                    _ => Err(self.error(ErrorCode::BadRequest, e.span, "'now()' takes at most one argument")),
+                }
+            }
+            "ago" => {
+                arity(1)?;
+                let offset = self.timespan_constant(&args[0])?;
+                Ok(Typed::new(datetime_literal(self.options.now.saturating_sub(offset)), KqlType::DateTime))
+            }
+            "iff" | "iif" => {
+                arity(3)?;
+                let condition = self.scalar(&args[0], input)?;
+                let condition = self.boolean(condition, &args[0])?;
+                let then = self.scalar(&args[1], input)?;
+                let otherwise = self.scalar(&args[2], input)?;
+                let kql_type = then.kql_type;
+                let expr = when(condition, then.expr).otherwise(otherwise.expr).map_err(|e| crate::context::internal(&e))?;
+                Ok(Typed::new(expr, kql_type))
+            }
+            "coalesce" => {
+                if args.is_empty() {
+                    return Err(self.error(ErrorCode::BadRequest, e.span, "'coalesce()' needs at least one argument"));
+                }
+                let mut values = Vec::with_capacity(args.len());
+                for arg in args {
+                    values.push(self.scalar(arg, input)?);
+                }
+                let kql_type = values[0].kql_type;
+                if kql_type == KqlType::String {
+                    // An empty string counts as absent.
+                    let mut expr = lit("");
+                    for value in values.into_iter().rev() {
+                        let text = to_string(value);
+                        expr = when(text.clone().not_eq(lit("")), text).otherwise(expr).map_err(|e| crate::context::internal(&e))?;
+                    }
+                    return Ok(Typed::new(expr, KqlType::String));
+                }
+                Ok(Typed::new(f::coalesce(values.into_iter().map(|v| v.expr).collect()), kql_type))
+            }
+            "bin" | "floor" => {
+                arity(2)?;
+                let value = self.scalar(&args[0], input)?;
+                self.bin(value, &args[1], input)
+            }
+            _ => Err(self.error(ErrorCode::UnknownFunction, function.span, format!("unknown function '{name}'"))),
+        }
+    }
+
+    /// `bin(value, size)`: the start of the bin `value` falls in.
+    pub fn bin(&mut self, value: Typed, size: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
+        match value.kql_type {
+            KqlType::DateTime => {
+                let nanos = self.timespan_constant(size)?;
+                if nanos <= 0 {
+                    return Err(self.error(ErrorCode::BadRequest, size.span, "the bin size must be positive"));
+                }
+                let stride = lit(ScalarValue::IntervalMonthDayNano(Some(IntervalMonthDayNano::new(0, 0, nanos))));
+                let expr = f::date_bin(stride, value.expr, datetime_literal(0));
+                Ok(Typed::new(expr, KqlType::DateTime))
+            }
+            KqlType::Int | KqlType::Long | KqlType::Real => {
+                let step = self.scalar(size, input)?;
+                if !step.kql_type.is_numeric() {
+                    return Err(self.error(ErrorCode::TypeMismatch, size.span, format!("the bin size must be a number, found {}", step.kql_type)));
+                }
+                let real = f::floor(cast(value.expr, DataType::Float64) / cast(step.expr.clone(), DataType::Float64))
+                    * cast(step.expr, DataType::Float64);
+                let (expr, kql_type) = match (value.kql_type, step.kql_type) {
+                    (KqlType::Real, _) | (_, KqlType::Real) => (real, KqlType::Real),
+                    (k, _) => (cast(real, DataType::Int64), if k == KqlType::Int { KqlType::Long } else { k }),
+                };
+                Ok(Typed::new(expr, kql_type))
+            }
+            KqlType::Timespan => {
+                let nanos = self.timespan_constant(size)?;
+                if nanos <= 0 {
+                    return Err(self.error(ErrorCode::BadRequest, size.span, "the bin size must be positive"));
+                }
+                let raw = cast(value.expr, DataType::Int64);
+                let floored = cast(f::floor(cast(raw, DataType::Float64) / lit(nanos as f64)) * lit(nanos as f64), DataType::Int64);
+                Ok(Typed::new(
+                    cast(floored, DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond)),
+                    KqlType::Timespan,
+                ))
+            }
+            other => Err(self.error(ErrorCode::TypeMismatch, size.span, format!("bin() needs a number, datetime or timespan, found {other}"))),
+        }
+    }
+
+    /// A timespan that must be known at planning time (a literal, possibly negated).
+    pub fn timespan_constant(&self, e: &KExpr) -> Result<i64, TrawlError> {
+        match &e.kind {
+            ExprKind::Literal(Literal::Timespan(n)) => Ok(*n),
+            ExprKind::Literal(Literal::Long(n)) => Ok(n.saturating_mul(86_400_000_000_000)),
+            ExprKind::Unary { op: trawl_kql::ast::UnaryOp::Neg, operand } => Ok(-self.timespan_constant(operand)?),
+            _ => Err(self.error(ErrorCode::BadRequest, e.span, "expected a timespan literal such as 5m or 1h")),
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Segments on object storage: how rows become immutable, time-sorted Parquet files, how
+//! they are put durably, how queries read them, and how small ones are merged.
+//!
+//! Main types:
+//! - [`SegmentStore`]: the object store holding segments, with a durable put (fsync on a
+//!   local disk).
+//! - [`SegmentWriter`]: rows → sorted Arrow batch → Parquet → durable object → [`SegmentMeta`]
+//!   ready to register in the catalog.
+//! - [`TrawlTable`]: a DataFusion `TableProvider` over a table's live segments, which picks
+//!   segments by time range from the catalog and pushes predicates into the Parquet scan.
+//! - [`Merger`]: rewrites small adjacent segments into larger ones and deletes tombstoned
+//!   objects after a grace period.
+//!
+//! This crate knows nothing of KQL or the network.
+
+mod batch;
+mod merge;
+pub mod schema;
+mod segment;
+mod store;
+mod table;
+
+pub use batch::rows_to_batch;
+pub use merge::{MergePolicy, Merger};
+pub use segment::SegmentWriter;
+pub use store::SegmentStore;
+pub use table::{TrawlTable, time_bounds_of_filters};
+
+/// Errors of the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("object store: {0}")]
+    ObjectStore(#[from] object_store::Error),
+    #[error("local file system: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("arrow: {0}")]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
+    #[error("parquet: {0}")]
+    Parquet(#[from] datafusion::parquet::errors::ParquetError),
+    #[error("query engine: {0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error("catalog: {0}")]
+    Catalog(#[from] trawl_catalog::CatalogError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<StorageError> for trawl_common::TrawlError {
+    fn from(error: StorageError) -> Self {
+        trawl_common::TrawlError::unavailable(error.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StorageError>;

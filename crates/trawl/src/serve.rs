@@ -1,0 +1,240 @@
+//! `trawl serve`: the embedded default — every service in one process.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use trawl_api::state::{IngestCounters, Readiness};
+use trawl_api::{IngestState, QueryState, ServiceInfo};
+use trawl_catalog::{Catalog, SqliteCatalog};
+use trawl_engine::{Engine, EngineConfig};
+use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_storage::{MergePolicy, Merger, SegmentStore, SegmentWriter};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Directory for segments, the catalog and spill files.
+    #[arg(long, env = "TRAWL_DATA_DIR", default_value = "./trawl-data")]
+    pub data_dir: PathBuf,
+    /// Query service (HTTP) address.
+    #[arg(long, env = "QUERY_BIND", default_value = "127.0.0.1:9510")]
+    pub query_bind: SocketAddr,
+    /// Operator port (metrics, health).
+    #[arg(long, env = "OPERATOR_BIND", default_value = "127.0.0.1:9511")]
+    pub operator_bind: SocketAddr,
+    /// OTLP/gRPC address.
+    #[arg(long, env = "OTLP_GRPC_BIND", default_value = "127.0.0.1:4317")]
+    pub otlp_grpc_bind: SocketAddr,
+    /// OTLP/HTTP address.
+    #[arg(long, env = "OTLP_HTTP_BIND", default_value = "127.0.0.1:4318")]
+    pub otlp_http_bind: SocketAddr,
+    /// Longest time ingested rows wait before their segment is written (milliseconds, ≤ 2000).
+    #[arg(long, env = "INGEST_FLUSH_INTERVAL_MS", default_value_t = 1000)]
+    pub flush_interval_ms: u64,
+    /// Largest ingest request body after decompression (bytes).
+    #[arg(long, env = "INGEST_MAX_BODY_BYTES", default_value_t = 64 << 20)]
+    pub max_body_bytes: usize,
+    /// Memory the query engine may use before spilling (bytes).
+    #[arg(long, env = "QUERY_MEMORY_LIMIT_BYTES", default_value_t = 2 << 30)]
+    pub query_memory_limit_bytes: usize,
+    /// Seconds between background merges of small segments (0 turns merging off).
+    #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 30)]
+    pub merge_interval_secs: u64,
+}
+
+/// Validated settings.
+struct ServeConfig {
+    args: ServeArgs,
+    flush_interval: Duration,
+}
+
+impl ServeConfig {
+    fn validate(args: ServeArgs) -> anyhow::Result<ServeConfig> {
+        if args.flush_interval_ms == 0 || args.flush_interval_ms > 2000 {
+            anyhow::bail!("--flush-interval-ms must be between 1 and 2000, found {}", args.flush_interval_ms);
+        }
+        if args.max_body_bytes < 1024 {
+            anyhow::bail!("--max-body-bytes must be at least 1024");
+        }
+        let flush_interval = Duration::from_millis(args.flush_interval_ms);
+        Ok(ServeConfig { args, flush_interval })
+    }
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = ServeConfig::validate(args)?;
+    let args = &config.args;
+    std::fs::create_dir_all(&args.data_dir).with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+    let catalog: Arc<dyn Catalog> = Arc::new(
+        SqliteCatalog::open(&args.data_dir.join("catalog.db")).await.context("cannot open the catalog")?,
+    );
+    let store = SegmentStore::local(&args.data_dir.join("segments")).context("cannot open the segment store")?;
+    let writer = SegmentWriter::new(store.clone());
+    let ingestor = Ingestor::start(
+        writer.clone(),
+        catalog.clone(),
+        IngestConfig { flush_interval: config.flush_interval, ..IngestConfig::default() },
+    );
+    let engine = Engine::new(
+        catalog.clone(),
+        &store,
+        EngineConfig {
+            memory_limit_bytes: args.query_memory_limit_bytes,
+            spill_dir: Some(args.data_dir.join("spill")),
+            ..EngineConfig::default()
+        },
+    )?;
+
+    let readiness = Arc::new(Readiness::default());
+    let info = ServiceInfo::new("all");
+    let counters = Arc::new(IngestCounters::default());
+    let ingest_state = IngestState {
+        ingestor: ingestor.clone(),
+        database: trawl_common::DEFAULT_DATABASE.into(),
+        table: trawl_common::DEFAULT_TABLE.into(),
+        max_body_bytes: args.max_body_bytes,
+        counters: counters.clone(),
+        readiness: readiness.clone(),
+        info: info.clone(),
+    };
+    let query_state = QueryState {
+        engine,
+        database: trawl_common::DEFAULT_DATABASE.into(),
+        readiness: readiness.clone(),
+        info: info.clone(),
+    };
+
+    let (stop_sender, stop) = watch::channel(false);
+    let bind = |address: SocketAddr, what: &'static str| async move {
+        TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address} ({what})"))
+    };
+    let query_listener = bind(args.query_bind, "query").await?;
+    let operator_listener = bind(args.operator_bind, "operator").await?;
+    let otlp_http_listener = bind(args.otlp_http_bind, "OTLP/HTTP").await?;
+    let otlp_grpc_listener = bind(args.otlp_grpc_bind, "OTLP/gRPC").await?;
+
+    let mut servers = tokio::task::JoinSet::new();
+    servers.spawn(serve_http(query_listener, trawl_api::query_http::router(query_state), stop.clone()));
+    servers.spawn(serve_http(
+        operator_listener,
+        trawl_api::operator::router(counters, Some(ingestor.clone()), readiness.clone(), info.clone()),
+        stop.clone(),
+    ));
+    servers.spawn(serve_http(otlp_http_listener, trawl_api::otlp_http::router(ingest_state.clone()), stop.clone()));
+    let grpc = trawl_api::otlp_grpc::OtlpGrpc::new(ingest_state);
+    let grpc_stop = wait_for(stop.clone());
+    servers.spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(grpc.logs_server())
+            .add_service(grpc.trace_server())
+            .add_service(grpc.metrics_server())
+            .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(otlp_grpc_listener), grpc_stop)
+            .await
+            .context("OTLP/gRPC server failed")
+    });
+    let janitor = (args.merge_interval_secs > 0).then(|| {
+        let merger = Merger::new(catalog.clone(), writer.clone(), MergePolicy::default());
+        let interval = Duration::from_secs(args.merge_interval_secs);
+        tokio::spawn(janitor_loop(merger, interval, stop.clone()))
+    });
+
+    readiness.set(true);
+    tracing::info!(
+        data_dir = %args.data_dir.display(),
+        query = %args.query_bind,
+        otlp_grpc = %args.otlp_grpc_bind,
+        otlp_http = %args.otlp_http_bind,
+        operator = %args.operator_bind,
+        "trawl is ready"
+    );
+
+    tokio::select! {
+        _ = shutdown_signal() => tracing::info!("shutting down: finishing requests and flushing buffers"),
+        Some(result) = servers.join_next() => {
+            tracing::error!(?result, "a server stopped unexpectedly; shutting down");
+        }
+    }
+    readiness.set(false);
+    let _ = stop_sender.send(true);
+    while let Some(result) = servers.join_next().await {
+        if let Ok(Err(error)) = result {
+            tracing::warn!(%error, "server ended with an error");
+        }
+    }
+    ingestor.shutdown().await;
+    if let Some(janitor) = janitor {
+        let _ = janitor.await;
+    }
+    tracing::info!("stopped cleanly");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve_http(listener: TcpListener, router: axum::Router, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
+    axum::serve(listener, router).with_graceful_shutdown(wait_for(stop)).await.context("HTTP server failed")
+}
+
+async fn wait_for(mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        if stop.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn janitor_loop(merger: anyhow::Result<Merger, trawl_storage::StorageError>, interval: Duration, stop: watch::Receiver<bool>) {
+    let merger = match merger {
+        Ok(merger) => merger,
+        Err(error) => {
+            tracing::error!(%error, "background merge is off: cannot start it");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = wait_for(stop.clone()) => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        match merger.merge_once().await {
+            Ok(report) if report.merges > 0 => tracing::info!(?report, "merge pass"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "merge pass failed; will retry"),
+        }
+        if let Err(error) = merger.purge_once().await {
+            tracing::warn!(%error, "deleting tombstoned segments failed; will retry");
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The one test command: unit and integration tests of every crate, then the end-to-end
+# tests (real OpenTelemetry SDK exporters against a running `trawl serve`, crash recovery).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# Build artifacts live outside the checkout so repeated runs rebuild only what changed.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/trawl-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast
+else
+  cargo test --workspace --no-fail-fast
+fi
+
+if [ "${TRAWL_SKIP_E2E:-0}" != "1" ]; then
+  cargo build -p trawl
+  TRAWL_BIN="$CARGO_TARGET_DIR/debug/trawl" bash tests/e2e/run.sh
+fi
