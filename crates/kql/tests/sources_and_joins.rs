@@ -63,6 +63,9 @@ pub const QUERIES: &[&str] = &[
     "T | sample 10",
     "T | sample-distinct 5 of city",
     "T | top-hitters 5 of word by weight",
+    "T | project-by-names dynamic(['a', 'b']), column_names_of(U)",
+    "T | reduce by message with characters = 'Z'",
+    "T | evaluate bag_unpack(d) : (*, Name:string, Age:long)",
     "let m = materialize(T | summarize count() by k); m | join (m) on k",
 ];
 

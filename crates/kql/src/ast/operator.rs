@@ -2,7 +2,7 @@
 
 use super::{
     As, Datatable, Evaluate, Expr, ForkBranch, Ident, Join, MakeSeries, MvApply, MvExpand, NamedExpr, Parse, ParseKv,
-    Partition, Range, Render, SampleDistinct, Scan, Search, TopHitters, TopNestedLevel, Union,
+    Partition, Range, Reduce, Render, SampleDistinct, Scan, Search, TopHitters, TopNestedLevel, Union,
 };
 use crate::span::Span;
 
@@ -96,6 +96,10 @@ pub enum OperatorKind {
     SampleDistinct(SampleDistinct),
     /// `top-hitters n of column [by weight]`
     TopHitters(TopHitters),
+    /// `project-by-names expr, ...`: columns named by string or dynamic-array expressions.
+    ProjectByNames(Vec<Expr>),
+    /// `reduce by column [with options]`
+    Reduce(Reduce),
 }
 
 impl OperatorKind {
@@ -141,6 +145,8 @@ impl OperatorKind {
             OperatorKind::Sample(_) => "sample",
             OperatorKind::SampleDistinct(_) => "sample-distinct",
             OperatorKind::TopHitters(_) => "top-hitters",
+            OperatorKind::ProjectByNames(_) => "project-by-names",
+            OperatorKind::Reduce(_) => "reduce",
         }
     }
 }

@@ -154,12 +154,28 @@ pub struct TopNestedLevel {
     pub span: Span,
 }
 
-/// `evaluate [params] plugin(args)`.
+/// `evaluate [params] plugin(args) [: (schema)]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluate {
     pub params: Vec<OperatorParam>,
     /// The plugin call, an [`ExprKind::Call`](super::ExprKind::Call).
     pub call: Expr,
+    /// The declared output schema `: (*, a:long)`, if given.
+    pub output_schema: Option<TabularSchema>,
+}
+
+/// A declared table schema: columns, and `open` when `*` allows further columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TabularSchema {
+    pub columns: Vec<ColumnDecl>,
+    pub open: bool,
+}
+
+/// `reduce by column [with option = value, ...]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reduce {
+    pub by: Expr,
+    pub options: Vec<NamedExpr>,
 }
 
 /// `search [kind=...] [in (tables)] predicate`.

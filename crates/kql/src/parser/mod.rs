@@ -8,6 +8,7 @@ mod expr;
 mod literal;
 mod operators;
 mod operators_extended;
+mod operators_nested;
 mod statements;
 
 use crate::ast::Query;

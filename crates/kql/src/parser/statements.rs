@@ -5,7 +5,6 @@ use crate::ast::{
     ColumnDecl, FunctionDef, Ident, Let, LetValue, Param, ParamType, Query, ScalarType, SetOption, Statement,
     StatementKind,
 };
-use crate::span::Span;
 use crate::token::TokenKind;
 
 impl Parser<'_> {
@@ -121,19 +120,7 @@ impl Parser<'_> {
             &format!("':' and a type after parameter '{}'", name.name),
         )?;
         let ty = if self.eat(&TokenKind::LParen).is_some() {
-            let mut columns = Vec::new();
-            let mut open = false;
-            loop {
-                if self.eat(&TokenKind::Star).is_some() {
-                    open = true;
-                } else {
-                    columns.push(self.parse_column_decl()?);
-                }
-                if self.eat(&TokenKind::Comma).is_none() {
-                    break;
-                }
-            }
-            self.expect(&TokenKind::RParen, "')' after tabular parameter schema")?;
+            let (columns, open) = self.parse_schema_columns()?;
             ParamType::Tabular { columns, open }
         } else {
             ParamType::Scalar(self.parse_scalar_type()?)
@@ -148,6 +135,24 @@ impl Parser<'_> {
             default,
             span: self.span_from(start),
         })
+    }
+
+    /// After `(`: `name:type, ..., [*]` and `)`. Returns the columns and whether `*` was present.
+    pub(super) fn parse_schema_columns(&mut self) -> ParseResult<(Vec<ColumnDecl>, bool)> {
+        let mut columns = Vec::new();
+        let mut open = false;
+        loop {
+            if self.eat(&TokenKind::Star).is_some() {
+                open = true;
+            } else {
+                columns.push(self.parse_column_decl()?);
+            }
+            if self.eat(&TokenKind::Comma).is_none() {
+                break;
+            }
+        }
+        self.expect(&TokenKind::RParen, "',' or ')' after the schema")?;
+        Ok((columns, open))
     }
 
     /// `name:type`.
@@ -232,11 +237,5 @@ impl Parser<'_> {
             }
             _ => false,
         }
-    }
-
-    #[allow(dead_code)]
-    pub(super) fn empty_span_here(&self) -> Span {
-        let start = self.peek().span.start;
-        Span { start, end: start }
     }
 }

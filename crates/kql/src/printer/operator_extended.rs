@@ -189,7 +189,34 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
         }
         OperatorKind::Evaluate(evaluate) => {
             write_params(f, &evaluate.params)?;
-            write!(f, " {}", ExprContext::primary(&evaluate.call))
+            write!(f, " {}", ExprContext::primary(&evaluate.call))?;
+            match &evaluate.output_schema {
+                Some(schema) => {
+                    f.write_str(" : (")?;
+                    let mut parts: Vec<String> = schema
+                        .columns
+                        .iter()
+                        .map(|column| format!("{}:{}", column.name, column.ty))
+                        .collect();
+                    if schema.open {
+                        parts.insert(0, "*".to_string());
+                    }
+                    write!(f, "{})", parts.join(", "))
+                }
+                None => Ok(()),
+            }
+        }
+        OperatorKind::ProjectByNames(items) => {
+            f.write_str(" ")?;
+            write_list(f, items, |f, item| write!(f, "{}", ExprContext::scalar(item)))
+        }
+        OperatorKind::Reduce(reduce) => {
+            write!(f, " by {}", ExprContext::scalar(&reduce.by))?;
+            if !reduce.options.is_empty() {
+                f.write_str(" with ")?;
+                write_named_list(f, &reduce.options)?;
+            }
+            Ok(())
         }
         OperatorKind::Invoke(call) => write!(f, " {}", ExprContext::primary(call)),
         OperatorKind::Search(search) => {

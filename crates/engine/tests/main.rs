@@ -1,0 +1,5 @@
+//! Engine tests: rows written as real segments, queried through the KQL front end.
+
+mod fixture;
+mod kql_subset;
+mod merge;
