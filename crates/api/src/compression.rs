@@ -26,7 +26,10 @@ pub fn decode_body(encoding: Option<&str>, body: &[u8], limit: usize) -> Result<
         Some("gzip") | Some("x-gzip") => {
             let mut out = Vec::with_capacity(body.len() * 4);
             let decoder = flate2::read::MultiGzDecoder::new(body);
-            decoder.take(limit as u64 + 1).read_to_end(&mut out).map_err(BodyError::Corrupt)?;
+            decoder
+                .take(limit as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(BodyError::Corrupt)?;
             if out.len() > limit {
                 return Err(BodyError::TooLarge(limit));
             }
@@ -47,9 +50,18 @@ mod tests {
         encoder.write_all(&[7u8; 1000])?;
         let gz = encoder.finish()?;
         assert_eq!(decode_body(Some("gzip"), &gz, 1000)?.len(), 1000);
-        assert!(matches!(decode_body(Some("gzip"), &gz, 999), Err(BodyError::TooLarge(_))));
-        assert!(matches!(decode_body(Some("gzip"), b"not gzip", 10), Err(BodyError::Corrupt(_))));
-        assert!(matches!(decode_body(Some("br"), b"x", 10), Err(BodyError::UnsupportedEncoding(_))));
+        assert!(matches!(
+            decode_body(Some("gzip"), &gz, 999),
+            Err(BodyError::TooLarge(_))
+        ));
+        assert!(matches!(
+            decode_body(Some("gzip"), b"not gzip", 10),
+            Err(BodyError::Corrupt(_))
+        ));
+        assert!(matches!(
+            decode_body(Some("br"), b"x", 10),
+            Err(BodyError::UnsupportedEncoding(_))
+        ));
         assert_eq!(decode_body(None, b"abc", 3)?, b"abc");
         Ok(())
     }

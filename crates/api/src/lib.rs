@@ -13,8 +13,8 @@ pub mod compression;
 pub mod operator;
 pub mod otlp_grpc;
 pub mod otlp_http;
-pub mod problem;
 pub mod probes;
+pub mod problem;
 pub mod query_http;
 pub mod state;
 

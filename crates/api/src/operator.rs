@@ -11,7 +11,12 @@ use axum::routing::get;
 
 use crate::state::{IngestCounters, Readiness, ServiceInfo};
 
-pub fn router(counters: Arc<IngestCounters>, ingestor: Option<trawl_ingest::Ingestor>, readiness: Arc<Readiness>, info: ServiceInfo) -> Router {
+pub fn router(
+    counters: Arc<IngestCounters>,
+    ingestor: Option<trawl_ingest::Ingestor>,
+    readiness: Arc<Readiness>,
+    info: ServiceInfo,
+) -> Router {
     let probes = crate::probes::routes(readiness, info);
     Router::new()
         .route(
@@ -29,10 +34,26 @@ fn render(counters: &IngestCounters, ingestor: Option<&trawl_ingest::Ingestor>) 
     let mut counter = |name: &str, help: &str, value: u64| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
     };
-    counter("trawl_ingest_requests_total", "Ingest requests received.", counters.requests.load(Relaxed));
-    counter("trawl_ingest_rows_total", "Rows stored durably.", counters.rows.load(Relaxed));
-    counter("trawl_ingest_rejected_rows_total", "Items refused by protocol mappings.", counters.rejected_rows.load(Relaxed));
-    counter("trawl_ingest_failed_requests_total", "Ingest requests answered with an error.", counters.failed_requests.load(Relaxed));
+    counter(
+        "trawl_ingest_requests_total",
+        "Ingest requests received.",
+        counters.requests.load(Relaxed),
+    );
+    counter(
+        "trawl_ingest_rows_total",
+        "Rows stored durably.",
+        counters.rows.load(Relaxed),
+    );
+    counter(
+        "trawl_ingest_rejected_rows_total",
+        "Items refused by protocol mappings.",
+        counters.rejected_rows.load(Relaxed),
+    );
+    counter(
+        "trawl_ingest_failed_requests_total",
+        "Ingest requests answered with an error.",
+        counters.failed_requests.load(Relaxed),
+    );
     if let Some(ingestor) = ingestor {
         let _ = writeln!(
             out,

@@ -6,13 +6,17 @@ use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 use trawl_common::{ErrorCode, TrawlError};
 use trawl_proto::otlp::collector::logs::v1::logs_service_server::{LogsService, LogsServiceServer};
-use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse};
+use trawl_proto::otlp::collector::logs::v1::{
+    ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
+};
 use trawl_proto::otlp::collector::metrics::v1::metrics_service_server::{MetricsService, MetricsServiceServer};
 use trawl_proto::otlp::collector::metrics::v1::{
     ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
 };
 use trawl_proto::otlp::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use trawl_proto::otlp::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse};
+use trawl_proto::otlp::collector::trace::v1::{
+    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 
 use crate::state::IngestState;
 
@@ -65,7 +69,12 @@ impl OtlpGrpc {
         let counters = &self.state.counters;
         counters.requests.fetch_add(1, Relaxed);
         let rows = mapped.rows.len() as u64;
-        if let Err(error) = self.state.ingestor.submit(&self.state.database, &self.state.table, mapped.rows).await {
+        if let Err(error) = self
+            .state
+            .ingestor
+            .submit(&self.state.database, &self.state.table, mapped.rows)
+            .await
+        {
             counters.failed_requests.fetch_add(1, Relaxed);
             return Err(status_of(&error));
         }
@@ -81,24 +90,36 @@ fn now() -> i64 {
 
 #[tonic::async_trait]
 impl LogsService for OtlpGrpc {
-    async fn export(&self, request: Request<ExportLogsServiceRequest>) -> Result<Response<ExportLogsServiceResponse>, Status> {
+    async fn export(
+        &self,
+        request: Request<ExportLogsServiceRequest>,
+    ) -> Result<Response<ExportLogsServiceResponse>, Status> {
         let mapped = trawl_intake::otlp::logs_to_rows(request.get_ref(), now());
         let (rejected, error_message) = self.store(mapped).await?;
         let partial = rejected > 0 || !error_message.is_empty();
         Ok(Response::new(ExportLogsServiceResponse {
-            partial_success: partial.then_some(ExportLogsPartialSuccess { rejected_log_records: rejected, error_message }),
+            partial_success: partial.then_some(ExportLogsPartialSuccess {
+                rejected_log_records: rejected,
+                error_message,
+            }),
         }))
     }
 }
 
 #[tonic::async_trait]
 impl TraceService for OtlpGrpc {
-    async fn export(&self, request: Request<ExportTraceServiceRequest>) -> Result<Response<ExportTraceServiceResponse>, Status> {
+    async fn export(
+        &self,
+        request: Request<ExportTraceServiceRequest>,
+    ) -> Result<Response<ExportTraceServiceResponse>, Status> {
         let mapped = trawl_intake::otlp::traces_to_rows(request.get_ref(), now());
         let (rejected, error_message) = self.store(mapped).await?;
         let partial = rejected > 0 || !error_message.is_empty();
         Ok(Response::new(ExportTraceServiceResponse {
-            partial_success: partial.then_some(ExportTracePartialSuccess { rejected_spans: rejected, error_message }),
+            partial_success: partial.then_some(ExportTracePartialSuccess {
+                rejected_spans: rejected,
+                error_message,
+            }),
         }))
     }
 }
@@ -113,7 +134,10 @@ impl MetricsService for OtlpGrpc {
         let (rejected, error_message) = self.store(mapped).await?;
         let partial = rejected > 0 || !error_message.is_empty();
         Ok(Response::new(ExportMetricsServiceResponse {
-            partial_success: partial.then_some(ExportMetricsPartialSuccess { rejected_data_points: rejected, error_message }),
+            partial_success: partial.then_some(ExportMetricsPartialSuccess {
+                rejected_data_points: rejected,
+                error_message,
+            }),
         }))
     }
 }

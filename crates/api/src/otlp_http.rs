@@ -52,9 +52,18 @@ pub fn map_request(signal: Signal, body: &[u8], format: PayloadFormat, now: i64)
 pub fn router(state: IngestState) -> Router {
     let probes = crate::probes::routes(state.readiness.clone(), state.info.clone());
     Router::new()
-        .route("/v1/logs", post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Logs)))
-        .route("/v1/traces", post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Traces)))
-        .route("/v1/metrics", post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Metrics)))
+        .route(
+            "/v1/logs",
+            post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Logs)),
+        )
+        .route(
+            "/v1/traces",
+            post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Traces)),
+        )
+        .route(
+            "/v1/metrics",
+            post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Metrics)),
+        )
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .with_state(state)
         .merge(probes)
@@ -63,7 +72,10 @@ pub fn router(state: IngestState) -> Router {
 async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Bytes, signal: Signal) -> Response {
     use std::sync::atomic::Ordering::Relaxed;
     state.counters.requests.fetch_add(1, Relaxed);
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let Some(format) = PayloadFormat::from_content_type(content_type) else {
         return status_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -75,7 +87,11 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     let body = match decode_body(encoding, &body, state.max_body_bytes) {
         Ok(body) => body,
         Err(BodyError::TooLarge(limit)) => {
-            return status_response(StatusCode::PAYLOAD_TOO_LARGE, format, format!("the request body is larger than {limit} bytes"));
+            return status_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format,
+                format!("the request body is larger than {limit} bytes"),
+            );
         }
         Err(error) => return status_response(StatusCode::BAD_REQUEST, format, error.to_string()),
     };
@@ -103,7 +119,9 @@ fn error_response(error: &TrawlError, format: PayloadFormat) -> Response {
     let status = StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
     let mut response = status_response(status, format, error.message.clone());
     if error.code == ErrorCode::Unavailable {
-        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
     }
     response
 }
@@ -116,7 +134,10 @@ fn status_response(status: StatusCode, format: PayloadFormat, message: String) -
         StatusCode::UNAUTHORIZED => 16,
         _ => 13,
     };
-    let body = RpcStatus { code: grpc_code, message };
+    let body = RpcStatus {
+        code: grpc_code,
+        message,
+    };
     encoded(status, format, body.encode_to_vec(), || serde_json::to_vec(&body))
 }
 
@@ -127,7 +148,9 @@ fn encoded(
     json: impl FnOnce() -> serde_json::Result<Vec<u8>>,
 ) -> Response {
     match format {
-        PayloadFormat::Protobuf => (status, [(header::CONTENT_TYPE, "application/x-protobuf")], protobuf).into_response(),
+        PayloadFormat::Protobuf => {
+            (status, [(header::CONTENT_TYPE, "application/x-protobuf")], protobuf).into_response()
+        }
         PayloadFormat::Json => match json() {
             Ok(bytes) => (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
             Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not encode the response").into_response(),
@@ -140,21 +163,36 @@ fn success_response(signal: Signal, format: PayloadFormat, rejected: i64, error_
     match signal {
         Signal::Logs => {
             let response = ExportLogsServiceResponse {
-                partial_success: partial.then_some(ExportLogsPartialSuccess { rejected_log_records: rejected, error_message }),
+                partial_success: partial.then_some(ExportLogsPartialSuccess {
+                    rejected_log_records: rejected,
+                    error_message,
+                }),
             };
-            encoded(StatusCode::OK, format, response.encode_to_vec(), || serde_json::to_vec(&response))
+            encoded(StatusCode::OK, format, response.encode_to_vec(), || {
+                serde_json::to_vec(&response)
+            })
         }
         Signal::Traces => {
             let response = ExportTraceServiceResponse {
-                partial_success: partial.then_some(ExportTracePartialSuccess { rejected_spans: rejected, error_message }),
+                partial_success: partial.then_some(ExportTracePartialSuccess {
+                    rejected_spans: rejected,
+                    error_message,
+                }),
             };
-            encoded(StatusCode::OK, format, response.encode_to_vec(), || serde_json::to_vec(&response))
+            encoded(StatusCode::OK, format, response.encode_to_vec(), || {
+                serde_json::to_vec(&response)
+            })
         }
         Signal::Metrics => {
             let response = ExportMetricsServiceResponse {
-                partial_success: partial.then_some(ExportMetricsPartialSuccess { rejected_data_points: rejected, error_message }),
+                partial_success: partial.then_some(ExportMetricsPartialSuccess {
+                    rejected_data_points: rejected,
+                    error_message,
+                }),
             };
-            encoded(StatusCode::OK, format, response.encode_to_vec(), || serde_json::to_vec(&response))
+            encoded(StatusCode::OK, format, response.encode_to_vec(), || {
+                serde_json::to_vec(&response)
+            })
         }
     }
 }

@@ -21,13 +21,20 @@ pub fn routes<S: Clone + Send + Sync + 'static>(readiness: Arc<Readiness>, info:
                     if ready {
                         (StatusCode::OK, Json(serde_json::json!({"status": "ready"}))).into_response()
                     } else {
-                        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "starting"}))).into_response()
+                        (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            Json(serde_json::json!({"status": "starting"})),
+                        )
+                            .into_response()
                     }
                 }
             }),
         )
-        .route("/info", get(move || {
-            let info = info.clone();
-            async move { Json(info) }
-        }))
+        .route(
+            "/info",
+            get(move || {
+                let info = info.clone();
+                async move { Json(info) }
+            }),
+        )
 }

@@ -39,6 +39,11 @@ impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = self.body().to_string();
-        (status, [(axum::http::header::CONTENT_TYPE, "application/problem+json")], body).into_response()
+        (
+            status,
+            [(axum::http::header::CONTENT_TYPE, "application/problem+json")],
+            body,
+        )
+            .into_response()
     }
 }

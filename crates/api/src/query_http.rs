@@ -53,7 +53,11 @@ async fn query(State(state): State<QueryState>, body: Bytes) -> Response {
 async fn run_query(state: &QueryState, body: &[u8]) -> Result<QueryOutput, TrawlError> {
     let body: QueryBody = parse_body(body)?;
     let window = resolve_window_now(body.since.as_deref(), body.until.as_deref(), body.timezone.as_deref())?;
-    let request = QueryRequest { text: body.query, database: state.database.clone(), window };
+    let request = QueryRequest {
+        text: body.query,
+        database: state.database.clone(),
+        window,
+    };
     state.engine.execute(&request).await
 }
 
@@ -76,7 +80,13 @@ pub fn tables_json(output: &QueryOutput) -> Json_ {
     let warnings: Vec<Json_> = output
         .warnings
         .iter()
-        .map(|w| json!([w.kind, w.message, w.location.map(|l| serde_json::to_value(l).unwrap_or_default())]))
+        .map(|w| {
+            json!([
+                w.kind,
+                w.message,
+                w.location.map(|l| serde_json::to_value(l).unwrap_or_default())
+            ])
+        })
         .collect();
     tables.push(json!({
         "name": "@Warnings",

@@ -41,12 +41,7 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
     async fn commit_segments(&self, added: &[SegmentMeta], tombstoned: &[String]) -> Result<()>;
 
     /// Live segments of a table whose time range overlaps `range` (all when `None`).
-    async fn live_segments(
-        &self,
-        database: &str,
-        table: &str,
-        range: Option<TimeRange>,
-    ) -> Result<Vec<SegmentMeta>>;
+    async fn live_segments(&self, database: &str, table: &str, range: Option<TimeRange>) -> Result<Vec<SegmentMeta>>;
 
     /// Names of all databases that hold at least one table.
     async fn databases(&self) -> Result<Vec<String>>;

@@ -57,7 +57,10 @@ impl SqliteCatalog {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(std::time::Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
         Self::migrate(&pool).await?;
         Ok(SqliteCatalog { pool })
     }
@@ -66,7 +69,10 @@ impl SqliteCatalog {
     pub async fn in_memory() -> Result<SqliteCatalog> {
         let options = SqliteConnectOptions::from_str("sqlite::memory:")?;
         // One connection: every connection to `:memory:` is its own database.
-        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await?;
         Self::migrate(&pool).await?;
         Ok(SqliteCatalog { pool })
     }
@@ -78,17 +84,13 @@ impl SqliteCatalog {
         Ok(())
     }
 
-    async fn register_columns(
-        tx: &mut Transaction<'_, Sqlite>,
-        segment: &SegmentMeta,
-    ) -> Result<()> {
-        let existing = sqlx::query(
-            "SELECT name, kql_type, ordinal FROM table_columns WHERE database = ? AND table_name = ?",
-        )
-        .bind(&segment.database)
-        .bind(&segment.table)
-        .fetch_all(&mut **tx)
-        .await?;
+    async fn register_columns(tx: &mut Transaction<'_, Sqlite>, segment: &SegmentMeta) -> Result<()> {
+        let existing =
+            sqlx::query("SELECT name, kql_type, ordinal FROM table_columns WHERE database = ? AND table_name = ?")
+                .bind(&segment.database)
+                .bind(&segment.table)
+                .fetch_all(&mut **tx)
+                .await?;
         let mut known: Vec<(String, KqlType)> = Vec::with_capacity(existing.len());
         let mut next_ordinal: i64 = 0;
         for row in &existing {
@@ -144,7 +146,10 @@ impl SqliteCatalog {
         rows.iter()
             .map(|row| {
                 let kql_type: String = row.try_get("kql_type")?;
-                Ok(ColumnInfo { name: row.try_get("name")?, kql_type: parse_type(&kql_type)? })
+                Ok(ColumnInfo {
+                    name: row.try_get("name")?,
+                    kql_type: parse_type(&kql_type)?,
+                })
             })
             .collect()
     }
@@ -156,8 +161,8 @@ fn parse_type(text: &str) -> Result<KqlType> {
 
 fn segment_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SegmentMeta> {
     let columns: String = row.try_get("columns")?;
-    let columns: Vec<ColumnInfo> = serde_json::from_str(&columns)
-        .map_err(|e| CatalogError::Corrupt(format!("segment columns: {e}")))?;
+    let columns: Vec<ColumnInfo> =
+        serde_json::from_str(&columns).map_err(|e| CatalogError::Corrupt(format!("segment columns: {e}")))?;
     let state: String = row.try_get("state")?;
     let state = match state.as_str() {
         "live" => SegmentState::Live,
@@ -197,8 +202,7 @@ impl Catalog for SqliteCatalog {
                 .execute(&mut *tx)
                 .await?;
             Self::register_columns(&mut tx, segment).await?;
-            let columns = serde_json::to_string(&segment.columns)
-                .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+            let columns = serde_json::to_string(&segment.columns).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
             sqlx::query(
                 "INSERT INTO segments (id, database, table_name, path, min_time, max_time, rows, bytes, columns, merge_level, state, created_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?)",
@@ -234,12 +238,7 @@ impl Catalog for SqliteCatalog {
         Ok(())
     }
 
-    async fn live_segments(
-        &self,
-        database: &str,
-        table: &str,
-        range: Option<TimeRange>,
-    ) -> Result<Vec<SegmentMeta>> {
+    async fn live_segments(&self, database: &str, table: &str, range: Option<TimeRange>) -> Result<Vec<SegmentMeta>> {
         let (min, max) = range.map_or((i64::MIN, i64::MAX), |r| (r.min, r.max));
         let rows = sqlx::query(
             "SELECT * FROM segments WHERE database = ? AND table_name = ? AND state = 'live'
@@ -255,44 +254,50 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn databases(&self) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar("SELECT DISTINCT database FROM tables ORDER BY database")
-            .fetch_all(&self.pool)
-            .await?)
+        Ok(
+            sqlx::query_scalar("SELECT DISTINCT database FROM tables ORDER BY database")
+                .fetch_all(&self.pool)
+                .await?,
+        )
     }
 
     async fn tables(&self, database: &str) -> Result<Vec<TableInfo>> {
-        let names: Vec<String> =
-            sqlx::query_scalar("SELECT name FROM tables WHERE database = ? ORDER BY name")
-                .bind(database)
-                .fetch_all(&self.pool)
-                .await?;
+        let names: Vec<String> = sqlx::query_scalar("SELECT name FROM tables WHERE database = ? ORDER BY name")
+            .bind(database)
+            .fetch_all(&self.pool)
+            .await?;
         let mut tables = Vec::with_capacity(names.len());
         for name in names {
             let columns = self.columns_of(database, &name).await?;
-            tables.push(TableInfo { database: database.to_string(), name, columns });
+            tables.push(TableInfo {
+                database: database.to_string(),
+                name,
+                columns,
+            });
         }
         Ok(tables)
     }
 
     async fn table(&self, database: &str, table: &str) -> Result<Option<TableInfo>> {
-        let exists: Option<String> =
-            sqlx::query_scalar("SELECT name FROM tables WHERE database = ? AND name = ?")
-                .bind(database)
-                .bind(table)
-                .fetch_optional(&self.pool)
-                .await?;
+        let exists: Option<String> = sqlx::query_scalar("SELECT name FROM tables WHERE database = ? AND name = ?")
+            .bind(database)
+            .bind(table)
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(name) = exists else { return Ok(None) };
         let columns = self.columns_of(database, &name).await?;
-        Ok(Some(TableInfo { database: database.to_string(), name, columns }))
+        Ok(Some(TableInfo {
+            database: database.to_string(),
+            name,
+            columns,
+        }))
     }
 
     async fn tombstoned_before(&self, before_nanos: i64) -> Result<Vec<SegmentMeta>> {
-        let rows = sqlx::query(
-            "SELECT * FROM segments WHERE state = 'tombstoned' AND tombstoned_at < ? ORDER BY id",
-        )
-        .bind(before_nanos)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query("SELECT * FROM segments WHERE state = 'tombstoned' AND tombstoned_at < ? ORDER BY id")
+            .bind(before_nanos)
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(segment_from_row).collect()
     }
 
@@ -325,7 +330,10 @@ mod tests {
             bytes: 100,
             columns: columns
                 .iter()
-                .map(|(name, kql_type)| ColumnInfo { name: name.to_string(), kql_type: *kql_type })
+                .map(|(name, kql_type)| ColumnInfo {
+                    name: name.to_string(),
+                    kql_type: *kql_type,
+                })
                 .collect(),
             merge_level: 0,
             state: SegmentState::Live,
@@ -338,15 +346,43 @@ mod tests {
     async fn registers_segments_and_widens_columns() -> Result<()> {
         let catalog = SqliteCatalog::in_memory().await?;
         catalog
-            .commit_segments(&[segment("a", 0, 10, &[("timestamp", KqlType::DateTime), ("value", KqlType::Long)])], &[])
+            .commit_segments(
+                &[segment(
+                    "a",
+                    0,
+                    10,
+                    &[("timestamp", KqlType::DateTime), ("value", KqlType::Long)],
+                )],
+                &[],
+            )
             .await?;
         catalog
-            .commit_segments(&[segment("b", 20, 30, &[("value", KqlType::Real), ("body", KqlType::Dynamic)])], &[])
+            .commit_segments(
+                &[segment(
+                    "b",
+                    20,
+                    30,
+                    &[("value", KqlType::Real), ("body", KqlType::Dynamic)],
+                )],
+                &[],
+            )
             .await?;
-        let table = catalog.table("default", "default").await?.ok_or(CatalogError::Corrupt("missing".into()))?;
+        let table = catalog
+            .table("default", "default")
+            .await?
+            .ok_or(CatalogError::Corrupt("missing".into()))?;
         let names: Vec<(&str, KqlType)> = table.columns.iter().map(|c| (c.name.as_str(), c.kql_type)).collect();
-        assert_eq!(names, vec![("timestamp", KqlType::DateTime), ("value", KqlType::Real), ("body", KqlType::Dynamic)]);
-        let overlapping = catalog.live_segments("default", "default", Some(TimeRange { min: 5, max: 15 })).await?;
+        assert_eq!(
+            names,
+            vec![
+                ("timestamp", KqlType::DateTime),
+                ("value", KqlType::Real),
+                ("body", KqlType::Dynamic)
+            ]
+        );
+        let overlapping = catalog
+            .live_segments("default", "default", Some(TimeRange { min: 5, max: 15 }))
+            .await?;
         assert_eq!(overlapping.len(), 1);
         assert_eq!(overlapping[0].id, "a");
         Ok(())
@@ -356,14 +392,30 @@ mod tests {
     async fn merge_commit_is_atomic() -> Result<()> {
         let catalog = SqliteCatalog::in_memory().await?;
         let cols = [("timestamp", KqlType::DateTime)];
-        catalog.commit_segments(&[segment("a", 0, 10, &cols), segment("b", 11, 20, &cols)], &[]).await?;
-        catalog.commit_segments(&[segment("m", 0, 20, &cols)], &["a".into(), "b".into()]).await?;
-        let live: Vec<String> = catalog.live_segments("default", "default", None).await?.into_iter().map(|s| s.id).collect();
+        catalog
+            .commit_segments(&[segment("a", 0, 10, &cols), segment("b", 11, 20, &cols)], &[])
+            .await?;
+        catalog
+            .commit_segments(&[segment("m", 0, 20, &cols)], &["a".into(), "b".into()])
+            .await?;
+        let live: Vec<String> = catalog
+            .live_segments("default", "default", None)
+            .await?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
         assert_eq!(live, vec!["m".to_string()]);
         // A second merge of an already tombstoned input fails and changes nothing.
-        let failed = catalog.commit_segments(&[segment("m2", 0, 20, &cols)], &["a".into()]).await;
+        let failed = catalog
+            .commit_segments(&[segment("m2", 0, 20, &cols)], &["a".into()])
+            .await;
         assert!(failed.is_err());
-        let live: Vec<String> = catalog.live_segments("default", "default", None).await?.into_iter().map(|s| s.id).collect();
+        let live: Vec<String> = catalog
+            .live_segments("default", "default", None)
+            .await?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
         assert_eq!(live, vec!["m".to_string()]);
         let dead = catalog.tombstoned_before(i64::MAX).await?;
         assert_eq!(dead.len(), 2);

@@ -39,7 +39,12 @@ pub enum ClientError {
     #[error("cannot reach {url}: {source}")]
     Connect { url: String, source: reqwest::Error },
     #[error("{code}: {message}")]
-    Problem { status: u16, code: String, message: String, location: Option<serde_json::Value> },
+    Problem {
+        status: u16,
+        code: String,
+        message: String,
+        location: Option<serde_json::Value>,
+    },
     #[error("unexpected answer from the server (HTTP {status}): {body}")]
     Unexpected { status: u16, body: String },
 }
@@ -54,7 +59,11 @@ pub struct QueryClient {
 
 impl QueryClient {
     pub fn new(base_url: &str) -> QueryClient {
-        QueryClient { base_url: base_url.trim_end_matches('/').to_string(), http: reqwest::Client::new(), token: None }
+        QueryClient {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            http: reqwest::Client::new(),
+            token: None,
+        }
     }
 
     pub fn with_token(mut self, token: Option<String>) -> QueryClient {
@@ -63,16 +72,28 @@ impl QueryClient {
     }
 
     /// Runs `query` with optional `since`/`until` (ISO 8601 or relative such as `1h`).
-    pub async fn query(&self, query: &str, since: Option<&str>, until: Option<&str>, timezone: Option<&str>) -> Result<QueryResponse, ClientError> {
+    pub async fn query(
+        &self,
+        query: &str,
+        since: Option<&str>,
+        until: Option<&str>,
+        timezone: Option<&str>,
+    ) -> Result<QueryResponse, ClientError> {
         let url = format!("{}/query", self.base_url);
         let body = serde_json::json!({ "query": query, "since": since, "until": until, "timezone": timezone });
         let mut request = self.http.post(&url).json(&body);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
-        let response = request.send().await.map_err(|source| ClientError::Connect { url: url.clone(), source })?;
+        let response = request.send().await.map_err(|source| ClientError::Connect {
+            url: url.clone(),
+            source,
+        })?;
         let status = response.status().as_u16();
-        let text = response.text().await.map_err(|source| ClientError::Connect { url, source })?;
+        let text = response
+            .text()
+            .await
+            .map_err(|source| ClientError::Connect { url, source })?;
         if status == 200 {
             return serde_json::from_str(&text).map_err(|_| ClientError::Unexpected { status, body: text });
         }
@@ -122,7 +143,15 @@ pub fn render_aligned(table: &Table) -> String {
     let mut out = String::new();
     out.push_str(&line(headers.clone()));
     out.push('\n');
-    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().iter().map(|s| s.as_str()).collect()));
+    out.push_str(&line(
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|s| s.as_str())
+            .collect(),
+    ));
     out.push('\n');
     for row in &cells {
         out.push_str(&line(row.iter().map(|s| s.as_str()).collect()));
@@ -134,9 +163,18 @@ pub fn render_aligned(table: &Table) -> String {
 /// Renders a table as CSV (RFC 4180 quoting).
 pub fn render_csv(table: &Table) -> String {
     let quote = |s: &str| {
-        if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+        if s.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
     };
-    let mut out = table.columns.iter().map(|c| quote(&c.column_name)).collect::<Vec<_>>().join(",");
+    let mut out = table
+        .columns
+        .iter()
+        .map(|c| quote(&c.column_name))
+        .collect::<Vec<_>>()
+        .join(",");
     out.push('\n');
     for row in &table.rows {
         out.push_str(&row.iter().map(|v| quote(&cell_text(v))).collect::<Vec<_>>().join(","));
@@ -153,8 +191,14 @@ mod tests {
         Table {
             name: "PrimaryResult".into(),
             columns: vec![
-                Column { column_name: "name".into(), column_type: "string".into() },
-                Column { column_name: "n".into(), column_type: "long".into() },
+                Column {
+                    column_name: "name".into(),
+                    column_type: "string".into(),
+                },
+                Column {
+                    column_name: "n".into(),
+                    column_type: "long".into(),
+                },
             ],
             rows: vec![vec!["a,b".into(), 1.into()], vec!["long name".into(), 22.into()]],
         }
@@ -162,7 +206,10 @@ mod tests {
 
     #[test]
     fn aligned_and_csv() {
-        assert_eq!(render_aligned(&table()), "name       n\n---------  --\na,b        1\nlong name  22\n");
+        assert_eq!(
+            render_aligned(&table()),
+            "name       n\n---------  --\na,b        1\nlong name  22\n"
+        );
         assert_eq!(render_csv(&table()), "name,n\n\"a,b\",1\nlong name,22\n");
     }
 }

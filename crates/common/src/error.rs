@@ -147,7 +147,11 @@ pub struct TrawlError {
 
 impl TrawlError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        TrawlError { code, message: message.into(), location: None }
+        TrawlError {
+            code,
+            message: message.into(),
+            location: None,
+        }
     }
     pub fn at(mut self, location: Location) -> Self {
         self.location = Some(location);
@@ -172,7 +176,10 @@ mod tests {
     fn location_counts_lines_and_columns() {
         let text = "T\n| where x ==";
         let loc = Location::from_byte_range(text, 4, 9);
-        assert_eq!((loc.start_line, loc.start_column, loc.end_line, loc.end_column), (2, 3, 2, 8));
+        assert_eq!(
+            (loc.start_line, loc.start_column, loc.end_line, loc.end_column),
+            (2, 3, 2, 8)
+        );
     }
 
     #[test]

@@ -42,7 +42,9 @@ pub struct Row {
 
 impl Row {
     pub fn with_capacity(n: usize) -> Row {
-        Row { cells: Vec::with_capacity(n) }
+        Row {
+            cells: Vec::with_capacity(n),
+        }
     }
     pub fn push(&mut self, column: &'static str, value: Value) {
         self.cells.push((column, value));

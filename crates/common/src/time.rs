@@ -60,7 +60,12 @@ pub fn parse_datetime(text: &str) -> Option<i64> {
     if let Ok(dt) = DateTime::parse_from_rfc3339(text) {
         return dt.timestamp_nanos_opt();
     }
-    for format in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(naive) = chrono::NaiveDateTime::parse_from_str(text, format) {
             return naive.and_utc().timestamp_nanos_opt();
         }
@@ -99,14 +104,20 @@ mod tests {
 
     #[test]
     fn datetime_prints_seven_fraction_digits() {
-        assert_eq!(format_datetime(1_700_000_000_123_456_789), "2023-11-14T22:13:20.1234567Z");
+        assert_eq!(
+            format_datetime(1_700_000_000_123_456_789),
+            "2023-11-14T22:13:20.1234567Z"
+        );
         assert_eq!(format_datetime(0), "1970-01-01T00:00:00.0000000Z");
     }
 
     #[test]
     fn timespan_prints_days_and_ticks() {
         assert_eq!(format_timespan(1_500_000_000), "00:00:01.5000000");
-        assert_eq!(format_timespan(86_400 * NANOS_PER_SECOND + 3_600 * NANOS_PER_SECOND), "1.01:00:00");
+        assert_eq!(
+            format_timespan(86_400 * NANOS_PER_SECOND + 3_600 * NANOS_PER_SECOND),
+            "1.01:00:00"
+        );
         assert_eq!(format_timespan(-60 * NANOS_PER_SECOND), "-00:01:00");
     }
 

@@ -4,10 +4,10 @@
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{
-    DataType, Date32Type, Date64Type, DurationMicrosecondType, DurationMillisecondType,
-    DurationNanosecondType, DurationSecondType, Float16Type, Float32Type, Float64Type, Int8Type,
-    Int16Type, Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    DataType, Date32Type, Date64Type, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
+    DurationSecondType, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt8Type,
+    UInt16Type, UInt32Type, UInt64Type,
 };
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use serde_json::Value as Json;
@@ -81,15 +81,18 @@ fn typed_cell(array: &ArrayRef, row: usize) -> Json {
         DataType::Timestamp(unit, _) => {
             let nanos = match unit {
                 TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(row),
-                TimeUnit::Microsecond => {
-                    array.as_primitive::<TimestampMicrosecondType>().value(row).saturating_mul(1_000)
-                }
-                TimeUnit::Millisecond => {
-                    array.as_primitive::<TimestampMillisecondType>().value(row).saturating_mul(1_000_000)
-                }
-                TimeUnit::Second => {
-                    array.as_primitive::<TimestampSecondType>().value(row).saturating_mul(1_000_000_000)
-                }
+                TimeUnit::Microsecond => array
+                    .as_primitive::<TimestampMicrosecondType>()
+                    .value(row)
+                    .saturating_mul(1_000),
+                TimeUnit::Millisecond => array
+                    .as_primitive::<TimestampMillisecondType>()
+                    .value(row)
+                    .saturating_mul(1_000_000),
+                TimeUnit::Second => array
+                    .as_primitive::<TimestampSecondType>()
+                    .value(row)
+                    .saturating_mul(1_000_000_000),
             };
             Json::String(format_datetime(nanos))
         }
@@ -104,15 +107,18 @@ fn typed_cell(array: &ArrayRef, row: usize) -> Json {
         DataType::Duration(unit) => {
             let nanos = match unit {
                 TimeUnit::Nanosecond => array.as_primitive::<DurationNanosecondType>().value(row),
-                TimeUnit::Microsecond => {
-                    array.as_primitive::<DurationMicrosecondType>().value(row).saturating_mul(1_000)
-                }
-                TimeUnit::Millisecond => {
-                    array.as_primitive::<DurationMillisecondType>().value(row).saturating_mul(1_000_000)
-                }
-                TimeUnit::Second => {
-                    array.as_primitive::<DurationSecondType>().value(row).saturating_mul(1_000_000_000)
-                }
+                TimeUnit::Microsecond => array
+                    .as_primitive::<DurationMicrosecondType>()
+                    .value(row)
+                    .saturating_mul(1_000),
+                TimeUnit::Millisecond => array
+                    .as_primitive::<DurationMillisecondType>()
+                    .value(row)
+                    .saturating_mul(1_000_000),
+                TimeUnit::Second => array
+                    .as_primitive::<DurationSecondType>()
+                    .value(row)
+                    .saturating_mul(1_000_000_000),
             };
             Json::String(format_timespan(nanos))
         }
@@ -137,11 +143,18 @@ mod tests {
 
     #[test]
     fn cells_print_as_kql() {
-        let ts: ArrayRef = Arc::new(TimestampNanosecondArray::from(vec![Some(1_000_000_000), None]).with_timezone("UTC"));
-        assert_eq!(cell(&ts, 0, KqlType::DateTime), Json::String("1970-01-01T00:00:01.0000000Z".into()));
+        let ts: ArrayRef =
+            Arc::new(TimestampNanosecondArray::from(vec![Some(1_000_000_000), None]).with_timezone("UTC"));
+        assert_eq!(
+            cell(&ts, 0, KqlType::DateTime),
+            Json::String("1970-01-01T00:00:01.0000000Z".into())
+        );
         assert_eq!(cell(&ts, 1, KqlType::DateTime), Json::Null);
         let span: ArrayRef = Arc::new(DurationNanosecondArray::from(vec![1_500_000_000]));
-        assert_eq!(cell(&span, 0, KqlType::Timespan), Json::String("00:00:01.5000000".into()));
+        assert_eq!(
+            cell(&span, 0, KqlType::Timespan),
+            Json::String("00:00:01.5000000".into())
+        );
         let strings: ArrayRef = Arc::new(StringViewArray::from(vec![Some("a"), None]));
         assert_eq!(cell(&strings, 1, KqlType::String), Json::String(String::new()));
         let dynamic: ArrayRef = Arc::new(StringArray::from(vec![r#"{"a":[1,2]}"#, "not json"]));

@@ -109,7 +109,9 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -125,9 +127,11 @@ impl TableLookup for CatalogTables {
 
 impl Engine {
     pub fn new(catalog: Arc<dyn Catalog>, store: &SegmentStore, config: EngineConfig) -> Result<Engine, TrawlError> {
-        let mut runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(config.memory_limit_bytes)));
+        let mut runtime =
+            RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(config.memory_limit_bytes)));
         if let Some(dir) = &config.spill_dir {
-            std::fs::create_dir_all(dir).map_err(|e| TrawlError::internal(format!("cannot create spill directory: {e}")))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| TrawlError::internal(format!("cannot create spill directory: {e}")))?;
             runtime = runtime.with_temp_file_path(dir);
         }
         let runtime = runtime.build_arc().map_err(|e| TrawlError::internal(e.to_string()))?;
@@ -135,8 +139,14 @@ impl Engine {
             .with_target_partitions(config.target_partitions.max(1))
             .with_information_schema(false);
         let context = SessionContext::new_with_config_rt(session, runtime);
-        store.register_with(context.runtime_env().as_ref()).map_err(TrawlError::from)?;
-        Ok(Engine { context, catalog, config })
+        store
+            .register_with(context.runtime_env().as_ref())
+            .map_err(TrawlError::from)?;
+        Ok(Engine {
+            context,
+            catalog,
+            config,
+        })
     }
 
     pub fn catalog(&self) -> &Arc<dyn Catalog> {
@@ -166,8 +176,16 @@ impl Engine {
         let mut warnings = planned.warnings;
         let mut output = Vec::with_capacity(planned.results.len());
         for (index, result) in planned.results.into_iter().enumerate() {
-            let name = if index == 0 { "PrimaryResult".to_string() } else { format!("ExtraTable_{}", index - 1) };
-            let frame = self.context.execute_logical_plan(result.plan).await.map_err(execution_error)?;
+            let name = if index == 0 {
+                "PrimaryResult".to_string()
+            } else {
+                format!("ExtraTable_{}", index - 1)
+            };
+            let frame = self
+                .context
+                .execute_logical_plan(result.plan)
+                .await
+                .map_err(execution_error)?;
             let mut stream = frame.execute_stream().await.map_err(execution_error)?;
             let mut batches = Vec::new();
             let mut rows = 0usize;
@@ -186,9 +204,16 @@ impl Engine {
                 rows += batch.num_rows();
                 batches.push(batch);
             }
-            output.push(ResultTable { name, columns: result.columns, batches });
+            output.push(ResultTable {
+                name,
+                columns: result.columns,
+                batches,
+            });
         }
-        Ok(QueryOutput { tables: output, warnings })
+        Ok(QueryOutput {
+            tables: output,
+            warnings,
+        })
     }
 }
 

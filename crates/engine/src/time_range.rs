@@ -60,10 +60,19 @@ fn resolve_point(text: &str, zone: Tz, now: i64, field: &str) -> Result<i64, Tra
             .timestamp_nanos_opt()
             .ok_or_else(|| TrawlError::bad_request(format!("'{field}' is out of range")));
     }
-    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
-        .or_else(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)));
+    let naive = [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ]
+    .iter()
+    .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
+    .or_else(|| {
+        NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .ok()
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+    });
     match naive.and_then(|n| zone.from_local_datetime(&n).earliest()) {
         Some(local) => local
             .timestamp_nanos_opt()
@@ -84,7 +93,13 @@ mod tests {
     fn relative_and_absolute_points() -> Result<(), TrawlError> {
         let now = 100 * HOUR;
         let w = resolve_window(Some("1h"), Some("now"), None, now)?;
-        assert_eq!(w, QueryWindow { since: Some(99 * HOUR), until: Some(now) });
+        assert_eq!(
+            w,
+            QueryWindow {
+                since: Some(99 * HOUR),
+                until: Some(now)
+            }
+        );
         let w = resolve_window(Some("1970-01-01T01:00:00Z"), None, None, now)?;
         assert_eq!(w.since, Some(HOUR));
         // A naive datetime is read in the given zone: 02:00 in Berlin (winter) is 01:00 UTC.

@@ -25,7 +25,12 @@ impl Fixture {
         let store = SegmentStore::local(&dir.path().join("segments"))?;
         let writer = SegmentWriter::new(store.clone());
         let engine = Engine::new(catalog.clone(), &store, EngineConfig::default())?;
-        Ok(Fixture { _dir: dir, catalog, writer, engine })
+        Ok(Fixture {
+            _dir: dir,
+            catalog,
+            writer,
+            engine,
+        })
     }
 
     /// Writes `rows` as one segment of table `default` and registers it.
@@ -39,11 +44,23 @@ impl Fixture {
         self.run_window(text, QueryWindow::default()).await
     }
 
-    pub async fn run_window(&self, text: &str, window: QueryWindow) -> Result<(Vec<(String, String)>, Vec<Vec<Json>>), TrawlError> {
-        let request = QueryRequest { text: text.to_string(), database: "default".into(), window };
+    pub async fn run_window(
+        &self,
+        text: &str,
+        window: QueryWindow,
+    ) -> Result<(Vec<(String, String)>, Vec<Vec<Json>>), TrawlError> {
+        let request = QueryRequest {
+            text: text.to_string(),
+            database: "default".into(),
+            window,
+        };
         let output = self.engine.execute(&request).await?;
         let table = &output.tables[0];
-        let columns = table.columns.iter().map(|(n, t)| (n.clone(), t.as_str().to_string())).collect();
+        let columns = table
+            .columns
+            .iter()
+            .map(|(n, t)| (n.clone(), t.as_str().to_string()))
+            .collect();
         Ok((columns, table.json_rows()))
     }
 
@@ -59,9 +76,15 @@ pub fn log(minute: i64, severity: &str, body: &str, service: &str, route: Option
     row.push("ingest_time", Value::DateTime(T0));
     row.push("severity_text", Value::String(severity.into()));
     row.push("body", Value::Dynamic(json!(body)));
-    row.push("resource", Value::Dynamic(json!({"service.name": service, "host.name": "h1"})));
+    row.push(
+        "resource",
+        Value::Dynamic(json!({"service.name": service, "host.name": "h1"})),
+    );
     if let Some(route) = route {
-        row.push("attributes", Value::Dynamic(json!({"http.route": route, "http.status_code": 500})));
+        row.push(
+            "attributes",
+            Value::Dynamic(json!({"http.route": route, "http.status_code": 500})),
+        );
     }
     row
 }

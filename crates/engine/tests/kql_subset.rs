@@ -29,35 +29,89 @@ async fn sample() -> Result<Fixture, Box<dyn std::error::Error>> {
 async fn count_and_where() -> TestResult {
     let f = sample().await?;
     assert_eq!(f.rows("default | count").await?, vec![vec![json!(6)]]);
-    assert_eq!(f.rows("default | where severity_text == 'ERROR' | count").await?, vec![vec![json!(2)]]);
-    assert_eq!(f.rows("default | where isnotempty(body) | count").await?, vec![vec![json!(4)]]);
-    assert_eq!(f.rows("default | where isempty(body) | count").await?, vec![vec![json!(2)]]);
+    assert_eq!(
+        f.rows("default | where severity_text == 'ERROR' | count").await?,
+        vec![vec![json!(2)]]
+    );
+    assert_eq!(
+        f.rows("default | where isnotempty(body) | count").await?,
+        vec![vec![json!(4)]]
+    );
+    assert_eq!(
+        f.rows("default | where isempty(body) | count").await?,
+        vec![vec![json!(2)]]
+    );
     // Strings are never null: spans have no severity, which equals "" and differs from "ERROR".
-    assert_eq!(f.rows("default | where severity_text != 'ERROR' | count").await?, vec![vec![json!(4)]]);
-    assert_eq!(f.rows("default | where severity_text == '' | count").await?, vec![vec![json!(2)]]);
-    assert_eq!(f.rows("default | where severity_text =~ 'error' | count").await?, vec![vec![json!(2)]]);
-    assert_eq!(f.rows("default | where severity_text in ('WARN', 'INFO') | count").await?, vec![vec![json!(2)]]);
-    assert_eq!(f.rows("default | where not(severity_text in ('WARN', 'INFO')) and isnotempty(severity_text) | count").await?, vec![vec![json!(2)]]);
-    assert_eq!(f.rows("default | where severity_text == 'ERROR' or span_name == 'SELECT' | count").await?, vec![vec![json!(3)]]);
+    assert_eq!(
+        f.rows("default | where severity_text != 'ERROR' | count").await?,
+        vec![vec![json!(4)]]
+    );
+    assert_eq!(
+        f.rows("default | where severity_text == '' | count").await?,
+        vec![vec![json!(2)]]
+    );
+    assert_eq!(
+        f.rows("default | where severity_text =~ 'error' | count").await?,
+        vec![vec![json!(2)]]
+    );
+    assert_eq!(
+        f.rows("default | where severity_text in ('WARN', 'INFO') | count")
+            .await?,
+        vec![vec![json!(2)]]
+    );
+    assert_eq!(
+        f.rows("default | where not(severity_text in ('WARN', 'INFO')) and isnotempty(severity_text) | count")
+            .await?,
+        vec![vec![json!(2)]]
+    );
+    assert_eq!(
+        f.rows("default | where severity_text == 'ERROR' or span_name == 'SELECT' | count")
+            .await?,
+        vec![vec![json!(3)]]
+    );
     Ok(())
 }
 
 #[tokio::test]
 async fn has_contains_and_dynamic_access() -> TestResult {
     let f = sample().await?;
-    assert_eq!(f.rows("default | where body has 'reset' | count").await?, vec![vec![json!(1)]]);
-    assert_eq!(f.rows("default | where body has 'RESET' | count").await?, vec![vec![json!(1)]]);
-    assert_eq!(f.rows("default | where body has 'rese' | count").await?, vec![vec![json!(0)]]);
-    assert_eq!(f.rows("default | where body contains 'rese' | count").await?, vec![vec![json!(1)]]);
-    assert_eq!(f.rows("default | where body !contains 'e' | count").await?, vec![vec![json!(2)]]);
-    assert_eq!(f.rows("default | where attributes['http.route'] == '/api/x' | count").await?, vec![vec![json!(1)]]);
+    assert_eq!(
+        f.rows("default | where body has 'reset' | count").await?,
+        vec![vec![json!(1)]]
+    );
+    assert_eq!(
+        f.rows("default | where body has 'RESET' | count").await?,
+        vec![vec![json!(1)]]
+    );
+    assert_eq!(
+        f.rows("default | where body has 'rese' | count").await?,
+        vec![vec![json!(0)]]
+    );
+    assert_eq!(
+        f.rows("default | where body contains 'rese' | count").await?,
+        vec![vec![json!(1)]]
+    );
+    assert_eq!(
+        f.rows("default | where body !contains 'e' | count").await?,
+        vec![vec![json!(2)]]
+    );
+    assert_eq!(
+        f.rows("default | where attributes['http.route'] == '/api/x' | count")
+            .await?,
+        vec![vec![json!(1)]]
+    );
     assert_eq!(
         f.rows("default | where resource['service.name'] == 'checkout' | summarize count() by tostring(resource['service.name'])").await?,
         vec![vec![json!("checkout"), json!(3)]]
     );
-    assert_eq!(f.rows("default | where toint(attributes['http.status_code']) >= 500 | count").await?, vec![vec![json!(3)]]);
     assert_eq!(
-        f.rows("default | where span_name == 'GET /api/x' | project attributes, r = resource").await?,
+        f.rows("default | where toint(attributes['http.status_code']) >= 500 | count")
+            .await?,
+        vec![vec![json!(3)]]
+    );
+    assert_eq!(
+        f.rows("default | where span_name == 'GET /api/x' | project attributes, r = resource")
+            .await?,
         vec![vec![json!(null), json!({"service.name": "checkout"})]]
     );
     Ok(())
@@ -71,17 +125,33 @@ async fn project_extend_sort_take() -> TestResult {
         .await?;
     assert_eq!(
         columns,
-        vec![("span_name".into(), "string".into()), ("duration".into(), "timespan".into()), ("ms".into(), "real".into())]
+        vec![
+            ("span_name".into(), "string".into()),
+            ("duration".into(), "timespan".into()),
+            ("ms".into(), "real".into())
+        ]
     );
-    assert_eq!(rows, vec![vec![json!("SELECT"), json!("00:00:00.0100000"), json!(10.0)], vec![
-        json!("GET /api/x"),
-        json!("00:00:00.2500000"),
-        json!(250.0)
-    ]]);
+    assert_eq!(
+        rows,
+        vec![
+            vec![json!("SELECT"), json!("00:00:00.0100000"), json!(10.0)],
+            vec![json!("GET /api/x"), json!("00:00:00.2500000"), json!(250.0)]
+        ]
+    );
     // sort defaults to descending; take limits.
-    let rows = f.rows("default | sort by timestamp | take 2 | project timestamp").await?;
-    assert_eq!(rows, vec![vec![json!("2023-11-14T22:18:20.0000000Z")], vec![json!("2023-11-14T22:17:20.0000000Z")]]);
-    let rows = f.rows("default | where isnotempty(severity_text) | top 1 by timestamp asc | project severity_text").await?;
+    let rows = f
+        .rows("default | sort by timestamp | take 2 | project timestamp")
+        .await?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![json!("2023-11-14T22:18:20.0000000Z")],
+            vec![json!("2023-11-14T22:17:20.0000000Z")]
+        ]
+    );
+    let rows = f
+        .rows("default | where isnotempty(severity_text) | top 1 by timestamp asc | project severity_text")
+        .await?;
     assert_eq!(rows, vec![vec![json!("INFO")]]);
     Ok(())
 }
@@ -90,29 +160,49 @@ async fn project_extend_sort_take() -> TestResult {
 async fn summarize_count_dcount_and_bin() -> TestResult {
     let f = sample().await?;
     let rows = f.rows("default | where isnotempty(severity_text) | summarize count() by severity_text | sort by count_ desc, severity_text asc").await?;
-    assert_eq!(rows, vec![vec![json!("ERROR"), json!(2)], vec![json!("INFO"), json!(1)], vec![json!("WARN"), json!(1)]]);
-    let rows = f.rows("default | summarize services = dcount(tostring(resource['service.name']))").await?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![json!("ERROR"), json!(2)],
+            vec![json!("INFO"), json!(1)],
+            vec![json!("WARN"), json!(1)]
+        ]
+    );
+    let rows = f
+        .rows("default | summarize services = dcount(tostring(resource['service.name']))")
+        .await?;
     assert_eq!(rows, vec![vec![json!(3)]]);
-    let (columns, rows) = f.run("default | summarize n = count() by bin(timestamp, 2m) | sort by timestamp asc").await?;
+    let (columns, rows) = f
+        .run("default | summarize n = count() by bin(timestamp, 2m) | sort by timestamp asc")
+        .await?;
     assert_eq!(columns[0], ("timestamp".into(), "datetime".into()));
     // Minutes 0..5 after 22:13:20 fall in the 2-minute bins starting 22:12, 22:14, 22:16, 22:18.
     let counts: Vec<_> = rows.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
-    assert_eq!(counts, vec![
-        (json!("2023-11-14T22:12:00.0000000Z"), json!(1)),
-        (json!("2023-11-14T22:14:00.0000000Z"), json!(2)),
-        (json!("2023-11-14T22:16:00.0000000Z"), json!(2)),
-        (json!("2023-11-14T22:18:00.0000000Z"), json!(1)),
-    ]);
+    assert_eq!(
+        counts,
+        vec![
+            (json!("2023-11-14T22:12:00.0000000Z"), json!(1)),
+            (json!("2023-11-14T22:14:00.0000000Z"), json!(2)),
+            (json!("2023-11-14T22:16:00.0000000Z"), json!(2)),
+            (json!("2023-11-14T22:18:00.0000000Z"), json!(1)),
+        ]
+    );
     Ok(())
 }
 
 #[tokio::test]
 async fn time_window_prunes_segments() -> TestResult {
     let f = sample().await?;
-    let window = QueryWindow { since: Some(T0 + 3 * MINUTE), until: Some(T0 + 5 * MINUTE) };
+    let window = QueryWindow {
+        since: Some(T0 + 3 * MINUTE),
+        until: Some(T0 + 5 * MINUTE),
+    };
     let (_, rows) = f.run_window("default | count", window).await?;
     assert_eq!(rows, vec![vec![json!(2)]]);
-    let window = QueryWindow { since: Some(T0 + 100 * MINUTE), until: None };
+    let window = QueryWindow {
+        since: Some(T0 + 100 * MINUTE),
+        until: None,
+    };
     let (_, rows) = f.run_window("default | count", window).await?;
     assert_eq!(rows, vec![vec![json!(0)]]);
     Ok(())
@@ -124,14 +214,30 @@ async fn errors_have_codes_and_locations() -> TestResult {
     let error = f.run("nosuchtable | count").await.err().ok_or("expected an error")?;
     assert_eq!(error.code, ErrorCode::UnknownTable);
     assert_eq!(error.location.map(|l| (l.start_byte, l.end_byte)), Some((0, 11)));
-    let error = f.run("default | where nosuchcolumn == 1").await.err().ok_or("expected an error")?;
+    let error = f
+        .run("default | where nosuchcolumn == 1")
+        .await
+        .err()
+        .ok_or("expected an error")?;
     assert_eq!(error.code, ErrorCode::UnknownColumn);
-    let error = f.run("default | where body has 5").await.err().ok_or("expected an error")?;
+    let error = f
+        .run("default | where body has 5")
+        .await
+        .err()
+        .ok_or("expected an error")?;
     assert_eq!(error.code, ErrorCode::TypeMismatch);
-    let error = f.run("default | where severity_text ==").await.err().ok_or("expected an error")?;
+    let error = f
+        .run("default | where severity_text ==")
+        .await
+        .err()
+        .ok_or("expected an error")?;
     assert_eq!(error.code, ErrorCode::SyntaxError);
     assert!(error.location.is_some());
-    let error = f.run("default | summarize nosuchagg(x)").await.err().ok_or("expected an error")?;
+    let error = f
+        .run("default | summarize nosuchagg(x)")
+        .await
+        .err()
+        .ok_or("expected an error")?;
     assert_eq!(error.code, ErrorCode::UnknownFunction);
     Ok(())
 }

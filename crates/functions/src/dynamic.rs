@@ -50,7 +50,9 @@ impl DynamicToStringUdf {
             .into_iter()
             .map(|t| TypeSignature::Exact(vec![t]))
             .collect();
-        DynamicToStringUdf { signature: Signature::one_of(variants, Volatility::Immutable) }
+        DynamicToStringUdf {
+            signature: Signature::one_of(variants, Volatility::Immutable),
+        }
     }
 }
 

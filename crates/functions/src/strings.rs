@@ -31,7 +31,10 @@ impl HasUdf {
                 variants.push(TypeSignature::Exact(vec![a.clone(), b.clone()]));
             }
         }
-        HasUdf { case_sensitive, signature: Signature::one_of(variants, Volatility::Immutable) }
+        HasUdf {
+            case_sensitive,
+            signature: Signature::one_of(variants, Volatility::Immutable),
+        }
     }
 
     pub fn function_name(case_sensitive: bool) -> &'static str {
@@ -70,7 +73,9 @@ impl ScalarUDFImpl for HasUdf {
             })
         };
         if scalar {
-            return Ok(ColumnarValue::Scalar(ScalarValue::Boolean(Some(matches(0).unwrap_or(false)))));
+            return Ok(ColumnarValue::Scalar(ScalarValue::Boolean(Some(
+                matches(0).unwrap_or(false),
+            ))));
         }
         let result: BooleanArray = (0..rows).map(|i| Some(matches(i).unwrap_or(false))).collect();
         Ok(ColumnarValue::Array(Arc::new(result)))

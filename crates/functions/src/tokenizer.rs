@@ -11,7 +11,8 @@ pub fn is_term_byte(byte: u8) -> bool {
 
 /// The terms of `text`, in order.
 pub fn terms(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || !c.is_ascii())).filter(|t| !t.is_empty())
+    text.split(|c: char| !c.is_ascii_alphanumeric() && c.is_ascii())
+        .filter(|t| !t.is_empty())
 }
 
 /// Whether `haystack` has `needle` as whole terms. An empty needle matches nothing.
@@ -36,7 +37,11 @@ pub fn has_term(haystack: &str, needle: &str, case_sensitive: bool) -> bool {
             return false;
         }
         let candidate = &hay[at..at + pin.len()];
-        let equal = if case_sensitive { candidate == pin } else { candidate.eq_ignore_ascii_case(pin) };
+        let equal = if case_sensitive {
+            candidate == pin
+        } else {
+            candidate.eq_ignore_ascii_case(pin)
+        };
         if equal {
             let left_ok = at == 0 || !is_term_byte(hay[at - 1]) || !is_term_byte(pin[0]);
             let end = at + pin.len();

@@ -56,9 +56,7 @@ pub fn kql_type_of(field: &Field) -> KqlType {
 pub fn kql_type_of_arrow(data_type: &DataType) -> KqlType {
     match data_type {
         DataType::Boolean => KqlType::Bool,
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => {
-            KqlType::Int
-        }
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::UInt8 | DataType::UInt16 => KqlType::Int,
         DataType::Int64 | DataType::UInt32 | DataType::UInt64 => KqlType::Long,
         DataType::Float16 | DataType::Float32 | DataType::Float64 => KqlType::Real,
         DataType::Decimal128(..) | DataType::Decimal256(..) => KqlType::Decimal,

@@ -87,7 +87,10 @@ impl Ingestor {
             stopping: AtomicBool::new(false),
         });
         let flusher = tokio::spawn(flush_loop(inner.clone()));
-        Ingestor { inner, flusher: Arc::new(std::sync::Mutex::new(Some(flusher))) }
+        Ingestor {
+            inner,
+            flusher: Arc::new(std::sync::Mutex::new(Some(flusher))),
+        }
     }
 
     /// Adds `rows` to `database.table` and returns once they are durable and registered.
@@ -112,7 +115,11 @@ impl Ingestor {
             let mut buffers = inner.buffers.lock().await;
             let buffer = buffers
                 .entry((database.to_string(), table.to_string()))
-                .or_insert_with(|| Buffer { rows: Vec::new(), waiters: Vec::new(), opened_at: Instant::now() });
+                .or_insert_with(|| Buffer {
+                    rows: Vec::new(),
+                    waiters: Vec::new(),
+                    opened_at: Instant::now(),
+                });
             buffer.rows.extend(rows);
             buffer.waiters.push(sender);
             buffer.rows.len() >= inner.config.max_batch_rows
@@ -148,7 +155,9 @@ async fn flush_loop(inner: Arc<Inner>) {
         let stopping = inner.stopping.load(Ordering::Acquire);
         let due = take_due_buffers(&inner, stopping).await;
         for ((database, table), buffer) in due {
-            let Ok(slot) = inner.flush_slots.clone().acquire_owned().await else { return };
+            let Ok(slot) = inner.flush_slots.clone().acquire_owned().await else {
+                return;
+            };
             let inner = inner.clone();
             tokio::spawn(async move {
                 flush(&inner, &database, &table, buffer).await;
@@ -203,9 +212,18 @@ async fn write_and_register(inner: &Inner, database: &str, table: &str, rows: Ve
     if let Err(error) = inner.catalog.commit_segments(std::slice::from_ref(&segment), &[]).await {
         // The object is unregistered, so no query sees it; remove it, best effort.
         let _ = inner.writer.store().delete(&segment.path).await;
-        return Err(TrawlError::new(ErrorCode::Unavailable, format!("could not register the batch: {error}")));
+        return Err(TrawlError::new(
+            ErrorCode::Unavailable,
+            format!("could not register the batch: {error}"),
+        ));
     }
-    tracing::debug!(database, table, rows = segment.rows, bytes = segment.bytes, "segment committed");
+    tracing::debug!(
+        database,
+        table,
+        rows = segment.rows,
+        bytes = segment.bytes,
+        "segment committed"
+    );
     Ok(())
 }
 
@@ -227,7 +245,9 @@ mod tests {
             .collect()
     }
 
-    async fn setup(config: IngestConfig) -> Result<(tempfile::TempDir, Arc<SqliteCatalog>, Ingestor), Box<dyn std::error::Error>> {
+    async fn setup(
+        config: IngestConfig,
+    ) -> Result<(tempfile::TempDir, Arc<SqliteCatalog>, Ingestor), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let catalog = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
         let store = SegmentStore::local(&dir.path().join("segments"))?;
@@ -237,9 +257,15 @@ mod tests {
 
     #[tokio::test]
     async fn acknowledges_only_after_the_segment_is_registered() -> Result<(), Box<dyn std::error::Error>> {
-        let config = IngestConfig { flush_interval: Duration::from_millis(50), ..Default::default() };
+        let config = IngestConfig {
+            flush_interval: Duration::from_millis(50),
+            ..Default::default()
+        };
         let (_dir, catalog, ingestor) = setup(config).await?;
-        let (a, b) = tokio::join!(ingestor.submit("default", "default", rows(10)), ingestor.submit("default", "default", rows(5)));
+        let (a, b) = tokio::join!(
+            ingestor.submit("default", "default", rows(10)),
+            ingestor.submit("default", "default", rows(5))
+        );
         a?;
         b?;
         let segments = catalog.live_segments("default", "default", None).await?;
@@ -251,7 +277,11 @@ mod tests {
 
     #[tokio::test]
     async fn refuses_when_buffers_are_full_and_after_shutdown() -> Result<(), Box<dyn std::error::Error>> {
-        let config = IngestConfig { flush_interval: Duration::from_secs(2), max_buffered_rows: 10, ..Default::default() };
+        let config = IngestConfig {
+            flush_interval: Duration::from_secs(2),
+            max_buffered_rows: 10,
+            ..Default::default()
+        };
         let (_dir, _catalog, ingestor) = setup(config).await?;
         let first = tokio::spawn({
             let ingestor = ingestor.clone();

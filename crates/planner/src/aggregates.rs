@@ -9,8 +9,9 @@ use trawl_kql::ast::{Expr as KExpr, ExprKind};
 use crate::context::{Planner, Tabular, Typed, internal};
 use crate::scalar::{dynamic_as_real, to_string};
 
-const AGGREGATES: &[&str] =
-    &["count", "countif", "dcount", "dcountif", "sum", "sumif", "avg", "avgif", "min", "max", "take_any", "any"];
+const AGGREGATES: &[&str] = &[
+    "count", "countif", "dcount", "dcountif", "sum", "sumif", "avg", "avgif", "min", "max", "take_any", "any",
+];
 
 pub fn is_aggregate(name: &str) -> bool {
     AGGREGATES.contains(&name)
@@ -29,14 +30,22 @@ impl Planner<'_> {
     /// Lowers an aggregate call `e` (which must be a call of a known aggregate).
     pub fn aggregate(&mut self, e: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
         let ExprKind::Call { function, args } = &e.kind else {
-            return Err(self.error(ErrorCode::BadRequest, e.span, "expected an aggregate function such as count() or sum(x)"));
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                e.span,
+                "expected an aggregate function such as count() or sum(x)",
+            ));
         };
         let name = function.name.as_str();
         let arity = |n: usize| -> Result<(), TrawlError> {
             if args.len() == n {
                 Ok(())
             } else {
-                Err(self.error(ErrorCode::BadRequest, e.span, format!("'{name}()' takes {n} argument(s), found {}", args.len())))
+                Err(self.error(
+                    ErrorCode::BadRequest,
+                    e.span,
+                    format!("'{name}()' takes {n} argument(s), found {}", args.len()),
+                ))
             }
         };
         match name {
@@ -50,8 +59,13 @@ impl Planner<'_> {
                 arity(1)?;
                 let condition = self.scalar(&args[0], input)?;
                 let condition = self.boolean(condition, &args[0])?;
-                let one = when(condition, lit(1i64)).otherwise(lit(0i64)).map_err(|e| internal(&e))?;
-                Ok(Typed::new(datafusion::functions::expr_fn::coalesce(vec![agg::sum(one), lit(0i64)]), KqlType::Long))
+                let one = when(condition, lit(1i64))
+                    .otherwise(lit(0i64))
+                    .map_err(|e| internal(&e))?;
+                Ok(Typed::new(
+                    datafusion::functions::expr_fn::coalesce(vec![agg::sum(one), lit(0i64)]),
+                    KqlType::Long,
+                ))
             }
             "dcount" | "dcountif" => {
                 let value = self.scalar(&args[0], input)?;
@@ -61,7 +75,11 @@ impl Planner<'_> {
                 };
                 let value = if name == "dcountif" {
                     if args.len() < 2 {
-                        return Err(self.error(ErrorCode::BadRequest, e.span, "'dcountif()' needs a value and a condition"));
+                        return Err(self.error(
+                            ErrorCode::BadRequest,
+                            e.span,
+                            "'dcountif()' needs a value and a condition",
+                        ));
                     }
                     let condition = self.scalar(&args[1], input)?;
                     let condition = self.boolean(condition, &args[1])?;
@@ -69,7 +87,10 @@ impl Planner<'_> {
                 } else {
                     value
                 };
-                Ok(Typed::new(cast(agg::approx_distinct(value), DataType::Int64), KqlType::Long))
+                Ok(Typed::new(
+                    cast(agg::approx_distinct(value), DataType::Int64),
+                    KqlType::Long,
+                ))
             }
             "sum" | "avg" | "sumif" | "avgif" => {
                 let expected = if name.ends_with("if") { 2 } else { 1 };
@@ -80,7 +101,11 @@ impl Planner<'_> {
                     KqlType::Dynamic => dynamic_as_real(value),
                     t if t.is_numeric() || t == KqlType::Timespan => value.expr,
                     other => {
-                        return Err(self.error(ErrorCode::TypeMismatch, args[0].span, format!("'{name}()' needs a number, found {other}")));
+                        return Err(self.error(
+                            ErrorCode::TypeMismatch,
+                            args[0].span,
+                            format!("'{name}()' needs a number, found {other}"),
+                        ));
                     }
                 };
                 if expected == 2 {
@@ -102,7 +127,11 @@ impl Planner<'_> {
                 arity(1)?;
                 let value = self.scalar(&args[0], input)?;
                 let kql_type = value.kql_type;
-                let expr = if name == "min" { agg::min(value.expr) } else { agg::max(value.expr) };
+                let expr = if name == "min" {
+                    agg::min(value.expr)
+                } else {
+                    agg::max(value.expr)
+                };
                 Ok(Typed::new(expr, kql_type))
             }
             "take_any" | "any" => {
@@ -111,7 +140,11 @@ impl Planner<'_> {
                 let kql_type = value.kql_type;
                 Ok(Typed::new(agg::first_value(value.expr, vec![]), kql_type))
             }
-            _ => Err(self.error(ErrorCode::UnknownFunction, function.span, format!("unknown aggregate function '{name}'"))),
+            _ => Err(self.error(
+                ErrorCode::UnknownFunction,
+                function.span,
+                format!("unknown aggregate function '{name}'"),
+            )),
         }
     }
 }

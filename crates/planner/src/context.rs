@@ -66,7 +66,13 @@ pub struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     pub fn new(text: &'a str, tables: &'a dyn TableLookup, options: PlanOptions) -> Planner<'a> {
-        Planner { text, tables, options, bindings: HashMap::new(), warnings: Vec::new() }
+        Planner {
+            text,
+            tables,
+            options,
+            bindings: HashMap::new(),
+            warnings: Vec::new(),
+        }
     }
 
     pub fn into_warnings(self) -> Vec<QueryWarning> {
@@ -83,7 +89,11 @@ impl<'a> Planner<'a> {
     }
 
     pub fn warn(&mut self, kind: &str, span: Span, message: impl Into<String>) {
-        let warning = QueryWarning { kind: kind.to_string(), message: message.into(), location: Some(self.location(span)) };
+        let warning = QueryWarning {
+            kind: kind.to_string(),
+            message: message.into(),
+            location: Some(self.location(span)),
+        };
         if !self.warnings.contains(&warning) {
             self.warnings.push(warning);
         }
@@ -110,10 +120,17 @@ impl<'a> Planner<'a> {
                 StatementKind::Set(_) => {}
                 StatementKind::Expr(expr) => {
                     let tabular = self.tabular(expr)?;
-                    results.push(PlannedResult { plan: tabular.plan, columns: tabular.columns });
+                    results.push(PlannedResult {
+                        plan: tabular.plan,
+                        columns: tabular.columns,
+                    });
                 }
                 _ => {
-                    return Err(self.error(ErrorCode::BadRequest, statement.span, "this statement is not supported yet"));
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        statement.span,
+                        "this statement is not supported yet",
+                    ));
                 }
             }
         }
@@ -144,7 +161,10 @@ impl<'a> Planner<'a> {
     /// A one-row, no-column value, the input of scalar `let`s.
     pub fn empty_tabular(&self) -> Result<Tabular, TrawlError> {
         let plan = LogicalPlanBuilder::empty(true).build().map_err(|e| internal(&e))?;
-        Ok(Tabular { plan, columns: Vec::new() })
+        Ok(Tabular {
+            plan,
+            columns: Vec::new(),
+        })
     }
 
     /// Lowers a tabular expression.
@@ -158,7 +178,11 @@ impl<'a> Planner<'a> {
                 }
                 Ok(current)
             }
-            _ => Err(self.error(ErrorCode::SyntaxError, expr.span, "expected a tabular expression (a table name or a pipeline)")),
+            _ => Err(self.error(
+                ErrorCode::SyntaxError,
+                expr.span,
+                "expected a tabular expression (a table name or a pipeline)",
+            )),
         }
     }
 
@@ -166,9 +190,11 @@ impl<'a> Planner<'a> {
         if let Some(binding) = self.bindings.get(name) {
             return match binding {
                 Binding::Tabular(tabular) => Ok(tabular.clone()),
-                Binding::Scalar(_) => {
-                    Err(self.error(ErrorCode::TypeMismatch, span, format!("'{name}' is a scalar, not a table")))
-                }
+                Binding::Scalar(_) => Err(self.error(
+                    ErrorCode::TypeMismatch,
+                    span,
+                    format!("'{name}' is a scalar, not a table"),
+                )),
             };
         }
         let Some(provider) = self.tables.table(name) else {
@@ -177,19 +203,33 @@ impl<'a> Planner<'a> {
         self.scan(name, provider)
     }
 
-    fn scan(&mut self, name: &str, provider: Arc<dyn datafusion::catalog::TableProvider>) -> Result<Tabular, TrawlError> {
+    fn scan(
+        &mut self,
+        name: &str,
+        provider: Arc<dyn datafusion::catalog::TableProvider>,
+    ) -> Result<Tabular, TrawlError> {
         let schema = provider.schema();
-        let columns: Vec<(String, KqlType)> =
-            schema.fields().iter().map(|f| (f.name().clone(), trawl_functions::types::kql_type_of(f))).collect();
+        let columns: Vec<(String, KqlType)> = schema
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), trawl_functions::types::kql_type_of(f)))
+            .collect();
         let source = datafusion::datasource::provider_as_source(provider);
         let mut builder = LogicalPlanBuilder::scan(name, source, None).map_err(|e| internal(&e))?;
-        if columns.iter().any(|(n, t)| n == trawl_common::TIME_COLUMN && *t == KqlType::DateTime) {
+        if columns
+            .iter()
+            .any(|(n, t)| n == trawl_common::TIME_COLUMN && *t == KqlType::DateTime)
+        {
             let time = column(trawl_common::TIME_COLUMN);
             if let Some(since) = self.options.since {
-                builder = builder.filter(time.clone().gt_eq(crate::scalar::datetime_literal(since))).map_err(|e| internal(&e))?;
+                builder = builder
+                    .filter(time.clone().gt_eq(crate::scalar::datetime_literal(since)))
+                    .map_err(|e| internal(&e))?;
             }
             if let Some(until) = self.options.until {
-                builder = builder.filter(time.lt(crate::scalar::datetime_literal(until))).map_err(|e| internal(&e))?;
+                builder = builder
+                    .filter(time.lt(crate::scalar::datetime_literal(until)))
+                    .map_err(|e| internal(&e))?;
             }
         }
         // Columns are referenced unqualified (`column()`), so the scan's qualifier is harmless.

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
 use datafusion::logical_expr::LogicalPlan;
-use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_common::error::Location;
+use trawl_common::{ErrorCode, KqlType, TrawlError};
 
 pub use context::Tabular;
 
@@ -78,7 +78,13 @@ pub fn plan_query(
     let mut planner = context::Planner::new(text, tables, options);
     let results = planner.plan_statements(&query.statements)?;
     if results.is_empty() {
-        return Err(TrawlError::new(ErrorCode::SyntaxError, "the query has no tabular expression to run"));
+        return Err(TrawlError::new(
+            ErrorCode::SyntaxError,
+            "the query has no tabular expression to run",
+        ));
     }
-    Ok(PlannedQuery { results, warnings: planner.into_warnings() })
+    Ok(PlannedQuery {
+        results,
+        warnings: planner.into_warnings(),
+    })
 }

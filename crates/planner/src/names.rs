@@ -38,7 +38,9 @@ pub fn matches_pattern(pattern: &str, name: &str) -> bool {
     let mut rest = name;
     for (i, part) in parts.iter().enumerate() {
         if i == 0 {
-            let Some(stripped) = rest.strip_prefix(part) else { return false };
+            let Some(stripped) = rest.strip_prefix(part) else {
+                return false;
+            };
             rest = stripped;
         } else if i == parts.len() - 1 {
             return rest.ends_with(part);

@@ -10,7 +10,9 @@ use crate::aggregates::{default_aggregate_name, is_aggregate};
 use crate::context::{Planner, Tabular, Typed, column, internal};
 use crate::names::{default_name, matches_pattern};
 
-fn build(builder: datafusion::logical_expr::LogicalPlanBuilder) -> Result<datafusion::logical_expr::LogicalPlan, TrawlError> {
+fn build(
+    builder: datafusion::logical_expr::LogicalPlanBuilder,
+) -> Result<datafusion::logical_expr::LogicalPlan, TrawlError> {
     builder.build().map_err(|e| internal(&e))
 }
 
@@ -21,41 +23,80 @@ impl Planner<'_> {
                 let value = self.scalar(predicate, &input)?;
                 let condition = self.boolean(value, predicate)?;
                 let plan = build(input.builder().filter(condition).map_err(|e| internal(&e))?)?;
-                Ok(Tabular { plan, columns: input.columns })
+                Ok(Tabular {
+                    plan,
+                    columns: input.columns,
+                })
             }
             OperatorKind::Project(items) => self.project(input, items, false),
             OperatorKind::Extend(items) => self.project(input, items, true),
             OperatorKind::Take(count) => {
                 let n = self.row_count(count)?;
                 let plan = build(input.builder().limit(0, Some(n)).map_err(|e| internal(&e))?)?;
-                Ok(Tabular { plan, columns: input.columns })
+                Ok(Tabular {
+                    plan,
+                    columns: input.columns,
+                })
             }
             OperatorKind::Count => {
                 let count = datafusion::functions_aggregate::expr_fn::count(lit(1i64)).alias("Count");
-                let plan = build(input.builder().aggregate(Vec::<Expr>::new(), vec![count]).map_err(|e| internal(&e))?)?;
-                Ok(Tabular { plan, columns: vec![("Count".into(), KqlType::Long)] })
+                let plan = build(
+                    input
+                        .builder()
+                        .aggregate(Vec::<Expr>::new(), vec![count])
+                        .map_err(|e| internal(&e))?,
+                )?;
+                Ok(Tabular {
+                    plan,
+                    columns: vec![("Count".into(), KqlType::Long)],
+                })
             }
             OperatorKind::Sort(sort) => {
                 let keys = self.sort_keys(&sort.keys, &input)?;
                 let plan = build(input.builder().sort(keys).map_err(|e| internal(&e))?)?;
-                Ok(Tabular { plan, columns: input.columns })
+                Ok(Tabular {
+                    plan,
+                    columns: input.columns,
+                })
             }
             OperatorKind::Top(top) => {
                 let n = self.row_count(&top.count)?;
                 let keys = self.sort_keys(std::slice::from_ref(&top.by), &input)?;
                 let plan = build(
-                    input.builder().sort_with_limit(keys, Some(n)).and_then(|b| b.limit(0, Some(n))).map_err(|e| internal(&e))?,
+                    input
+                        .builder()
+                        .sort_with_limit(keys, Some(n))
+                        .and_then(|b| b.limit(0, Some(n)))
+                        .map_err(|e| internal(&e))?,
                 )?;
-                Ok(Tabular { plan, columns: input.columns })
+                Ok(Tabular {
+                    plan,
+                    columns: input.columns,
+                })
             }
             OperatorKind::Summarize(summarize) => self.summarize(input, &summarize.aggregates, &summarize.by),
             OperatorKind::Distinct(items) => {
-                if matches!(items.as_slice(), [KExpr { kind: ExprKind::Star, .. }]) {
+                if matches!(
+                    items.as_slice(),
+                    [KExpr {
+                        kind: ExprKind::Star,
+                        ..
+                    }]
+                ) {
                     let plan = build(input.builder().distinct().map_err(|e| internal(&e))?)?;
-                    return Ok(Tabular { plan, columns: input.columns });
+                    return Ok(Tabular {
+                        plan,
+                        columns: input.columns,
+                    });
                 }
-                let named: Vec<NamedExpr> =
-                    items.iter().map(|e| NamedExpr { names: Vec::new(), expr: e.clone(), span: e.span }).collect();
+                let named: Vec<NamedExpr> = items
+                    .iter()
+                    .map(|e| NamedExpr {
+                        names: Vec::new(),
+                        expr: e.clone(),
+                        span: e.span,
+                    })
+                    .collect();
                 self.summarize(input, &[], &named)
             }
             OperatorKind::ProjectAway(patterns) => {
@@ -101,7 +142,9 @@ impl Planner<'_> {
                     let mut matched: Vec<(String, KqlType)> = input
                         .columns
                         .iter()
-                        .filter(|(n, _)| matches_pattern(&key.pattern.pattern, n) && !ordered.iter().any(|(o, _)| o == n))
+                        .filter(|(n, _)| {
+                            matches_pattern(&key.pattern.pattern, n) && !ordered.iter().any(|(o, _)| o == n)
+                        })
                         .cloned()
                         .collect();
                     match key.order {
@@ -133,7 +176,11 @@ impl Planner<'_> {
     fn check_patterns(&self, patterns: &[ColumnPattern], input: &Tabular) -> Result<(), TrawlError> {
         for pattern in patterns {
             if !pattern.is_wildcard() && input.column_type(&pattern.pattern).is_none() {
-                return Err(self.error(ErrorCode::UnknownColumn, pattern.span, format!("unknown column '{}'", pattern.pattern)));
+                return Err(self.error(
+                    ErrorCode::UnknownColumn,
+                    pattern.span,
+                    format!("unknown column '{}'", pattern.pattern),
+                ));
             }
         }
         Ok(())
@@ -150,7 +197,11 @@ impl Planner<'_> {
         match &e.kind {
             ExprKind::Literal(trawl_kql::ast::Literal::Long(n)) if *n >= 0 => Ok(*n as usize),
             ExprKind::Literal(trawl_kql::ast::Literal::Int(n)) if *n >= 0 => Ok(*n as usize),
-            _ => Err(self.error(ErrorCode::BadRequest, e.span, "expected a non-negative whole number of rows")),
+            _ => Err(self.error(
+                ErrorCode::BadRequest,
+                e.span,
+                "expected a non-negative whole number of rows",
+            )),
         }
     }
 
@@ -185,7 +236,11 @@ impl Planner<'_> {
         }
         for (position, item) in items.iter().enumerate() {
             if item.names.len() > 1 {
-                return Err(self.error(ErrorCode::BadRequest, item.span, "several output names for one expression are not supported yet"));
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    item.span,
+                    "several output names for one expression are not supported yet",
+                ));
             }
             let value = self.scalar(&item.expr, &input)?;
             let name = match item.name() {
@@ -195,13 +250,23 @@ impl Planner<'_> {
             match outputs.iter_mut().find(|(n, _)| *n == name) {
                 Some(existing) if extend => existing.1 = value,
                 Some(_) => {
-                    return Err(self.error(ErrorCode::BadRequest, item.span, format!("the column '{name}' is produced twice")));
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        item.span,
+                        format!("the column '{name}' is produced twice"),
+                    ));
                 }
                 None => outputs.push((name, value)),
             }
         }
-        let exprs: Vec<Expr> = outputs.iter().map(|(name, value)| value.expr.clone().alias(name)).collect();
-        let columns = outputs.into_iter().map(|(name, value)| (name, value.kql_type)).collect();
+        let exprs: Vec<Expr> = outputs
+            .iter()
+            .map(|(name, value)| value.expr.clone().alias(name))
+            .collect();
+        let columns = outputs
+            .into_iter()
+            .map(|(name, value)| (name, value.kql_type))
+            .collect();
         let plan = build(input.builder().project(exprs).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
     }
@@ -230,7 +295,11 @@ impl Planner<'_> {
         let mut aggregate_exprs = Vec::with_capacity(aggregates.len());
         for item in aggregates {
             let ExprKind::Call { function, args } = &item.expr.kind else {
-                return Err(self.error(ErrorCode::BadRequest, item.expr.span, "expected an aggregate function such as count() or sum(x)"));
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    item.expr.span,
+                    "expected an aggregate function such as count() or sum(x)",
+                ));
             };
             if !is_aggregate(&function.name) {
                 return Err(self.error(
@@ -247,7 +316,12 @@ impl Planner<'_> {
             aggregate_exprs.push(value.expr.alias(&name));
             columns.push((name, value.kql_type));
         }
-        let plan = build(input.builder().aggregate(group_exprs, aggregate_exprs).map_err(|e| internal(&e))?)?;
+        let plan = build(
+            input
+                .builder()
+                .aggregate(group_exprs, aggregate_exprs)
+                .map_err(|e| internal(&e))?,
+        )?;
         Ok(Tabular { plan, columns })
     }
 }

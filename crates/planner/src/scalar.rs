@@ -17,7 +17,10 @@ use crate::context::{Binding, Planner, Tabular, Typed, column};
 
 /// A datetime literal (nanoseconds since the epoch, UTC).
 pub fn datetime_literal(nanos: i64) -> Expr {
-    lit(ScalarValue::TimestampNanosecond(Some(nanos), Some(trawl_functions::types::UTC.into())))
+    lit(ScalarValue::TimestampNanosecond(
+        Some(nanos),
+        Some(trawl_functions::types::UTC.into()),
+    ))
 }
 
 /// A timespan literal (nanoseconds).
@@ -58,9 +61,7 @@ pub fn dynamic_json(value: &DynamicValue) -> serde_json::Value {
         DynamicValue::DateTime(n) => J::String(trawl_common::time::format_datetime(*n)),
         DynamicValue::Timespan(n) => J::String(trawl_common::time::format_timespan(*n)),
         DynamicValue::Array(items) => J::Array(items.iter().map(dynamic_json).collect()),
-        DynamicValue::Object(entries) => {
-            J::Object(entries.iter().map(|(k, v)| (k.clone(), dynamic_json(v))).collect())
-        }
+        DynamicValue::Object(entries) => J::Object(entries.iter().map(|(k, v)| (k.clone(), dynamic_json(v))).collect()),
     }
 }
 
@@ -102,10 +103,7 @@ pub fn to_string(value: Typed) -> Expr {
             }
             udf_call(Arc::new(ScalarUDF::from(DynamicToStringUdf::new())), vec![value.expr])
         }
-        KqlType::DateTime => f::coalesce(vec![
-            f::to_char(value.expr, lit("%Y-%m-%dT%H:%M:%S%.7fZ")),
-            lit(""),
-        ]),
+        KqlType::DateTime => f::coalesce(vec![f::to_char(value.expr, lit("%Y-%m-%dT%H:%M:%S%.7fZ")), lit("")]),
         _ => f::coalesce(vec![cast(value.expr, DataType::Utf8), lit("")]),
     }
 }
@@ -138,15 +136,22 @@ fn like_escape(text: &str) -> String {
 
 fn string_literal(expr: &Expr) -> Option<&str> {
     match expr {
-        Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)), _) => {
-            Some(s.as_str())
-        }
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)),
+            _,
+        ) => Some(s.as_str()),
         _ => None,
     }
 }
 
 fn like(expr: Expr, pattern: String, negated: bool, case_insensitive: bool) -> Expr {
-    Expr::Like(Like::new(negated, Box::new(expr), Box::new(lit(pattern)), Some('\\'), case_insensitive))
+    Expr::Like(Like::new(
+        negated,
+        Box::new(expr),
+        Box::new(lit(pattern)),
+        Some('\\'),
+        case_insensitive,
+    ))
 }
 
 impl Planner<'_> {
@@ -187,7 +192,10 @@ impl Planner<'_> {
                     return Err(self.error(
                         ErrorCode::TypeMismatch,
                         first.span,
-                        format!("'.{}' reads a dynamic value, but the left side is {}", first.name, base.kql_type),
+                        format!(
+                            "'.{}' reads a dynamic value, but the left side is {}",
+                            first.name, base.kql_type
+                        ),
                     ));
                 }
                 self.dotted_path_advice(e);
@@ -242,17 +250,35 @@ impl Planner<'_> {
             }
             ExprKind::Binary { op, left, right } => self.binary(*op, left, right, input),
             ExprKind::List { op, operand, items } => self.list(*op, operand, items, input),
-            ExprKind::Between { negated, operand, low, high } => {
+            ExprKind::Between {
+                negated,
+                operand,
+                low,
+                high,
+            } => {
                 let value = self.scalar(operand, input)?;
                 let low = self.scalar(low, input)?;
                 let high = self.scalar(high, input)?;
-                let value = if value.kql_type == KqlType::Dynamic { dynamic_as_real(value) } else { value.expr };
+                let value = if value.kql_type == KqlType::Dynamic {
+                    dynamic_as_real(value)
+                } else {
+                    value.expr
+                };
                 Ok(Typed::new(
-                    Expr::Between(Between::new(Box::new(value), *negated, Box::new(low.expr), Box::new(high.expr))),
+                    Expr::Between(Between::new(
+                        Box::new(value),
+                        *negated,
+                        Box::new(low.expr),
+                        Box::new(high.expr),
+                    )),
                     KqlType::Bool,
                 ))
             }
-            _ => Err(self.error(ErrorCode::BadRequest, e.span, "this expression is not supported here yet")),
+            _ => Err(self.error(
+                ErrorCode::BadRequest,
+                e.span,
+                "this expression is not supported here yet",
+            )),
         }
     }
 
@@ -283,7 +309,11 @@ impl Planner<'_> {
         match value.kql_type {
             KqlType::Bool => Ok(value.expr),
             KqlType::Dynamic => Ok(try_cast(to_string(value), DataType::Boolean)),
-            other => Err(self.error(ErrorCode::TypeMismatch, at.span, format!("expected a bool, found {other}"))),
+            other => Err(self.error(
+                ErrorCode::TypeMismatch,
+                at.span,
+                format!("expected a bool, found {other}"),
+            )),
         }
     }
 
@@ -325,7 +355,10 @@ impl Planner<'_> {
             EqCi | NotEqCi => {
                 let l = f::lower(to_string(l));
                 let r = f::lower(to_string(r));
-                Ok(Typed::new(if op == EqCi { l.eq(r) } else { l.not_eq(r) }, KqlType::Bool))
+                Ok(Typed::new(
+                    if op == EqCi { l.eq(r) } else { l.not_eq(r) },
+                    KqlType::Bool,
+                ))
             }
             _ => self.text_operator(op, l, r, right),
         }
@@ -365,15 +398,16 @@ impl Planner<'_> {
         };
         let (le, re) = (operand(l.clone()), operand(r.clone()));
         let expr = match (op, l.kql_type, r.kql_type) {
-            (Div, Timespan, Timespan) => {
-                (cast(le, DataType::Int64) / cast(re, DataType::Int64)).cast_to_real()
-            }
+            (Div, Timespan, Timespan) => (cast(le, DataType::Int64) / cast(re, DataType::Int64)).cast_to_real(),
             (Mul | Div, Timespan, _) | (Mul, _, Timespan) => {
                 let (span, factor) = if l.kql_type == Timespan { (le, re) } else { (re, le) };
                 let nanos = cast(cast(span, DataType::Int64), DataType::Float64);
                 let factor = cast(factor, DataType::Float64);
                 let product = if op == Mul { nanos * factor } else { nanos / factor };
-                cast(cast(product, DataType::Int64), DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond))
+                cast(
+                    cast(product, DataType::Int64),
+                    DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond),
+                )
             }
             _ => match op {
                 Add => le + re,
@@ -436,15 +470,43 @@ impl Planner<'_> {
         }
         let negated = matches!(
             op,
-            NotHas | NotHasCs | NotContains | NotContainsCs | NotStartsWith | NotStartsWithCs | NotEndsWith
-                | NotEndsWithCs | NotLike | NotLikeCs | NotHasPrefix | NotHasPrefixCs | NotHasSuffix | NotHasSuffixCs
+            NotHas
+                | NotHasCs
+                | NotContains
+                | NotContainsCs
+                | NotStartsWith
+                | NotStartsWithCs
+                | NotEndsWith
+                | NotEndsWithCs
+                | NotLike
+                | NotLikeCs
+                | NotHasPrefix
+                | NotHasPrefixCs
+                | NotHasSuffix
+                | NotHasSuffixCs
         );
         let case_sensitive = matches!(
             op,
-            HasCs | NotHasCs | ContainsCs | NotContainsCs | StartsWithCs | NotStartsWithCs | EndsWithCs | NotEndsWithCs
-                | LikeCs | NotLikeCs | HasPrefixCs | NotHasPrefixCs | HasSuffixCs | NotHasSuffixCs
+            HasCs
+                | NotHasCs
+                | ContainsCs
+                | NotContainsCs
+                | StartsWithCs
+                | NotStartsWithCs
+                | EndsWithCs
+                | NotEndsWithCs
+                | LikeCs
+                | NotLikeCs
+                | HasPrefixCs
+                | NotHasPrefixCs
+                | HasSuffixCs
+                | NotHasSuffixCs
         );
-        let needle = if r.kql_type == KqlType::Dynamic { to_string(r) } else { r.expr };
+        let needle = if r.kql_type == KqlType::Dynamic {
+            to_string(r)
+        } else {
+            r.expr
+        };
         let expr = match op {
             Has | NotHas | HasCs | NotHasCs => {
                 // The has UDF reads dynamic JSON text itself.
@@ -486,7 +548,13 @@ impl Planner<'_> {
             }
             Like | NotLike | LikeCs | NotLikeCs => {
                 let hay = f::coalesce(vec![as_text(l), lit("")]);
-                Expr::Like(datafusion::logical_expr::Like::new(negated, Box::new(hay), Box::new(needle), Some('\\'), !case_sensitive))
+                Expr::Like(datafusion::logical_expr::Like::new(
+                    negated,
+                    Box::new(hay),
+                    Box::new(needle),
+                    Some('\\'),
+                    !case_sensitive,
+                ))
             }
             MatchesRegex => f::regexp_like(as_text(l), needle, None),
             _ => {
@@ -529,7 +597,10 @@ impl Planner<'_> {
             ListOp::In | ListOp::NotIn | ListOp::InCi | ListOp::NotInCi => {
                 let (target, list): (Expr, Vec<Expr>) = if strings {
                     let fold = |e: Expr| if case_insensitive { f::lower(e) } else { e };
-                    (fold(to_string(value)), lowered.into_iter().map(|i| fold(to_string(i))).collect())
+                    (
+                        fold(to_string(value)),
+                        lowered.into_iter().map(|i| fold(to_string(i))).collect(),
+                    )
                 } else if value.kql_type == KqlType::Dynamic {
                     (dynamic_as_real(value), lowered.into_iter().map(|i| i.expr).collect())
                 } else {
@@ -543,9 +614,13 @@ impl Planner<'_> {
                     KqlType::String | KqlType::Dynamic => value.expr,
                     _ => to_string(value),
                 };
-                let checks: Vec<Expr> =
-                    lowered.into_iter().map(|i| udf_call(udf.clone(), vec![hay.clone(), to_string(i)])).collect();
-                let combined = checks.into_iter().reduce(|a, b| if op == ListOp::HasAny { a.or(b) } else { a.and(b) });
+                let checks: Vec<Expr> = lowered
+                    .into_iter()
+                    .map(|i| udf_call(udf.clone(), vec![hay.clone(), to_string(i)]))
+                    .collect();
+                let combined = checks
+                    .into_iter()
+                    .reduce(|a, b| if op == ListOp::HasAny { a.or(b) } else { a.and(b) });
                 Ok(Typed::new(combined.unwrap_or(lit(op == ListOp::HasAll)), KqlType::Bool))
             }
         }

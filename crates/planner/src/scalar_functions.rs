@@ -42,7 +42,11 @@ impl Planner<'_> {
                     KqlType::Dynamic => to_string(value).eq(lit("")),
                     _ => value.expr.is_null(),
                 };
-                let result = if name == "isempty" { empty } else { Expr::Not(Box::new(empty)) };
+                let result = if name == "isempty" {
+                    empty
+                } else {
+                    Expr::Not(Box::new(empty))
+                };
                 Ok(Typed::new(result, KqlType::Bool))
             }
             "isnull" | "isnotnull" => {
@@ -54,7 +58,11 @@ impl Planner<'_> {
                     KqlType::Dynamic => value.expr.clone().is_null().or(value.expr.eq(lit("null"))),
                     _ => value.expr.is_null(),
                 };
-                let result = if name == "isnull" { null } else { Expr::Not(Box::new(null)) };
+                let result = if name == "isnull" {
+                    null
+                } else {
+                    Expr::Not(Box::new(null))
+                };
                 Ok(Typed::new(result, KqlType::Bool))
             }
             "tostring" => {
@@ -83,7 +91,9 @@ impl Planner<'_> {
                             ])
                         }
                     }
-                    KqlType::DateTime | KqlType::Timespan => try_cast(cast(value.expr, DataType::Int64) / lit(100i64), target),
+                    KqlType::DateTime | KqlType::Timespan => {
+                        try_cast(cast(value.expr, DataType::Int64) / lit(100i64), target)
+                    }
                     _ => try_cast(value.expr, target),
                 };
                 Ok(Typed::new(expr, kql_type))
@@ -101,12 +111,19 @@ impl Planner<'_> {
             "strlen" => {
                 arity(1)?;
                 let value = self.scalar(&args[0], input)?;
-                Ok(Typed::new(cast(f::character_length(to_string(value)), DataType::Int64), KqlType::Long))
+                Ok(Typed::new(
+                    cast(f::character_length(to_string(value)), DataType::Int64),
+                    KqlType::Long,
+                ))
             }
             "tolower" | "toupper" => {
                 arity(1)?;
                 let value = to_string(self.scalar(&args[0], input)?);
-                let expr = if name == "tolower" { f::lower(value) } else { f::upper(value) };
+                let expr = if name == "tolower" {
+                    f::lower(value)
+                } else {
+                    f::upper(value)
+                };
                 Ok(Typed::new(expr, KqlType::String))
             }
             "strcat" => {
@@ -122,7 +139,10 @@ impl Planner<'_> {
                     [] => Ok(Typed::new(datetime_literal(now), KqlType::DateTime)),
                     [offset] => {
                         let offset = self.timespan_constant(offset)?;
-                        Ok(Typed::new(datetime_literal(now.saturating_add(offset)), KqlType::DateTime))
+                        Ok(Typed::new(
+                            datetime_literal(now.saturating_add(offset)),
+                            KqlType::DateTime,
+                        ))
                     }
                     _ => Err(self.error(ErrorCode::BadRequest, e.span, "'now()' takes at most one argument")),
                 }
@@ -130,7 +150,10 @@ impl Planner<'_> {
             "ago" => {
                 arity(1)?;
                 let offset = self.timespan_constant(&args[0])?;
-                Ok(Typed::new(datetime_literal(self.options.now.saturating_sub(offset)), KqlType::DateTime))
+                Ok(Typed::new(
+                    datetime_literal(self.options.now.saturating_sub(offset)),
+                    KqlType::DateTime,
+                ))
             }
             "iff" | "iif" => {
                 arity(3)?;
@@ -139,12 +162,18 @@ impl Planner<'_> {
                 let then = self.scalar(&args[1], input)?;
                 let otherwise = self.scalar(&args[2], input)?;
                 let kql_type = then.kql_type;
-                let expr = when(condition, then.expr).otherwise(otherwise.expr).map_err(|e| crate::context::internal(&e))?;
+                let expr = when(condition, then.expr)
+                    .otherwise(otherwise.expr)
+                    .map_err(|e| crate::context::internal(&e))?;
                 Ok(Typed::new(expr, kql_type))
             }
             "coalesce" => {
                 if args.is_empty() {
-                    return Err(self.error(ErrorCode::BadRequest, e.span, "'coalesce()' needs at least one argument"));
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        e.span,
+                        "'coalesce()' needs at least one argument",
+                    ));
                 }
                 let mut values = Vec::with_capacity(args.len());
                 for arg in args {
@@ -156,18 +185,27 @@ impl Planner<'_> {
                     let mut expr = lit("");
                     for value in values.into_iter().rev() {
                         let text = to_string(value);
-                        expr = when(text.clone().not_eq(lit("")), text).otherwise(expr).map_err(|e| crate::context::internal(&e))?;
+                        expr = when(text.clone().not_eq(lit("")), text)
+                            .otherwise(expr)
+                            .map_err(|e| crate::context::internal(&e))?;
                     }
                     return Ok(Typed::new(expr, KqlType::String));
                 }
-                Ok(Typed::new(f::coalesce(values.into_iter().map(|v| v.expr).collect()), kql_type))
+                Ok(Typed::new(
+                    f::coalesce(values.into_iter().map(|v| v.expr).collect()),
+                    kql_type,
+                ))
             }
             "bin" | "floor" => {
                 arity(2)?;
                 let value = self.scalar(&args[0], input)?;
                 self.bin(value, &args[1], input)
             }
-            _ => Err(self.error(ErrorCode::UnknownFunction, function.span, format!("unknown function '{name}'"))),
+            _ => Err(self.error(
+                ErrorCode::UnknownFunction,
+                function.span,
+                format!("unknown function '{name}'"),
+            )),
         }
     }
 
@@ -179,20 +217,29 @@ impl Planner<'_> {
                 if nanos <= 0 {
                     return Err(self.error(ErrorCode::BadRequest, size.span, "the bin size must be positive"));
                 }
-                let stride = lit(ScalarValue::IntervalMonthDayNano(Some(IntervalMonthDayNano::new(0, 0, nanos))));
+                let stride = lit(ScalarValue::IntervalMonthDayNano(Some(IntervalMonthDayNano::new(
+                    0, 0, nanos,
+                ))));
                 let expr = f::date_bin(stride, value.expr, datetime_literal(0));
                 Ok(Typed::new(expr, KqlType::DateTime))
             }
             KqlType::Int | KqlType::Long | KqlType::Real => {
                 let step = self.scalar(size, input)?;
                 if !step.kql_type.is_numeric() {
-                    return Err(self.error(ErrorCode::TypeMismatch, size.span, format!("the bin size must be a number, found {}", step.kql_type)));
+                    return Err(self.error(
+                        ErrorCode::TypeMismatch,
+                        size.span,
+                        format!("the bin size must be a number, found {}", step.kql_type),
+                    ));
                 }
                 let real = f::floor(cast(value.expr, DataType::Float64) / cast(step.expr.clone(), DataType::Float64))
                     * cast(step.expr, DataType::Float64);
                 let (expr, kql_type) = match (value.kql_type, step.kql_type) {
                     (KqlType::Real, _) | (_, KqlType::Real) => (real, KqlType::Real),
-                    (k, _) => (cast(real, DataType::Int64), if k == KqlType::Int { KqlType::Long } else { k }),
+                    (k, _) => (
+                        cast(real, DataType::Int64),
+                        if k == KqlType::Int { KqlType::Long } else { k },
+                    ),
                 };
                 Ok(Typed::new(expr, kql_type))
             }
@@ -202,13 +249,23 @@ impl Planner<'_> {
                     return Err(self.error(ErrorCode::BadRequest, size.span, "the bin size must be positive"));
                 }
                 let raw = cast(value.expr, DataType::Int64);
-                let floored = cast(f::floor(cast(raw, DataType::Float64) / lit(nanos as f64)) * lit(nanos as f64), DataType::Int64);
+                let floored = cast(
+                    f::floor(cast(raw, DataType::Float64) / lit(nanos as f64)) * lit(nanos as f64),
+                    DataType::Int64,
+                );
                 Ok(Typed::new(
-                    cast(floored, DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond)),
+                    cast(
+                        floored,
+                        DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond),
+                    ),
                     KqlType::Timespan,
                 ))
             }
-            other => Err(self.error(ErrorCode::TypeMismatch, size.span, format!("bin() needs a number, datetime or timespan, found {other}"))),
+            other => Err(self.error(
+                ErrorCode::TypeMismatch,
+                size.span,
+                format!("bin() needs a number, datetime or timespan, found {other}"),
+            )),
         }
     }
 
@@ -217,8 +274,15 @@ impl Planner<'_> {
         match &e.kind {
             ExprKind::Literal(Literal::Timespan(n)) => Ok(*n),
             ExprKind::Literal(Literal::Long(n)) => Ok(n.saturating_mul(86_400_000_000_000)),
-            ExprKind::Unary { op: trawl_kql::ast::UnaryOp::Neg, operand } => Ok(-self.timespan_constant(operand)?),
-            _ => Err(self.error(ErrorCode::BadRequest, e.span, "expected a timespan literal such as 5m or 1h")),
+            ExprKind::Unary {
+                op: trawl_kql::ast::UnaryOp::Neg,
+                operand,
+            } => Ok(-self.timespan_constant(operand)?),
+            _ => Err(self.error(
+                ErrorCode::BadRequest,
+                e.span,
+                "expected a timespan literal such as 5m or 1h",
+            )),
         }
     }
 }

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder,
-    StringBuilder, TimestampNanosecondBuilder,
+    ArrayRef, BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder, StringBuilder,
+    TimestampNanosecondBuilder,
 };
 use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -76,9 +76,17 @@ pub fn rows_to_batch(mut rows: Vec<Row>) -> Result<RowsBatch> {
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
     let columns = columns
         .into_iter()
-        .map(|(name, kql_type)| ColumnInfo { name: name.to_string(), kql_type })
+        .map(|(name, kql_type)| ColumnInfo {
+            name: name.to_string(),
+            kql_type,
+        })
         .collect();
-    Ok(RowsBatch { batch, columns, min_time, max_time })
+    Ok(RowsBatch {
+        batch,
+        columns,
+        min_time,
+        max_time,
+    })
 }
 
 fn build_array(kql_type: KqlType, values: &[Option<&Value>]) -> ArrayRef {
@@ -166,12 +174,8 @@ fn dynamic_text(value: &Value) -> String {
         Value::Real(x) => serde_json::Number::from_f64(*x)
             .map_or_else(|| serde_json::Value::String(x.to_string()), serde_json::Value::Number),
         Value::String(s) => serde_json::Value::String(s.clone()),
-        Value::DateTime(nanos) => {
-            serde_json::Value::String(trawl_common::time::format_datetime(*nanos))
-        }
-        Value::Timespan(nanos) => {
-            serde_json::Value::String(trawl_common::time::format_timespan(*nanos))
-        }
+        Value::DateTime(nanos) => serde_json::Value::String(trawl_common::time::format_datetime(*nanos)),
+        Value::Timespan(nanos) => serde_json::Value::String(trawl_common::time::format_timespan(*nanos)),
     };
     json.to_string()
 }
@@ -201,8 +205,7 @@ mod tests {
         ];
         let out = rows_to_batch(rows)?;
         assert_eq!((out.min_time, out.max_time), (10, 30));
-        let types: Vec<(&str, KqlType)> =
-            out.columns.iter().map(|c| (c.name.as_str(), c.kql_type)).collect();
+        let types: Vec<(&str, KqlType)> = out.columns.iter().map(|c| (c.name.as_str(), c.kql_type)).collect();
         assert_eq!(
             types,
             vec![

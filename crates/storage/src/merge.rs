@@ -16,10 +16,10 @@ use datafusion::prelude::SessionContext;
 use trawl_catalog::{Catalog, SegmentMeta};
 use trawl_common::TIME_COLUMN;
 
+use crate::Result;
 use crate::schema::{table_schema, union_columns};
 use crate::segment::SegmentWriter;
 use crate::table::TrawlTable;
-use crate::Result;
 
 /// When and how much to merge.
 #[derive(Debug, Clone)]
@@ -64,7 +64,9 @@ pub struct Merger {
 
 impl std::fmt::Debug for Merger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Merger").field("policy", &self.policy).finish_non_exhaustive()
+        f.debug_struct("Merger")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
     }
 }
 
@@ -72,7 +74,12 @@ impl Merger {
     pub fn new(catalog: Arc<dyn Catalog>, writer: SegmentWriter, policy: MergePolicy) -> Result<Merger> {
         let context = SessionContext::new();
         writer.store().register_with(context.runtime_env().as_ref())?;
-        Ok(Merger { catalog, writer, context, policy })
+        Ok(Merger {
+            catalog,
+            writer,
+            context,
+            policy,
+        })
     }
 
     /// One pass over every table.

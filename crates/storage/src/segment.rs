@@ -48,7 +48,8 @@ impl SegmentWriter {
         })
         .await
         .map_err(|e| StorageError::Invalid(format!("encode task failed: {e}")))??;
-        self.put_segment(database, table, bytes, columns, min_time, max_time, row_count, 0).await
+        self.put_segment(database, table, bytes, columns, min_time, max_time, row_count, 0)
+            .await
     }
 
     /// Writes already-built, time-sorted batches as one durable segment.
@@ -67,8 +68,17 @@ impl SegmentWriter {
         let bytes = tokio::task::spawn_blocking(move || encode_parquet(&batches))
             .await
             .map_err(|e| StorageError::Invalid(format!("encode task failed: {e}")))??;
-        self.put_segment(database, table, bytes, columns, min_time, max_time, row_count, merge_level)
-            .await
+        self.put_segment(
+            database,
+            table,
+            bytes,
+            columns,
+            min_time,
+            max_time,
+            row_count,
+            merge_level,
+        )
+        .await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -121,7 +131,13 @@ pub fn segment_path(database: &str, table: &str, min_time: i64, id: &str) -> Str
 /// Keeps object paths safe whatever a table is called.
 fn path_part(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use object_store::{ObjectStore, ObjectStoreExt};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::{Result, StorageError};
 
@@ -30,12 +30,18 @@ impl SegmentStore {
         std::fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
         let object_store = LocalFileSystem::new_with_prefix(&root)?;
-        Ok(SegmentStore { object_store: Arc::new(object_store), local_root: Some(root) })
+        Ok(SegmentStore {
+            object_store: Arc::new(object_store),
+            local_root: Some(root),
+        })
     }
 
     /// A store over any `object_store` backend (puts are durable when they return).
     pub fn remote(object_store: Arc<dyn ObjectStore>) -> SegmentStore {
-        SegmentStore { object_store, local_root: None }
+        SegmentStore {
+            object_store,
+            local_root: None,
+        }
     }
 
     pub fn object_store(&self) -> Arc<dyn ObjectStore> {
@@ -86,7 +92,9 @@ impl SegmentStore {
 /// Writes to a temporary sibling, fsyncs it, renames it into place and fsyncs the directory.
 fn write_and_sync(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let directory = target.parent().ok_or_else(|| std::io::Error::other("segment path has no parent"))?;
+    let directory = target
+        .parent()
+        .ok_or_else(|| std::io::Error::other("segment path has no parent"))?;
     std::fs::create_dir_all(directory)?;
     let temporary = target.with_extension("partial");
     {
@@ -107,7 +115,9 @@ mod tests {
     async fn local_put_is_readable_and_deletable() -> Result<()> {
         let dir = tempfile::tempdir()?;
         let store = SegmentStore::local(dir.path())?;
-        store.put_durable("db/t/2024/01/01/x.parquet", Bytes::from_static(b"abc")).await?;
+        store
+            .put_durable("db/t/2024/01/01/x.parquet", Bytes::from_static(b"abc"))
+            .await?;
         assert_eq!(store.get("db/t/2024/01/01/x.parquet").await?.as_ref(), b"abc");
         assert!(!dir.path().join("db/t/2024/01/01/x.partial").exists());
         store.delete("db/t/2024/01/01/x.parquet").await?;

@@ -58,7 +58,13 @@ impl TrawlTable {
             .first()
             .map(|s| (s.database.clone(), s.table.clone()))
             .unwrap_or_default();
-        TrawlTable { database, name, schema, segments: SegmentSource::Fixed(segments), partitions: 1 }
+        TrawlTable {
+            database,
+            name,
+            schema,
+            segments: SegmentSource::Fixed(segments),
+            partitions: 1,
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -122,7 +128,7 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         let partitions = self.partitions.clamp(1, segments.len());
         let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); partitions];
         let mut ordered = segments;
-        ordered.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        ordered.sort_by_key(|s| std::cmp::Reverse(s.bytes));
         for segment in ordered {
             if let Some(group) = groups.iter_mut().min_by_key(|g| g.0) {
                 group.0 += segment.bytes;
@@ -138,17 +144,17 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         Ok(DataSourceExec::from_data_source(config))
     }
 
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&Expr],
-    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
         Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
     }
 }
 
 /// The inclusive time range on `timestamp` implied by conjunctive filters, if any.
 pub fn time_bounds_of_filters(filters: &[Expr]) -> Option<TimeRange> {
-    let mut range = TimeRange { min: i64::MIN, max: i64::MAX };
+    let mut range = TimeRange {
+        min: i64::MIN,
+        max: i64::MAX,
+    };
     let mut bounded = false;
     for filter in filters {
         bounded |= narrow(filter, &mut range);
@@ -178,7 +184,11 @@ fn is_time_column(expr: &Expr) -> bool {
 /// Narrows `range` by `expr`; returns whether it did.
 fn narrow(expr: &Expr, range: &mut TimeRange) -> bool {
     match expr {
-        Expr::BinaryExpr(BinaryExpr { left, op: Operator::And, right }) => {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::And,
+            right,
+        }) => {
             let l = narrow(left, range);
             let r = narrow(right, range);
             l || r
@@ -210,16 +220,19 @@ fn narrow(expr: &Expr, range: &mut TimeRange) -> bool {
             }
             true
         }
-        Expr::Between(Between { expr, negated: false, low, high }) if is_time_column(expr) => {
-            match (timestamp_literal(low), timestamp_literal(high)) {
-                (Some(low), Some(high)) => {
-                    range.min = range.min.max(low);
-                    range.max = range.max.min(high);
-                    true
-                }
-                _ => false,
+        Expr::Between(Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        }) if is_time_column(expr) => match (timestamp_literal(low), timestamp_literal(high)) {
+            (Some(low), Some(high)) => {
+                range.min = range.min.max(low);
+                range.max = range.max.min(high);
+                true
             }
-        }
+            _ => false,
+        },
         _ => false,
     }
 }
@@ -235,10 +248,16 @@ mod tests {
 
     #[test]
     fn time_bounds_come_from_conjunctions() {
-        let filters = vec![col("timestamp").gt_eq(ts(10)).and(col("timestamp").lt(ts(20))), col("x").eq(lit(1))];
+        let filters = vec![
+            col("timestamp").gt_eq(ts(10)).and(col("timestamp").lt(ts(20))),
+            col("x").eq(lit(1)),
+        ];
         assert_eq!(time_bounds_of_filters(&filters), Some(TimeRange { min: 10, max: 19 }));
         let reversed = vec![ts(5).lt(col("timestamp"))];
-        assert_eq!(time_bounds_of_filters(&reversed), Some(TimeRange { min: 6, max: i64::MAX }));
+        assert_eq!(
+            time_bounds_of_filters(&reversed),
+            Some(TimeRange { min: 6, max: i64::MAX })
+        );
         let or = vec![col("timestamp").gt(ts(10)).or(col("timestamp").lt(ts(5)))];
         assert_eq!(time_bounds_of_filters(&or), None);
     }

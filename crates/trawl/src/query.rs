@@ -38,9 +38,22 @@ pub struct QueryArgs {
 
 pub async fn run(args: QueryArgs) -> anyhow::Result<ExitCode> {
     let client = QueryClient::new(&args.url).with_token(args.token.clone());
-    let response = match client.query(&args.query, args.since.as_deref(), args.until.as_deref(), args.timezone.as_deref()).await {
+    let response = match client
+        .query(
+            &args.query,
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.timezone.as_deref(),
+        )
+        .await
+    {
         Ok(response) => response,
-        Err(ClientError::Problem { code, message, location, .. }) => {
+        Err(ClientError::Problem {
+            code,
+            message,
+            location,
+            ..
+        }) => {
             eprintln!("{code}: {message}");
             if let Some(location) = location {
                 let line = location["start_line"].as_u64().unwrap_or(0);
@@ -52,13 +65,16 @@ pub async fn run(args: QueryArgs) -> anyhow::Result<ExitCode> {
         Err(error) => return Err(error.into()),
     };
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&serde_json::json!({
-            "tables": response.tables.iter().map(|t| serde_json::json!({
-                "name": t.name,
-                "columns": t.columns.iter().map(|c| serde_json::json!({"name": c.column_name, "type": c.column_type})).collect::<Vec<_>>(),
-                "rows": t.rows,
-            })).collect::<Vec<_>>()
-        }))?),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "tables": response.tables.iter().map(|t| serde_json::json!({
+                    "name": t.name,
+                    "columns": t.columns.iter().map(|c| serde_json::json!({"name": c.column_name, "type": c.column_type})).collect::<Vec<_>>(),
+                    "rows": t.rows,
+                })).collect::<Vec<_>>()
+            }))?
+        ),
         Format::Table | Format::Csv => {
             for table in &response.tables {
                 if table.name == "@Warnings" {

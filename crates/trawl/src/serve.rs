@@ -57,7 +57,10 @@ struct ServeConfig {
 impl ServeConfig {
     fn validate(args: ServeArgs) -> anyhow::Result<ServeConfig> {
         if args.flush_interval_ms == 0 || args.flush_interval_ms > 2000 {
-            anyhow::bail!("--flush-interval-ms must be between 1 and 2000, found {}", args.flush_interval_ms);
+            anyhow::bail!(
+                "--flush-interval-ms must be between 1 and 2000, found {}",
+                args.flush_interval_ms
+            );
         }
         if args.max_body_bytes < 1024 {
             anyhow::bail!("--max-body-bytes must be at least 1024");
@@ -70,7 +73,8 @@ impl ServeConfig {
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -78,14 +82,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let args = &config.args;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("cannot create {}", args.data_dir.display()))?;
     let catalog: Arc<dyn Catalog> = Arc::new(
-        SqliteCatalog::open(&args.data_dir.join("catalog.db")).await.context("cannot open the catalog")?,
+        SqliteCatalog::open(&args.data_dir.join("catalog.db"))
+            .await
+            .context("cannot open the catalog")?,
     );
     let store = SegmentStore::local(&args.data_dir.join("segments")).context("cannot open the segment store")?;
     let writer = SegmentWriter::new(store.clone());
     let ingestor = Ingestor::start(
         writer.clone(),
         catalog.clone(),
-        IngestConfig { flush_interval: config.flush_interval, ..IngestConfig::default() },
+        IngestConfig {
+            flush_interval: config.flush_interval,
+            ..IngestConfig::default()
+        },
     );
     let engine = Engine::new(
         catalog.clone(),
@@ -118,7 +127,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     let (stop_sender, stop) = watch::channel(false);
     let bind = |address: SocketAddr, what: &'static str| async move {
-        TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address} ({what})"))
+        TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address} ({what})"))
     };
     let query_listener = bind(args.query_bind, "query").await?;
     let operator_listener = bind(args.operator_bind, "operator").await?;
@@ -126,13 +137,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let otlp_grpc_listener = bind(args.otlp_grpc_bind, "OTLP/gRPC").await?;
 
     let mut servers = tokio::task::JoinSet::new();
-    servers.spawn(serve_http(query_listener, trawl_api::query_http::router(query_state), stop.clone()));
+    servers.spawn(serve_http(
+        query_listener,
+        trawl_api::query_http::router(query_state),
+        stop.clone(),
+    ));
     servers.spawn(serve_http(
         operator_listener,
         trawl_api::operator::router(counters, Some(ingestor.clone()), readiness.clone(), info.clone()),
         stop.clone(),
     ));
-    servers.spawn(serve_http(otlp_http_listener, trawl_api::otlp_http::router(ingest_state.clone()), stop.clone()));
+    servers.spawn(serve_http(
+        otlp_http_listener,
+        trawl_api::otlp_http::router(ingest_state.clone()),
+        stop.clone(),
+    ));
     let grpc = trawl_api::otlp_grpc::OtlpGrpc::new(ingest_state);
     let grpc_stop = wait_for(stop.clone());
     servers.spawn(async move {
@@ -140,7 +159,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .add_service(grpc.logs_server())
             .add_service(grpc.trace_server())
             .add_service(grpc.metrics_server())
-            .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(otlp_grpc_listener), grpc_stop)
+            .serve_with_incoming_shutdown(
+                tonic::transport::server::TcpIncoming::from(otlp_grpc_listener),
+                grpc_stop,
+            )
             .await
             .context("OTLP/gRPC server failed")
     });
@@ -182,7 +204,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve_http(listener: TcpListener, router: axum::Router, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(wait_for(stop)).await.context("HTTP server failed")
+    axum::serve(listener, router)
+        .with_graceful_shutdown(wait_for(stop))
+        .await
+        .context("HTTP server failed")
 }
 
 async fn wait_for(mut stop: watch::Receiver<bool>) {
@@ -193,7 +218,11 @@ async fn wait_for(mut stop: watch::Receiver<bool>) {
     }
 }
 
-async fn janitor_loop(merger: anyhow::Result<Merger, trawl_storage::StorageError>, interval: Duration, stop: watch::Receiver<bool>) {
+async fn janitor_loop(
+    merger: anyhow::Result<Merger, trawl_storage::StorageError>,
+    interval: Duration,
+    stop: watch::Receiver<bool>,
+) {
     let merger = match merger {
         Ok(merger) => merger,
         Err(error) => {

@@ -13,15 +13,33 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("trawl-planner", &["trawl-common", "trawl-kql", "trawl-functions"]),
     ("trawl-catalog", &["trawl-common"]),
     ("trawl-storage", &["trawl-common", "trawl-functions", "trawl-catalog"]),
-    ("trawl-engine", &["trawl-common", "trawl-kql", "trawl-functions", "trawl-planner", "trawl-catalog", "trawl-storage"]),
+    (
+        "trawl-engine",
+        &[
+            "trawl-common",
+            "trawl-kql",
+            "trawl-functions",
+            "trawl-planner",
+            "trawl-catalog",
+            "trawl-storage",
+        ],
+    ),
     ("trawl-proto", &[]),
     ("trawl-intake", &["trawl-common", "trawl-proto"]),
     ("trawl-ingest", &["trawl-common", "trawl-catalog", "trawl-storage"]),
     (
         "trawl-api",
         &[
-            "trawl-common", "trawl-kql", "trawl-functions", "trawl-planner", "trawl-catalog", "trawl-storage",
-            "trawl-engine", "trawl-proto", "trawl-intake", "trawl-ingest",
+            "trawl-common",
+            "trawl-kql",
+            "trawl-functions",
+            "trawl-planner",
+            "trawl-catalog",
+            "trawl-storage",
+            "trawl-engine",
+            "trawl-proto",
+            "trawl-intake",
+            "trawl-ingest",
         ],
     ),
     ("trawl-gateway", &["trawl-common", "trawl-proto", "trawl-client"]),
@@ -29,17 +47,34 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "trawl",
         &[
-            "trawl-common", "trawl-kql", "trawl-functions", "trawl-planner", "trawl-catalog", "trawl-storage",
-            "trawl-engine", "trawl-proto", "trawl-intake", "trawl-ingest", "trawl-api", "trawl-gateway", "trawl-client",
+            "trawl-common",
+            "trawl-kql",
+            "trawl-functions",
+            "trawl-planner",
+            "trawl-catalog",
+            "trawl-storage",
+            "trawl-engine",
+            "trawl-proto",
+            "trawl-intake",
+            "trawl-ingest",
+            "trawl-api",
+            "trawl-gateway",
+            "trawl-client",
         ],
     ),
-    ("trawl-bench", &["trawl-common", "trawl-proto", "trawl-functions", "trawl-client"]),
+    (
+        "trawl-bench",
+        &["trawl-common", "trawl-proto", "trawl-functions", "trawl-client"],
+    ),
 ];
 
 /// External crates a Trawl crate must not pull in directly.
 const FORBIDDEN_EXTERNAL: &[(&str, &[&str])] = &[
     ("trawl-common", &["datafusion", "tokio", "axum", "tonic", "sqlx"]),
-    ("trawl-kql", &["datafusion", "tokio", "axum", "tonic", "sqlx", "object_store"]),
+    (
+        "trawl-kql",
+        &["datafusion", "tokio", "axum", "tonic", "sqlx", "object_store"],
+    ),
     ("trawl-intake", &["datafusion", "axum", "sqlx", "object_store", "tokio"]),
     ("trawl-catalog", &["datafusion", "axum", "tonic"]),
     ("trawl-planner", &["tokio", "axum", "tonic", "sqlx", "object_store"]),
@@ -56,7 +91,11 @@ fn workspace_dependencies() -> BTreeMap<String, BTreeSet<String>> {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
-    assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
     let mut graph = BTreeMap::new();
     for package in metadata["packages"].as_array().expect("packages") {

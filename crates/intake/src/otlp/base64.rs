@@ -1,8 +1,7 @@
 //! Base64 for `bytesValue` attributes (RFC 4648): OTLP/JSON carries bytes as base64 and stored
 //! rows show them as base64 text. Twenty lines do not justify a dependency.
 
-const STANDARD_ALPHABET: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const STANDARD_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Encodes with the standard alphabet and `=` padding.
 pub(crate) fn encode(bytes: &[u8]) -> String {
@@ -12,8 +11,7 @@ pub(crate) fn encode(bytes: &[u8]) -> String {
         let b1 = chunk.get(1).copied().unwrap_or(0);
         let b2 = chunk.get(2).copied().unwrap_or(0);
         let triple = (u32::from(b0) << 16) | (u32::from(b1) << 8) | u32::from(b2);
-        let sextet =
-            |shift: u32| char::from(STANDARD_ALPHABET[((triple >> shift) & 0x3f) as usize]);
+        let sextet = |shift: u32| char::from(STANDARD_ALPHABET[((triple >> shift) & 0x3f) as usize]);
         out.push(sextet(18));
         out.push(sextet(12));
         out.push(if chunk.len() > 1 { sextet(6) } else { '=' });
@@ -79,10 +77,7 @@ mod tests {
     fn round_trips_every_byte_value() {
         let bytes: Vec<u8> = (0..=255).collect();
         for length in 0..bytes.len() {
-            assert_eq!(
-                decode(&encode(&bytes[..length])).as_deref(),
-                Some(&bytes[..length])
-            );
+            assert_eq!(decode(&encode(&bytes[..length])).as_deref(), Some(&bytes[..length]));
         }
     }
 

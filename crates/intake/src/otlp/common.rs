@@ -37,9 +37,7 @@ pub(crate) fn any_value_to_json(value: &AnyValue) -> Json {
         any_value::Value::BoolValue(flag) => Json::Bool(*flag),
         any_value::Value::IntValue(number) => Json::Number((*number).into()),
         any_value::Value::DoubleValue(number) => double_to_json(*number),
-        any_value::Value::ArrayValue(array) => {
-            Json::Array(array.values.iter().map(any_value_to_json).collect())
-        }
+        any_value::Value::ArrayValue(array) => Json::Array(array.values.iter().map(any_value_to_json).collect()),
         any_value::Value::KvlistValue(list) => Json::Object(attributes_to_json(&list.values)),
         any_value::Value::BytesValue(bytes) => Json::String(base64::encode(bytes)),
         // An index into a profiles dictionary; meaningless without the dictionary.
@@ -52,10 +50,7 @@ pub(crate) fn any_value_to_json(value: &AnyValue) -> Json {
 pub(crate) fn attributes_to_json(attributes: &[KeyValue]) -> Map<String, Json> {
     let mut object = Map::with_capacity(attributes.len());
     for attribute in attributes {
-        let value = attribute
-            .value
-            .as_ref()
-            .map_or(Json::Null, any_value_to_json);
+        let value = attribute.value.as_ref().map_or(Json::Null, any_value_to_json);
         object.insert(attribute.key.clone(), value);
     }
     object
@@ -64,10 +59,7 @@ pub(crate) fn attributes_to_json(attributes: &[KeyValue]) -> Map<String, Json> {
 /// Pushes attributes as a property bag; an empty list pushes nothing.
 pub(crate) fn push_attributes(row: &mut Row, column: &'static str, attributes: &[KeyValue]) {
     if !attributes.is_empty() {
-        row.push(
-            column,
-            Value::Dynamic(Json::Object(attributes_to_json(attributes))),
-        );
+        row.push(column, Value::Dynamic(Json::Object(attributes_to_json(attributes))));
     }
 }
 
@@ -98,11 +90,7 @@ pub(crate) fn push_flags(row: &mut Row, bit_0_column: &'static str, flags: u32) 
 }
 
 /// An id as lowercase hex: `Ok(None)` when empty, an error text when not `expected_bytes` long.
-pub(crate) fn hex_id(
-    bytes: &[u8],
-    expected_bytes: usize,
-    field: &str,
-) -> Result<Option<String>, String> {
+pub(crate) fn hex_id(bytes: &[u8], expected_bytes: usize, field: &str) -> Result<Option<String>, String> {
     match bytes.len() {
         0 => Ok(None),
         length if length == expected_bytes => Ok(Some(hex::encode(bytes))),
@@ -113,11 +101,7 @@ pub(crate) fn hex_id(
 }
 
 /// Like [`hex_id`], but an empty id is an error too.
-pub(crate) fn required_hex_id(
-    bytes: &[u8],
-    expected_bytes: usize,
-    field: &str,
-) -> Result<String, String> {
+pub(crate) fn required_hex_id(bytes: &[u8], expected_bytes: usize, field: &str) -> Result<String, String> {
     hex_id(bytes, expected_bytes, field)?
         .ok_or_else(|| format!("expected {field} of {expected_bytes} bytes, found an empty id"))
 }
@@ -125,8 +109,7 @@ pub(crate) fn required_hex_id(
 /// Unsigned OTLP nanoseconds as the signed nanoseconds of `Value::DateTime`; values past
 /// 2262-04-11 do not fit and are an error text.
 pub(crate) fn timestamp_nanos(nanos: u64, field: &str) -> Result<i64, String> {
-    i64::try_from(nanos)
-        .map_err(|_| format!("expected {field} before the year 2262, found {nanos}"))
+    i64::try_from(nanos).map_err(|_| format!("expected {field} before the year 2262, found {nanos}"))
 }
 
 /// A u64 count as `Value::Long`; counts past `i64::MAX` are an error text.
@@ -264,10 +247,7 @@ mod tests {
                 ],
             })),
         };
-        assert_eq!(
-            any_value_to_json(&nested),
-            json!({"inner": -7, "missing": null})
-        );
+        assert_eq!(any_value_to_json(&nested), json!({"inner": -7, "missing": null}));
         assert_eq!(any_value_to_json(&array), json!(["a", true, 1.5, null]));
         assert_eq!(any_value_to_json(&any_bytes(b"foobar")), json!("Zm9vYmFy"));
         assert_eq!(any_value_to_json(&AnyValue::default()), Json::Null);
@@ -298,10 +278,7 @@ mod tests {
     #[test]
     fn ids_must_have_their_exact_length() {
         assert_eq!(hex_id(&[], SPAN_ID_BYTES, "span_id"), Ok(None));
-        assert_eq!(
-            hex_id(&[0xab; 8], SPAN_ID_BYTES, "span_id"),
-            Ok(Some("ab".repeat(8)))
-        );
+        assert_eq!(hex_id(&[0xab; 8], SPAN_ID_BYTES, "span_id"), Ok(Some("ab".repeat(8))));
         assert_eq!(
             hex_id(&[1, 2, 3], TRACE_ID_BYTES, "trace_id"),
             Err("expected trace_id of 16 bytes, found 3 bytes".to_owned())
@@ -346,8 +323,8 @@ mod tests {
                 ("dropped_scope_attributes_count", Value::Long(3)),
             ]
         );
-        let empty = SharedCells::for_resource(Some(&resource(vec![])))
-            .with_scope(Some(&InstrumentationScope::default()));
+        let empty =
+            SharedCells::for_resource(Some(&resource(vec![]))).with_scope(Some(&InstrumentationScope::default()));
         assert_eq!(empty.len(), 0);
         assert_eq!(SharedCells::for_resource(None).with_scope(None).len(), 0);
     }
@@ -361,10 +338,7 @@ mod tests {
             rejections_output(&mut rejections),
             (1, "rejected 1 span: spans[0]: bad id".into())
         );
-        rejections.reject(
-            || unreachable!("only the first location is built"),
-            "other".to_owned(),
-        );
+        rejections.reject(|| unreachable!("only the first location is built"), "other".to_owned());
         assert_eq!(
             rejections_output(&mut rejections),
             (2, "rejected 2 spans; first: spans[0]: bad id".into())

@@ -35,50 +35,29 @@ impl PayloadFormat {
     }
 }
 
-pub fn decode_logs(
-    bytes: &[u8],
-    format: PayloadFormat,
-) -> Result<ExportLogsServiceRequest, IntakeError> {
+pub fn decode_logs(bytes: &[u8], format: PayloadFormat) -> Result<ExportLogsServiceRequest, IntakeError> {
     const SIGNAL: &str = "logs";
     match format {
-        PayloadFormat::Protobuf => ExportLogsServiceRequest::decode(bytes).map_err(|source| {
-            IntakeError::MalformedProtobuf {
-                signal: SIGNAL,
-                source,
-            }
-        }),
+        PayloadFormat::Protobuf => ExportLogsServiceRequest::decode(bytes)
+            .map_err(|source| IntakeError::MalformedProtobuf { signal: SIGNAL, source }),
         PayloadFormat::Json => json::logs::request(parse_json(bytes, SIGNAL)?),
     }
 }
 
-pub fn decode_traces(
-    bytes: &[u8],
-    format: PayloadFormat,
-) -> Result<ExportTraceServiceRequest, IntakeError> {
+pub fn decode_traces(bytes: &[u8], format: PayloadFormat) -> Result<ExportTraceServiceRequest, IntakeError> {
     const SIGNAL: &str = "traces";
     match format {
-        PayloadFormat::Protobuf => ExportTraceServiceRequest::decode(bytes).map_err(|source| {
-            IntakeError::MalformedProtobuf {
-                signal: SIGNAL,
-                source,
-            }
-        }),
+        PayloadFormat::Protobuf => ExportTraceServiceRequest::decode(bytes)
+            .map_err(|source| IntakeError::MalformedProtobuf { signal: SIGNAL, source }),
         PayloadFormat::Json => json::traces::request(parse_json(bytes, SIGNAL)?),
     }
 }
 
-pub fn decode_metrics(
-    bytes: &[u8],
-    format: PayloadFormat,
-) -> Result<ExportMetricsServiceRequest, IntakeError> {
+pub fn decode_metrics(bytes: &[u8], format: PayloadFormat) -> Result<ExportMetricsServiceRequest, IntakeError> {
     const SIGNAL: &str = "metrics";
     match format {
-        PayloadFormat::Protobuf => ExportMetricsServiceRequest::decode(bytes).map_err(|source| {
-            IntakeError::MalformedProtobuf {
-                signal: SIGNAL,
-                source,
-            }
-        }),
+        PayloadFormat::Protobuf => ExportMetricsServiceRequest::decode(bytes)
+            .map_err(|source| IntakeError::MalformedProtobuf { signal: SIGNAL, source }),
         PayloadFormat::Json => json::metrics::request(parse_json(bytes, SIGNAL)?),
     }
 }

@@ -6,8 +6,8 @@ use trawl_proto::otlp::logs::v1::LogRecord;
 
 use crate::IntakeOutput;
 use crate::otlp::common::{
-    Rejections, SPAN_ID_BYTES, SharedCells, TRACE_ID_BYTES, any_value_to_json, hex_id,
-    push_attributes, push_dropped_count, push_flags, push_non_empty, timestamp_nanos,
+    Rejections, SPAN_ID_BYTES, SharedCells, TRACE_ID_BYTES, any_value_to_json, hex_id, push_attributes,
+    push_dropped_count, push_flags, push_non_empty, timestamp_nanos,
 };
 
 /// Cells a log row can have besides the resource and scope ones.
@@ -48,11 +48,7 @@ pub fn logs_to_rows(request: &ExportLogsServiceRequest, ingest_time_nanos: i64) 
     rejections.into_output(rows)
 }
 
-fn log_row(
-    record: &LogRecord,
-    shared: &SharedCells,
-    ingest_time_nanos: i64,
-) -> Result<Row, String> {
+fn log_row(record: &LogRecord, shared: &SharedCells, ingest_time_nanos: i64) -> Result<Row, String> {
     let time = timestamp_nanos(record.time_unix_nano, "time_unix_nano")?;
     let observed = timestamp_nanos(record.observed_time_unix_nano, "observed_time_unix_nano")?;
     let trace_id = hex_id(&record.trace_id, TRACE_ID_BYTES, "trace_id")?;
@@ -60,10 +56,7 @@ fn log_row(
 
     let mut row = Row::with_capacity(LOG_COLUMNS + shared.len());
     let timestamp = [time, observed].into_iter().find(|nanos| *nanos != 0);
-    row.push(
-        "timestamp",
-        Value::DateTime(timestamp.unwrap_or(ingest_time_nanos)),
-    );
+    row.push("timestamp", Value::DateTime(timestamp.unwrap_or(ingest_time_nanos)));
     if observed != 0 {
         row.push("observed_time", Value::DateTime(observed));
     }
@@ -75,10 +68,7 @@ fn log_row(
         row.push("span_id", Value::String(span_id));
     }
     if (1..=24).contains(&record.severity_number) {
-        row.push(
-            "severity_number",
-            Value::Long(i64::from(record.severity_number)),
-        );
+        row.push("severity_number", Value::Long(i64::from(record.severity_number)));
     }
     push_non_empty(&mut row, "severity_text", &record.severity_text);
     if let Some(body) = record.body.as_ref().filter(|body| body.value.is_some()) {
@@ -86,11 +76,7 @@ fn log_row(
     }
     push_flags(&mut row, "sampled", record.flags);
     push_attributes(&mut row, "attributes", &record.attributes);
-    push_dropped_count(
-        &mut row,
-        "dropped_attributes_count",
-        record.dropped_attributes_count,
-    );
+    push_dropped_count(&mut row, "dropped_attributes_count", record.dropped_attributes_count);
     shared.append_to(&mut row);
     debug_assert!(row.cells.len() <= LOG_COLUMNS + shared.len());
     Ok(row)

@@ -7,14 +7,14 @@ use trawl_proto::otlp::collector::metrics::v1::ExportMetricsServiceRequest;
 use trawl_proto::otlp::common::v1::KeyValue;
 use trawl_proto::otlp::metrics::v1::exponential_histogram_data_point::Buckets;
 use trawl_proto::otlp::metrics::v1::{
-    AggregationTemporality, ExponentialHistogramDataPoint, HistogramDataPoint, Metric,
-    NumberDataPoint, SummaryDataPoint, metric, number_data_point,
+    AggregationTemporality, ExponentialHistogramDataPoint, HistogramDataPoint, Metric, NumberDataPoint,
+    SummaryDataPoint, metric, number_data_point,
 };
 
 use crate::IntakeOutput;
 use crate::otlp::common::{
-    Rejections, SharedCells, count_as_long, double_to_json, push_attributes, push_flags,
-    push_non_empty, timestamp_nanos,
+    Rejections, SharedCells, count_as_long, double_to_json, push_attributes, push_flags, push_non_empty,
+    timestamp_nanos,
 };
 
 /// Cells a metric row can have besides the resource and scope ones.
@@ -24,10 +24,7 @@ const METRIC_COLUMNS: usize = 19;
 /// time is past the year 2262, a count exceeds `i64::MAX`, or a histogram has bucket counts
 /// whose number is not one more than its explicit bounds. A metric without data yields no row
 /// and no rejection.
-pub fn metrics_to_rows(
-    request: &ExportMetricsServiceRequest,
-    ingest_time_nanos: i64,
-) -> IntakeOutput {
+pub fn metrics_to_rows(request: &ExportMetricsServiceRequest, ingest_time_nanos: i64) -> IntakeOutput {
     let point_count = request
         .resource_metrics
         .iter()
@@ -169,11 +166,7 @@ impl MetricContext<'_> {
         let time = timestamp_nanos(header.time_unix_nano, "time_unix_nano")?;
         let start = timestamp_nanos(header.start_time_unix_nano, "start_time_unix_nano")?;
         let mut row = Row::with_capacity(METRIC_COLUMNS + self.shared.len());
-        let timestamp = if time != 0 {
-            time
-        } else {
-            self.ingest_time_nanos
-        };
+        let timestamp = if time != 0 { time } else { self.ingest_time_nanos };
         row.push("timestamp", Value::DateTime(timestamp));
         if start != 0 {
             row.push("start_time", Value::DateTime(start));
@@ -211,11 +204,7 @@ fn push_optional_real(row: &mut Row, column: &'static str, value: Option<f64>) {
 }
 
 /// A gauge point, or a sum point when `sum` is given.
-fn number_row(
-    context: &MetricContext<'_>,
-    point: &NumberDataPoint,
-    sum: Option<&SumFields>,
-) -> Result<Row, String> {
+fn number_row(context: &MetricContext<'_>, point: &NumberDataPoint, sum: Option<&SumFields>) -> Result<Row, String> {
     let header = PointHeader {
         start_time_unix_nano: point.start_time_unix_nano,
         time_unix_nano: point.time_unix_nano,
@@ -225,9 +214,7 @@ fn number_row(
     context.row(header, |row| {
         match point.value {
             Some(number_data_point::Value::AsInt(value)) => row.push("value", Value::Long(value)),
-            Some(number_data_point::Value::AsDouble(value)) => {
-                row.push("value", Value::Real(value))
-            }
+            Some(number_data_point::Value::AsDouble(value)) => row.push("value", Value::Real(value)),
             None => {}
         }
         if let Some(sum) = sum {
@@ -238,11 +225,7 @@ fn number_row(
     })
 }
 
-fn histogram_row(
-    context: &MetricContext<'_>,
-    point: &HistogramDataPoint,
-    temporality: i32,
-) -> Result<Row, String> {
+fn histogram_row(context: &MetricContext<'_>, point: &HistogramDataPoint, temporality: i32) -> Result<Row, String> {
     let bucket_count = point.bucket_counts.len();
     let bound_count = point.explicit_bounds.len();
     if bucket_count != 0 && bucket_count != bound_count + 1 {
@@ -263,11 +246,7 @@ fn histogram_row(
         push_optional_real(row, "min", point.min);
         push_optional_real(row, "max", point.max);
         if bucket_count != 0 {
-            let counts = point
-                .bucket_counts
-                .iter()
-                .map(|count| Json::from(*count))
-                .collect();
+            let counts = point.bucket_counts.iter().map(|count| Json::from(*count)).collect();
             row.push("bucket_counts", Value::Dynamic(Json::Array(counts)));
         }
         if bound_count != 0 {
@@ -314,11 +293,7 @@ fn exponential_histogram_row(
 
 /// `{offset, bucket_counts}`.
 fn buckets_json(buckets: &Buckets) -> Json {
-    let counts = buckets
-        .bucket_counts
-        .iter()
-        .map(|count| Json::from(*count))
-        .collect();
+    let counts = buckets.bucket_counts.iter().map(|count| Json::from(*count)).collect();
     let mut bag = Map::with_capacity(2);
     bag.insert("offset".to_owned(), Json::from(buckets.offset));
     bag.insert("bucket_counts".to_owned(), Json::Array(counts));

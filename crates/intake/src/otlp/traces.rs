@@ -10,9 +10,8 @@ use trawl_proto::otlp::trace::v1::status::StatusCode;
 
 use crate::IntakeOutput;
 use crate::otlp::common::{
-    FLAG_BIT_0, Rejections, SPAN_ID_BYTES, SharedCells, TRACE_ID_BYTES, attributes_to_json, hex_id,
-    push_attributes, push_dropped_count, push_flags, push_non_empty, required_hex_id,
-    timestamp_nanos,
+    FLAG_BIT_0, Rejections, SPAN_ID_BYTES, SharedCells, TRACE_ID_BYTES, attributes_to_json, hex_id, push_attributes,
+    push_dropped_count, push_flags, push_non_empty, required_hex_id, timestamp_nanos,
 };
 
 /// Link flag bit 8: the sender knows whether the linked context is remote.
@@ -69,10 +68,7 @@ fn span_row(span: &Span, shared: &SharedCells, ingest_time_nanos: i64) -> Result
 
     let mut row = Row::with_capacity(SPAN_COLUMNS + shared.len());
     let timestamp = [end, start].into_iter().find(|nanos| *nanos != 0);
-    row.push(
-        "timestamp",
-        Value::DateTime(timestamp.unwrap_or(ingest_time_nanos)),
-    );
+    row.push("timestamp", Value::DateTime(timestamp.unwrap_or(ingest_time_nanos)));
     if start != 0 {
         row.push("start_time", Value::DateTime(start));
     }
@@ -95,10 +91,7 @@ fn span_row(span: &Span, shared: &SharedCells, ingest_time_nanos: i64) -> Result
     push_non_empty(&mut row, "trace_state", &span.trace_state);
     let status = span.status.as_ref();
     let status_code = status.map_or(StatusCode::Unset as i32, |status| status.code);
-    row.push(
-        "status_code",
-        Value::String(status_code_name(status_code).to_owned()),
-    );
+    row.push("status_code", Value::String(status_code_name(status_code).to_owned()));
     if let Some(status) = status {
         push_non_empty(&mut row, "status_description", &status.message);
     }
@@ -110,11 +103,7 @@ fn span_row(span: &Span, shared: &SharedCells, ingest_time_nanos: i64) -> Result
     if !links.is_empty() {
         row.push("links", Value::Dynamic(Json::Array(links)));
     }
-    push_dropped_count(
-        &mut row,
-        "dropped_attributes_count",
-        span.dropped_attributes_count,
-    );
+    push_dropped_count(&mut row, "dropped_attributes_count", span.dropped_attributes_count);
     push_dropped_count(&mut row, "dropped_events_count", span.dropped_events_count);
     push_dropped_count(&mut row, "dropped_links_count", span.dropped_links_count);
     shared.append_to(&mut row);
@@ -185,20 +174,11 @@ fn links_json(links: &[Link]) -> Result<Vec<Json>, String> {
         bag.insert("trace_id".to_owned(), Json::String(trace_id));
         bag.insert("span_id".to_owned(), Json::String(span_id));
         if !link.trace_state.is_empty() {
-            bag.insert(
-                "trace_state".to_owned(),
-                Json::String(link.trace_state.clone()),
-            );
+            bag.insert("trace_state".to_owned(), Json::String(link.trace_state.clone()));
         }
-        bag.insert(
-            "sampled".to_owned(),
-            Json::Bool(link.flags & FLAG_BIT_0 != 0),
-        );
+        bag.insert("sampled".to_owned(), Json::Bool(link.flags & FLAG_BIT_0 != 0));
         if link.flags & LINK_HAS_IS_REMOTE != 0 {
-            bag.insert(
-                "is_remote".to_owned(),
-                Json::Bool(link.flags & LINK_IS_REMOTE != 0),
-            );
+            bag.insert("is_remote".to_owned(), Json::Bool(link.flags & LINK_IS_REMOTE != 0));
         }
         let remaining = link.flags & !(FLAG_BIT_0 | LINK_HAS_IS_REMOTE | LINK_IS_REMOTE);
         if remaining != 0 {

@@ -224,9 +224,7 @@ fn only_row(rows: Vec<Row>) -> Row {
 #[test]
 fn the_spec_logs_example_decodes_and_maps() {
     let request = decode_logs(LOGS_EXAMPLE.as_bytes(), PayloadFormat::Json);
-    let Ok(request) = request else {
-        panic!("{request:?}")
-    };
+    let Ok(request) = request else { panic!("{request:?}") };
     let output = logs_to_rows(&request, INGEST_NANOS);
     assert_eq!(output.rejected, 0);
     let row = only_row(output.rows);
@@ -236,10 +234,7 @@ fn the_spec_logs_example_decodes_and_maps() {
             ("timestamp", Value::DateTime(TIME_NANOS)),
             ("observed_time", Value::DateTime(TIME_NANOS)),
             ("ingest_time", Value::DateTime(INGEST_NANOS)),
-            (
-                "trace_id",
-                Value::String("5b8efff798038103d269b633813fc60c".into())
-            ),
+            ("trace_id", Value::String("5b8efff798038103d269b633813fc60c".into())),
             ("span_id", Value::String("eee19b7ec3c1b174".into())),
             ("severity_number", Value::Long(10)),
             ("severity_text", Value::String("Information".into())),
@@ -255,10 +250,7 @@ fn the_spec_logs_example_decodes_and_maps() {
                     "map.attribute": {"some.map.key": "some value"},
                 }))
             ),
-            (
-                "resource",
-                Value::Dynamic(json!({"service.name": "my.service"}))
-            ),
+            ("resource", Value::Dynamic(json!({"service.name": "my.service"}))),
             ("scope_name", Value::String("my.library".into())),
             ("scope_version", Value::String("1.0.0".into())),
             (
@@ -272,35 +264,21 @@ fn the_spec_logs_example_decodes_and_maps() {
 #[test]
 fn the_spec_trace_example_decodes_and_maps() {
     let request = decode_traces(TRACE_EXAMPLE.as_bytes(), PayloadFormat::Json);
-    let Ok(request) = request else {
-        panic!("{request:?}")
-    };
+    let Ok(request) = request else { panic!("{request:?}") };
     let output = traces_to_rows(&request, INGEST_NANOS);
     assert_eq!(output.rejected, 0);
     let row = only_row(output.rows);
-    assert_eq!(
-        cell(&row, "timestamp"),
-        &Value::DateTime(1_544_712_661_000_000_000)
-    );
+    assert_eq!(cell(&row, "timestamp"), &Value::DateTime(1_544_712_661_000_000_000));
     assert_eq!(cell(&row, "duration"), &Value::Timespan(1_000_000_000));
     assert_eq!(
         cell(&row, "trace_id"),
         &Value::String("5b8efff798038103d269b633813fc60c".into())
     );
-    assert_eq!(
-        cell(&row, "parent_span_id"),
-        &Value::String("eee19b7ec3c1b173".into())
-    );
-    assert_eq!(
-        cell(&row, "span_name"),
-        &Value::String("I'm a server span".into())
-    );
+    assert_eq!(cell(&row, "parent_span_id"), &Value::String("eee19b7ec3c1b173".into()));
+    assert_eq!(cell(&row, "span_name"), &Value::String("I'm a server span".into()));
     assert_eq!(cell(&row, "span_kind"), &Value::String("SERVER".into()));
     assert_eq!(cell(&row, "status_code"), &Value::String("ERROR".into()));
-    assert_eq!(
-        cell(&row, "status_description"),
-        &Value::String("boom".into())
-    );
+    assert_eq!(cell(&row, "status_description"), &Value::String("boom".into()));
     assert_eq!(cell(&row, "sampled"), &Value::Bool(true));
     assert_eq!(cell(&row, "flags"), &Value::Long(768));
     assert_eq!(
@@ -334,9 +312,7 @@ fn the_spec_trace_example_decodes_and_maps() {
 #[test]
 fn the_spec_metrics_example_decodes_and_maps_every_type() {
     let request = decode_metrics(METRICS_EXAMPLE.as_bytes(), PayloadFormat::Json);
-    let Ok(request) = request else {
-        panic!("{request:?}")
-    };
+    let Ok(request) = request else { panic!("{request:?}") };
     let output = metrics_to_rows(&request, INGEST_NANOS);
     assert_eq!(output.rejected, 0);
     let [sum, gauge, histogram, exponential, summary] = output.rows.as_slice() else {
@@ -344,10 +320,7 @@ fn the_spec_metrics_example_decodes_and_maps_every_type() {
     };
     assert_eq!(cell(sum, "metric_type"), &Value::String("sum".into()));
     assert_eq!(cell(sum, "value"), &Value::Real(5.0));
-    assert_eq!(
-        cell(sum, "aggregation_temporality"),
-        &Value::String("DELTA".into())
-    );
+    assert_eq!(cell(sum, "aggregation_temporality"), &Value::String("DELTA".into()));
     assert_eq!(cell(sum, "is_monotonic"), &Value::Bool(true));
     assert_eq!(
         cell(sum, "attributes"),
@@ -355,19 +328,10 @@ fn the_spec_metrics_example_decodes_and_maps_every_type() {
     );
     assert_eq!(cell(gauge, "value"), &Value::Long(10));
     assert_eq!(cell(gauge, "timestamp"), &Value::DateTime(TIME_NANOS));
-    assert_eq!(
-        cell(gauge, "metric_description"),
-        &Value::String("I am a Gauge".into())
-    );
+    assert_eq!(cell(gauge, "metric_description"), &Value::String("I am a Gauge".into()));
     assert_eq!(cell(histogram, "count"), &Value::Long(2));
-    assert_eq!(
-        cell(histogram, "bucket_counts"),
-        &Value::Dynamic(json!([1, 1]))
-    );
-    assert_eq!(
-        cell(histogram, "explicit_bounds"),
-        &Value::Dynamic(json!([1.0]))
-    );
+    assert_eq!(cell(histogram, "bucket_counts"), &Value::Dynamic(json!([1, 1])));
+    assert_eq!(cell(histogram, "explicit_bounds"), &Value::Dynamic(json!([1.0])));
     assert_eq!(cell(histogram, "min"), &Value::Real(0.0));
     assert_eq!(cell(exponential, "zero_count"), &Value::Long(1));
     assert_eq!(cell(exponential, "scale"), &Value::Long(0));
@@ -379,9 +343,7 @@ fn the_spec_metrics_example_decodes_and_maps_every_type() {
     assert_eq!(cell(summary, "count"), &Value::Long(4));
     assert_eq!(
         cell(summary, "quantile_values"),
-        &Value::Dynamic(
-            json!([{"quantile": 0.5, "value": 2.0}, {"quantile": 1.0, "value": "Infinity"}])
-        )
+        &Value::Dynamic(json!([{"quantile": 0.5, "value": 2.0}, {"quantile": 1.0, "value": "Infinity"}]))
     );
     assert_eq!(summary.get("metric_unit"), None);
 }
@@ -399,9 +361,7 @@ fn snake_case_names_numbers_and_enum_names_are_accepted() {
         "unknownField": {"anything": [1, 2]}
     }]}]}]});
     let request = decode_traces(document.to_string().as_bytes(), PayloadFormat::Json);
-    let Ok(request) = request else {
-        panic!("{request:?}")
-    };
+    let Ok(request) = request else { panic!("{request:?}") };
     let span = &request.resource_spans[0].scope_spans[0].spans[0];
     assert_eq!(span.start_time_unix_nano, 1_544_712_660_000_000_000);
     assert_eq!(span.end_time_unix_nano, 1_544_712_661_000_000_000);
@@ -417,14 +377,10 @@ fn snake_case_names_numbers_and_enum_names_are_accepted() {
         "body": {"kvlist_value": {"values": [{"key": "k", "value": {"int_value": 5}}]}}
     }]}]}]});
     let request = decode_logs(logs.to_string().as_bytes(), PayloadFormat::Json);
-    let Ok(request) = request else {
-        panic!("{request:?}")
-    };
+    let Ok(request) = request else { panic!("{request:?}") };
     let record = &request.resource_logs[0].scope_logs[0].log_records[0];
     assert_eq!((record.time_unix_nano, record.severity_number), (1, 13));
-    let Some(any_value::Value::KvlistValue(body)) =
-        record.body.as_ref().and_then(|body| body.value.clone())
-    else {
+    let Some(any_value::Value::KvlistValue(body)) = record.body.as_ref().and_then(|body| body.value.clone()) else {
         panic!("expected a kvlist body, got {:?}", record.body);
     };
     assert_eq!(body.values[0].key, "k");
@@ -434,19 +390,12 @@ fn snake_case_names_numbers_and_enum_names_are_accepted() {
         "sum": {"data_points": [{"as_int": 7, "time_unix_nano": "5"}], "aggregation_temporality": "AGGREGATION_TEMPORALITY_CUMULATIVE", "is_monotonic": true}
     }]}]}]});
     let request = decode_metrics(metrics.to_string().as_bytes(), PayloadFormat::Json);
-    let Ok(request) = request else {
-        panic!("{request:?}")
-    };
-    let Some(metric::Data::Sum(sum)) =
-        &request.resource_metrics[0].scope_metrics[0].metrics[0].data
-    else {
+    let Ok(request) = request else { panic!("{request:?}") };
+    let Some(metric::Data::Sum(sum)) = &request.resource_metrics[0].scope_metrics[0].metrics[0].data else {
         panic!("expected a sum");
     };
     assert_eq!(sum.aggregation_temporality, 2);
-    assert_eq!(
-        sum.data_points[0].value,
-        Some(number_data_point::Value::AsInt(7))
-    );
+    assert_eq!(sum.data_points[0].value, Some(number_data_point::Value::AsInt(7)));
 }
 
 #[test]
@@ -478,14 +427,16 @@ fn malformed_json_is_an_error_naming_what_was_expected() {
         "expected a hex string with an even number of digits at \
          `$.resourceSpans[0].scopeSpans[0].spans[0].traceId`, found the string \"xyz\""
     );
-    let bad_count = r#"{"resourceMetrics": [{"scopeMetrics": [{"metrics": [{"histogram": {"dataPoints": [{"count": "-1"}]}}]}]}]}"#;
+    let bad_count =
+        r#"{"resourceMetrics": [{"scopeMetrics": [{"metrics": [{"histogram": {"dataPoints": [{"count": "-1"}]}}]}]}]}"#;
     assert_eq!(
         decode_error(decode_metrics(bad_count.as_bytes(), PayloadFormat::Json)),
         "expected an unsigned 64-bit integer (number or decimal string) at \
          `$.resourceMetrics[0].scopeMetrics[0].metrics[0].histogram.dataPoints[0].count`, found \
          the string \"-1\""
     );
-    let bad_value = r#"{"resourceMetrics": [{"scopeMetrics": [{"metrics": [{"gauge": {"dataPoints": [{"asInt": "ten"}]}}]}]}]}"#;
+    let bad_value =
+        r#"{"resourceMetrics": [{"scopeMetrics": [{"metrics": [{"gauge": {"dataPoints": [{"asInt": "ten"}]}}]}]}]}"#;
     assert!(decode_metrics(bad_value.as_bytes(), PayloadFormat::Json).is_err());
 }
 
@@ -533,14 +484,9 @@ fn protobuf_and_json_of_the_same_request_give_the_same_rows() {
 
 #[test]
 fn garbage_protobuf_is_an_error_and_empty_protobuf_an_empty_request() {
-    let text = decode_error(decode_traces(
-        &[0x0a, 0xff, 0xff, 0xff],
-        PayloadFormat::Protobuf,
-    ));
+    let text = decode_error(decode_traces(&[0x0a, 0xff, 0xff, 0xff], PayloadFormat::Protobuf));
     assert!(
-        text.starts_with(
-            "expected a protobuf otlp traces export request, found undecodable bytes:"
-        ),
+        text.starts_with("expected a protobuf otlp traces export request, found undecodable bytes:"),
         "{text}"
     );
     assert_eq!(

@@ -5,14 +5,14 @@ use trawl_proto::otlp::collector::metrics::v1::ExportMetricsServiceRequest;
 use trawl_proto::otlp::metrics::v1::exponential_histogram_data_point::Buckets;
 use trawl_proto::otlp::metrics::v1::summary_data_point::ValueAtQuantile;
 use trawl_proto::otlp::metrics::v1::{
-    AggregationTemporality, Exemplar, ExponentialHistogram, ExponentialHistogramDataPoint, Gauge,
-    Histogram, HistogramDataPoint, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
-    Summary, SummaryDataPoint, exemplar, metric, number_data_point,
+    AggregationTemporality, Exemplar, ExponentialHistogram, ExponentialHistogramDataPoint, Gauge, Histogram,
+    HistogramDataPoint, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum, Summary, SummaryDataPoint,
+    exemplar, metric, number_data_point,
 };
 
 use super::{
-    InField, JsonResult, array, boolean, double, enumeration, hex_bytes, int32, int64, key_values,
-    object, optional, resource, scope, string, uint32, uint64,
+    InField, JsonResult, array, boolean, double, enumeration, hex_bytes, int32, int64, key_values, object, optional,
+    resource, scope, string, uint32, uint64,
 };
 
 pub(crate) fn request(value: Value) -> JsonResult<ExportMetricsServiceRequest> {
@@ -30,9 +30,7 @@ fn resource_metrics(value: Value) -> JsonResult<ResourceMetrics> {
     for (field, value) in object(value)? {
         match field.as_str() {
             "resource" => out.resource = optional(value, resource).in_field(&field)?,
-            "scopeMetrics" | "scope_metrics" => {
-                out.scope_metrics = array(value, scope_metrics).in_field(&field)?
-            }
+            "scopeMetrics" | "scope_metrics" => out.scope_metrics = array(value, scope_metrics).in_field(&field)?,
             "schemaUrl" | "schema_url" => out.schema_url = string(value).in_field(&field)?,
             _ => {}
         }
@@ -67,16 +65,12 @@ fn metric(value: Value) -> JsonResult<Metric> {
             "metadata" => metric.metadata = key_values(value).in_field(&field)?,
             "gauge" => metric.data = Some(metric::Data::Gauge(gauge(value).in_field(&field)?)),
             "sum" => metric.data = Some(metric::Data::Sum(sum(value).in_field(&field)?)),
-            "histogram" => {
-                metric.data = Some(metric::Data::Histogram(histogram(value).in_field(&field)?))
-            }
+            "histogram" => metric.data = Some(metric::Data::Histogram(histogram(value).in_field(&field)?)),
             "exponentialHistogram" | "exponential_histogram" => {
                 let data = exponential_histogram(value).in_field(&field)?;
                 metric.data = Some(metric::Data::ExponentialHistogram(data));
             }
-            "summary" => {
-                metric.data = Some(metric::Data::Summary(summary(value).in_field(&field)?))
-            }
+            "summary" => metric.data = Some(metric::Data::Summary(summary(value).in_field(&field)?)),
             _ => {}
         }
     }
@@ -101,12 +95,9 @@ fn sum(value: Value) -> JsonResult<Sum> {
     let mut sum = Sum::default();
     for (field, value) in object(value)? {
         match field.as_str() {
-            "dataPoints" | "data_points" => {
-                sum.data_points = array(value, number_data_point).in_field(&field)?
-            }
+            "dataPoints" | "data_points" => sum.data_points = array(value, number_data_point).in_field(&field)?,
             "aggregationTemporality" | "aggregation_temporality" => {
-                sum.aggregation_temporality =
-                    enumeration(value, temporality_from_name).in_field(&field)?
+                sum.aggregation_temporality = enumeration(value, temporality_from_name).in_field(&field)?
             }
             "isMonotonic" | "is_monotonic" => sum.is_monotonic = boolean(value).in_field(&field)?,
             _ => {}
@@ -123,8 +114,7 @@ fn histogram(value: Value) -> JsonResult<Histogram> {
                 histogram.data_points = array(value, histogram_data_point).in_field(&field)?
             }
             "aggregationTemporality" | "aggregation_temporality" => {
-                histogram.aggregation_temporality =
-                    enumeration(value, temporality_from_name).in_field(&field)?
+                histogram.aggregation_temporality = enumeration(value, temporality_from_name).in_field(&field)?
             }
             _ => {}
         }
@@ -137,12 +127,10 @@ fn exponential_histogram(value: Value) -> JsonResult<ExponentialHistogram> {
     for (field, value) in object(value)? {
         match field.as_str() {
             "dataPoints" | "data_points" => {
-                histogram.data_points =
-                    array(value, exponential_histogram_data_point).in_field(&field)?
+                histogram.data_points = array(value, exponential_histogram_data_point).in_field(&field)?
             }
             "aggregationTemporality" | "aggregation_temporality" => {
-                histogram.aggregation_temporality =
-                    enumeration(value, temporality_from_name).in_field(&field)?
+                histogram.aggregation_temporality = enumeration(value, temporality_from_name).in_field(&field)?
             }
             _ => {}
         }
@@ -171,19 +159,11 @@ fn number_data_point(value: Value) -> JsonResult<NumberDataPoint> {
             "startTimeUnixNano" | "start_time_unix_nano" => {
                 point.start_time_unix_nano = uint64(value).in_field(&field)?
             }
-            "timeUnixNano" | "time_unix_nano" => {
-                point.time_unix_nano = uint64(value).in_field(&field)?
-            }
+            "timeUnixNano" | "time_unix_nano" => point.time_unix_nano = uint64(value).in_field(&field)?,
             "asDouble" | "as_double" => {
-                point.value = Some(number_data_point::Value::AsDouble(
-                    double(value).in_field(&field)?,
-                ))
+                point.value = Some(number_data_point::Value::AsDouble(double(value).in_field(&field)?))
             }
-            "asInt" | "as_int" => {
-                point.value = Some(number_data_point::Value::AsInt(
-                    int64(value).in_field(&field)?,
-                ))
-            }
+            "asInt" | "as_int" => point.value = Some(number_data_point::Value::AsInt(int64(value).in_field(&field)?)),
             "exemplars" => point.exemplars = array(value, exemplar).in_field(&field)?,
             "flags" => point.flags = uint32(value).in_field(&field)?,
             _ => {}
@@ -203,17 +183,11 @@ fn histogram_data_point(value: Value) -> JsonResult<HistogramDataPoint> {
             "startTimeUnixNano" | "start_time_unix_nano" => {
                 point.start_time_unix_nano = uint64(value).in_field(&field)?
             }
-            "timeUnixNano" | "time_unix_nano" => {
-                point.time_unix_nano = uint64(value).in_field(&field)?
-            }
+            "timeUnixNano" | "time_unix_nano" => point.time_unix_nano = uint64(value).in_field(&field)?,
             "count" => point.count = uint64(value).in_field(&field)?,
             "sum" => point.sum = Some(double(value).in_field(&field)?),
-            "bucketCounts" | "bucket_counts" => {
-                point.bucket_counts = array(value, uint64).in_field(&field)?
-            }
-            "explicitBounds" | "explicit_bounds" => {
-                point.explicit_bounds = array(value, double).in_field(&field)?
-            }
+            "bucketCounts" | "bucket_counts" => point.bucket_counts = array(value, uint64).in_field(&field)?,
+            "explicitBounds" | "explicit_bounds" => point.explicit_bounds = array(value, double).in_field(&field)?,
             "exemplars" => point.exemplars = array(value, exemplar).in_field(&field)?,
             "flags" => point.flags = uint32(value).in_field(&field)?,
             "min" => point.min = Some(double(value).in_field(&field)?),
@@ -235,9 +209,7 @@ fn exponential_histogram_data_point(value: Value) -> JsonResult<ExponentialHisto
             "startTimeUnixNano" | "start_time_unix_nano" => {
                 point.start_time_unix_nano = uint64(value).in_field(&field)?
             }
-            "timeUnixNano" | "time_unix_nano" => {
-                point.time_unix_nano = uint64(value).in_field(&field)?
-            }
+            "timeUnixNano" | "time_unix_nano" => point.time_unix_nano = uint64(value).in_field(&field)?,
             "count" => point.count = uint64(value).in_field(&field)?,
             "sum" => point.sum = Some(double(value).in_field(&field)?),
             "scale" => point.scale = int32(value).in_field(&field)?,
@@ -248,9 +220,7 @@ fn exponential_histogram_data_point(value: Value) -> JsonResult<ExponentialHisto
             "exemplars" => point.exemplars = array(value, exemplar).in_field(&field)?,
             "min" => point.min = Some(double(value).in_field(&field)?),
             "max" => point.max = Some(double(value).in_field(&field)?),
-            "zeroThreshold" | "zero_threshold" => {
-                point.zero_threshold = double(value).in_field(&field)?
-            }
+            "zeroThreshold" | "zero_threshold" => point.zero_threshold = double(value).in_field(&field)?,
             _ => {}
         }
     }
@@ -262,9 +232,7 @@ fn buckets(value: Value) -> JsonResult<Buckets> {
     for (field, value) in object(value)? {
         match field.as_str() {
             "offset" => buckets.offset = int32(value).in_field(&field)?,
-            "bucketCounts" | "bucket_counts" => {
-                buckets.bucket_counts = array(value, uint64).in_field(&field)?
-            }
+            "bucketCounts" | "bucket_counts" => buckets.bucket_counts = array(value, uint64).in_field(&field)?,
             _ => {}
         }
     }
@@ -279,9 +247,7 @@ fn summary_data_point(value: Value) -> JsonResult<SummaryDataPoint> {
             "startTimeUnixNano" | "start_time_unix_nano" => {
                 point.start_time_unix_nano = uint64(value).in_field(&field)?
             }
-            "timeUnixNano" | "time_unix_nano" => {
-                point.time_unix_nano = uint64(value).in_field(&field)?
-            }
+            "timeUnixNano" | "time_unix_nano" => point.time_unix_nano = uint64(value).in_field(&field)?,
             "count" => point.count = uint64(value).in_field(&field)?,
             "sum" => point.sum = double(value).in_field(&field)?,
             "quantileValues" | "quantile_values" => {
@@ -316,15 +282,11 @@ fn exemplar(value: Value) -> JsonResult<Exemplar> {
             "filteredAttributes" | "filtered_attributes" => {
                 exemplar.filtered_attributes = key_values(value).in_field(&field)?
             }
-            "timeUnixNano" | "time_unix_nano" => {
-                exemplar.time_unix_nano = uint64(value).in_field(&field)?
-            }
+            "timeUnixNano" | "time_unix_nano" => exemplar.time_unix_nano = uint64(value).in_field(&field)?,
             "asDouble" | "as_double" => {
                 exemplar.value = Some(exemplar::Value::AsDouble(double(value).in_field(&field)?))
             }
-            "asInt" | "as_int" => {
-                exemplar.value = Some(exemplar::Value::AsInt(int64(value).in_field(&field)?))
-            }
+            "asInt" | "as_int" => exemplar.value = Some(exemplar::Value::AsInt(int64(value).in_field(&field)?)),
             "spanId" | "span_id" => exemplar.span_id = hex_bytes(value).in_field(&field)?,
             "traceId" | "trace_id" => exemplar.trace_id = hex_bytes(value).in_field(&field)?,
             _ => {}

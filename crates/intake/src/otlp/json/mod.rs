@@ -75,10 +75,7 @@ pub(crate) fn object(value: Value) -> JsonResult<Map<String, Value>> {
 }
 
 /// A JSON array read element by element; `null` reads as an empty array.
-pub(crate) fn array<T>(
-    value: Value,
-    mut read: impl FnMut(Value) -> JsonResult<T>,
-) -> JsonResult<Vec<T>> {
+pub(crate) fn array<T>(value: Value, mut read: impl FnMut(Value) -> JsonResult<T>) -> JsonResult<Vec<T>> {
     match value {
         Value::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
@@ -93,10 +90,7 @@ pub(crate) fn array<T>(
 }
 
 /// An optional message: `null` is `None`.
-pub(crate) fn optional<T>(
-    value: Value,
-    read: impl FnOnce(Value) -> JsonResult<T>,
-) -> JsonResult<Option<T>> {
+pub(crate) fn optional<T>(value: Value, read: impl FnOnce(Value) -> JsonResult<T>) -> JsonResult<Option<T>> {
     match value {
         Value::Null => Ok(None),
         present => read(present).map(Some),
@@ -145,10 +139,7 @@ fn integer<T: TryFrom<i128> + Default>(value: Value, expected: &'static str) -> 
 }
 
 pub(crate) fn uint64(value: Value) -> JsonResult<u64> {
-    integer(
-        value,
-        "an unsigned 64-bit integer (number or decimal string)",
-    )
+    integer(value, "an unsigned 64-bit integer (number or decimal string)")
 }
 
 pub(crate) fn int64(value: Value) -> JsonResult<i64> {
@@ -197,8 +188,9 @@ pub(crate) fn enumeration(value: Value, from_name: fn(&str) -> Option<i32>) -> J
 pub(crate) fn hex_bytes(value: Value) -> JsonResult<Vec<u8>> {
     match &value {
         Value::Null => Ok(Vec::new()),
-        Value::String(text) => hex::decode(text)
-            .map_err(|_| unexpected("a hex string with an even number of digits", &value)),
+        Value::String(text) => {
+            hex::decode(text).map_err(|_| unexpected("a hex string with an even number of digits", &value))
+        }
         _ => Err(unexpected("a hex string", &value)),
     }
 }
@@ -207,9 +199,7 @@ pub(crate) fn hex_bytes(value: Value) -> JsonResult<Vec<u8>> {
 pub(crate) fn base64_bytes(value: Value) -> JsonResult<Vec<u8>> {
     match &value {
         Value::Null => Ok(Vec::new()),
-        Value::String(text) => {
-            base64::decode(text).ok_or_else(|| unexpected("a base64 string", &value))
-        }
+        Value::String(text) => base64::decode(text).ok_or_else(|| unexpected("a base64 string", &value)),
         _ => Err(unexpected("a base64 string", &value)),
     }
 }
@@ -222,9 +212,7 @@ pub(crate) fn resource(value: Value) -> JsonResult<Resource> {
             "droppedAttributesCount" | "dropped_attributes_count" => {
                 resource.dropped_attributes_count = uint32(value).in_field(&field)?
             }
-            "entityRefs" | "entity_refs" => {
-                resource.entity_refs = array(value, entity_ref).in_field(&field)?
-            }
+            "entityRefs" | "entity_refs" => resource.entity_refs = array(value, entity_ref).in_field(&field)?,
             _ => {}
         }
     }
@@ -294,9 +282,7 @@ pub(crate) fn any_value(value: Value) -> JsonResult<AnyValue> {
             "doubleValue" | "double_value" => double(value).map(any_value::Value::DoubleValue),
             "bytesValue" | "bytes_value" => base64_bytes(value).map(any_value::Value::BytesValue),
             "arrayValue" | "array_value" => array_value(value).map(any_value::Value::ArrayValue),
-            "kvlistValue" | "kvlist_value" => {
-                key_value_list(value).map(any_value::Value::KvlistValue)
-            }
+            "kvlistValue" | "kvlist_value" => key_value_list(value).map(any_value::Value::KvlistValue),
             _ => continue,
         };
         any.value = Some(read.in_field(&field)?);
@@ -380,10 +366,7 @@ mod tests {
         let from_name = |name: &str| SpanKind::from_str_name(name).map(|kind| kind as i32);
         assert_eq!(enumeration(json!(2), from_name).ok(), Some(2));
         assert_eq!(enumeration(json!("2"), from_name).ok(), Some(2));
-        assert_eq!(
-            enumeration(json!("SPAN_KIND_CLIENT"), from_name).ok(),
-            Some(3)
-        );
+        assert_eq!(enumeration(json!("SPAN_KIND_CLIENT"), from_name).ok(), Some(3));
         assert_eq!(enumeration(json!(42), from_name).ok(), Some(42));
         assert!(enumeration(json!("SPAN_KIND_NONSENSE"), from_name).is_err());
     }
@@ -413,14 +396,8 @@ mod tests {
             read(json!({"boolValue": true})),
             Some(any_value::Value::BoolValue(true))
         );
-        assert_eq!(
-            read(json!({"intValue": "12"})),
-            Some(any_value::Value::IntValue(12))
-        );
-        assert_eq!(
-            read(json!({"intValue": 12})),
-            Some(any_value::Value::IntValue(12))
-        );
+        assert_eq!(read(json!({"intValue": "12"})), Some(any_value::Value::IntValue(12)));
+        assert_eq!(read(json!({"intValue": 12})), Some(any_value::Value::IntValue(12)));
         assert_eq!(
             read(json!({"doubleValue": 0.5})),
             Some(any_value::Value::DoubleValue(0.5))

@@ -7,8 +7,8 @@ use trawl_proto::otlp::trace::v1::status::StatusCode;
 use trawl_proto::otlp::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
 
 use super::{
-    InField, JsonResult, array, enumeration, hex_bytes, key_values, object, optional, resource,
-    scope, string, uint32, uint64,
+    InField, JsonResult, array, enumeration, hex_bytes, key_values, object, optional, resource, scope, string, uint32,
+    uint64,
 };
 
 pub(crate) fn request(value: Value) -> JsonResult<ExportTraceServiceRequest> {
@@ -26,9 +26,7 @@ fn resource_spans(value: Value) -> JsonResult<ResourceSpans> {
     for (field, value) in object(value)? {
         match field.as_str() {
             "resource" => out.resource = optional(value, resource).in_field(&field)?,
-            "scopeSpans" | "scope_spans" => {
-                out.scope_spans = array(value, scope_spans).in_field(&field)?
-            }
+            "scopeSpans" | "scope_spans" => out.scope_spans = array(value, scope_spans).in_field(&field)?,
             "schemaUrl" | "schema_url" => out.schema_url = string(value).in_field(&field)?,
             _ => {}
         }
@@ -64,18 +62,14 @@ fn span(value: Value) -> JsonResult<Span> {
             "traceId" | "trace_id" => span.trace_id = hex_bytes(value).in_field(&field)?,
             "spanId" | "span_id" => span.span_id = hex_bytes(value).in_field(&field)?,
             "traceState" | "trace_state" => span.trace_state = string(value).in_field(&field)?,
-            "parentSpanId" | "parent_span_id" => {
-                span.parent_span_id = hex_bytes(value).in_field(&field)?
-            }
+            "parentSpanId" | "parent_span_id" => span.parent_span_id = hex_bytes(value).in_field(&field)?,
             "flags" => span.flags = uint32(value).in_field(&field)?,
             "name" => span.name = string(value).in_field(&field)?,
             "kind" => span.kind = enumeration(value, span_kind_from_name).in_field(&field)?,
             "startTimeUnixNano" | "start_time_unix_nano" => {
                 span.start_time_unix_nano = uint64(value).in_field(&field)?
             }
-            "endTimeUnixNano" | "end_time_unix_nano" => {
-                span.end_time_unix_nano = uint64(value).in_field(&field)?
-            }
+            "endTimeUnixNano" | "end_time_unix_nano" => span.end_time_unix_nano = uint64(value).in_field(&field)?,
             "attributes" => span.attributes = key_values(value).in_field(&field)?,
             "droppedAttributesCount" | "dropped_attributes_count" => {
                 span.dropped_attributes_count = uint32(value).in_field(&field)?
@@ -85,9 +79,7 @@ fn span(value: Value) -> JsonResult<Span> {
                 span.dropped_events_count = uint32(value).in_field(&field)?
             }
             "links" => span.links = array(value, link).in_field(&field)?,
-            "droppedLinksCount" | "dropped_links_count" => {
-                span.dropped_links_count = uint32(value).in_field(&field)?
-            }
+            "droppedLinksCount" | "dropped_links_count" => span.dropped_links_count = uint32(value).in_field(&field)?,
             "status" => span.status = optional(value, status).in_field(&field)?,
             _ => {}
         }
@@ -99,9 +91,7 @@ fn event(value: Value) -> JsonResult<Event> {
     let mut event = Event::default();
     for (field, value) in object(value)? {
         match field.as_str() {
-            "timeUnixNano" | "time_unix_nano" => {
-                event.time_unix_nano = uint64(value).in_field(&field)?
-            }
+            "timeUnixNano" | "time_unix_nano" => event.time_unix_nano = uint64(value).in_field(&field)?,
             "name" => event.name = string(value).in_field(&field)?,
             "attributes" => event.attributes = key_values(value).in_field(&field)?,
             "droppedAttributesCount" | "dropped_attributes_count" => {

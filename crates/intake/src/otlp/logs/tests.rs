@@ -4,9 +4,7 @@ use trawl_proto::otlp::common::v1::{AnyValue, ArrayValue, KeyValueList, any_valu
 use trawl_proto::otlp::logs::v1::{ResourceLogs, ScopeLogs};
 
 use super::*;
-use crate::otlp::fixtures::{
-    INGEST_NANOS, any_int, any_string, cell, columns, key_value, resource, scope,
-};
+use crate::otlp::fixtures::{INGEST_NANOS, any_int, any_string, cell, columns, key_value, resource, scope};
 
 const TIME: u64 = 1_700_000_000_123_456_789;
 const OBSERVED: u64 = 1_700_000_001_000_000_000;
@@ -14,10 +12,7 @@ const OBSERVED: u64 = 1_700_000_001_000_000_000;
 fn request(records: Vec<LogRecord>) -> ExportLogsServiceRequest {
     ExportLogsServiceRequest {
         resource_logs: vec![ResourceLogs {
-            resource: Some(resource(vec![key_value(
-                "service.name",
-                any_string("checkout"),
-            )])),
+            resource: Some(resource(vec![key_value("service.name", any_string("checkout"))])),
             scope_logs: vec![ScopeLogs {
                 scope: Some(scope("app.logger", "2.1.0")),
                 log_records: records,
@@ -71,10 +66,7 @@ fn a_full_record_maps_to_every_column() {
                 Value::Dynamic(json!({"http.method": "POST", "retries": 3}))
             ),
             ("dropped_attributes_count", Value::Long(2)),
-            (
-                "resource",
-                Value::Dynamic(json!({"service.name": "checkout"}))
-            ),
+            ("resource", Value::Dynamic(json!({"service.name": "checkout"}))),
             ("scope_name", Value::String("app.logger".into())),
             ("scope_version", Value::String("2.1.0".into())),
         ]
@@ -86,13 +78,7 @@ fn an_empty_record_keeps_only_times_and_shared_cells() {
     let row = single_row(LogRecord::default());
     assert_eq!(
         columns(&row),
-        [
-            "timestamp",
-            "ingest_time",
-            "resource",
-            "scope_name",
-            "scope_version"
-        ]
+        ["timestamp", "ingest_time", "resource", "scope_name", "scope_version"]
     );
 }
 
@@ -104,10 +90,7 @@ fn timestamp_falls_back_to_observed_time_then_ingest_time() {
     };
     let row = single_row(observed_only);
     assert_eq!(cell(&row, "timestamp"), &Value::DateTime(OBSERVED as i64));
-    assert_eq!(
-        cell(&row, "observed_time"),
-        &Value::DateTime(OBSERVED as i64)
-    );
+    assert_eq!(cell(&row, "observed_time"), &Value::DateTime(OBSERVED as i64));
 
     let row = single_row(LogRecord::default());
     assert_eq!(cell(&row, "timestamp"), &Value::DateTime(INGEST_NANOS));
@@ -126,10 +109,7 @@ fn timestamp_falls_back_to_observed_time_then_ingest_time() {
 fn bodies_keep_their_shape() {
     let kvlist = AnyValue {
         value: Some(any_value::Value::KvlistValue(KeyValueList {
-            values: vec![
-                key_value("user", any_string("ada")),
-                key_value("id", any_int(7)),
-            ],
+            values: vec![key_value("user", any_string("ada")), key_value("id", any_int(7))],
         })),
     };
     let array = AnyValue {
@@ -224,10 +204,7 @@ fn invalid_records_are_rejected_and_the_rest_stored() {
     ];
     let output = logs_to_rows(&request(records), INGEST_NANOS);
     assert_eq!(output.rows.len(), 1);
-    assert_eq!(
-        cell(&output.rows[0], "body"),
-        &Value::Dynamic(json!("fine"))
-    );
+    assert_eq!(cell(&output.rows[0], "body"), &Value::Dynamic(json!("fine")));
     assert_eq!(output.rejected, 3);
     assert_eq!(
         output.error_message,
@@ -240,10 +217,7 @@ fn invalid_records_are_rejected_and_the_rest_stored() {
 fn every_row_gets_the_cells_of_its_own_resource_and_scope() {
     let mut request = request(vec![LogRecord::default()]);
     let mut second_resource = request.resource_logs[0].clone();
-    second_resource.resource = Some(resource(vec![key_value(
-        "service.name",
-        any_string("cart"),
-    )]));
+    second_resource.resource = Some(resource(vec![key_value("service.name", any_string("cart"))]));
     second_resource.scope_logs[0].scope = None;
     second_resource.scope_logs.push(ScopeLogs {
         scope: Some(scope("other", "")),
@@ -268,10 +242,7 @@ fn every_row_gets_the_cells_of_its_own_resource_and_scope() {
         &Value::Dynamic(json!({"service.name": "cart"}))
     );
     assert_eq!(output.rows[1].get("scope_name"), None);
-    assert_eq!(
-        cell(&output.rows[3], "scope_name"),
-        &Value::String("other".into())
-    );
+    assert_eq!(cell(&output.rows[3], "scope_name"), &Value::String("other".into()));
 }
 
 #[test]

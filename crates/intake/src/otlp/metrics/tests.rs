@@ -6,9 +6,7 @@ use trawl_proto::otlp::metrics::v1::{
 };
 
 use super::*;
-use crate::otlp::fixtures::{
-    INGEST_NANOS, any_double, any_string, cell, columns, key_value, resource, scope,
-};
+use crate::otlp::fixtures::{INGEST_NANOS, any_double, any_string, cell, columns, key_value, resource, scope};
 
 const START: u64 = 1_700_000_000_000_000_000;
 const TIME: u64 = 1_700_000_060_000_000_000;
@@ -76,18 +74,12 @@ fn leading_cells(metric_type: &str) -> Vec<(&'static str, Value)> {
         ("ingest_time", Value::DateTime(INGEST_NANOS)),
         ("metric_name", Value::String("latency".into())),
         ("metric_type", Value::String(metric_type.into())),
-        (
-            "metric_description",
-            Value::String("what it measures".into()),
-        ),
+        ("metric_description", Value::String("what it measures".into())),
         ("metric_unit", Value::String("ms".into())),
     ]
 }
 
-fn expected_row(
-    metric_type: &str,
-    values: Vec<(&'static str, Value)>,
-) -> Vec<(&'static str, Value)> {
+fn expected_row(metric_type: &str, values: Vec<(&'static str, Value)>) -> Vec<(&'static str, Value)> {
     let mut cells = leading_cells(metric_type);
     cells.extend(values);
     cells.push(("attributes", Value::Dynamic(json!({"cpu": "0"}))));
@@ -101,10 +93,7 @@ fn a_gauge_point_maps_to_every_column() {
         data_points: vec![number_point(Some(number_data_point::Value::AsDouble(0.75)))],
     };
     let rows = rows_of(vec![metric("latency", metric::Data::Gauge(gauge))]);
-    assert_eq!(
-        rows[0].cells,
-        expected_row("gauge", vec![("value", Value::Real(0.75))])
-    );
+    assert_eq!(rows[0].cells, expected_row("gauge", vec![("value", Value::Real(0.75))]));
 }
 
 #[test]
@@ -121,10 +110,7 @@ fn a_sum_point_carries_temporality_and_monotonicity() {
             "sum",
             vec![
                 ("value", Value::Long(42)),
-                (
-                    "aggregation_temporality",
-                    Value::String("CUMULATIVE".into())
-                ),
+                ("aggregation_temporality", Value::String("CUMULATIVE".into())),
                 ("is_monotonic", Value::Bool(true)),
             ]
         )
@@ -244,10 +230,7 @@ fn an_exponential_histogram_point_maps_scale_zero_count_and_buckets() {
         data_points: vec![point],
         aggregation_temporality: 2,
     };
-    let rows = rows_of(vec![metric(
-        "latency",
-        metric::Data::ExponentialHistogram(histogram),
-    )]);
+    let rows = rows_of(vec![metric("latency", metric::Data::ExponentialHistogram(histogram))]);
     assert_eq!(
         rows[0].cells,
         expected_row(
@@ -263,14 +246,8 @@ fn an_exponential_histogram_point_maps_scale_zero_count_and_buckets() {
                     "positive",
                     Value::Dynamic(json!({"offset": 3, "bucket_counts": [2, 3]}))
                 ),
-                (
-                    "negative",
-                    Value::Dynamic(json!({"offset": -1, "bucket_counts": [1]}))
-                ),
-                (
-                    "aggregation_temporality",
-                    Value::String("CUMULATIVE".into())
-                ),
+                ("negative", Value::Dynamic(json!({"offset": -1, "bucket_counts": [1]}))),
+                ("aggregation_temporality", Value::String("CUMULATIVE".into())),
             ]
         )
     );
@@ -332,10 +309,7 @@ fn point_flags_give_no_recorded_value_and_remaining_bits() {
                 data_points: vec![point],
             }),
         )]);
-        (
-            rows[0].get("no_recorded_value").cloned(),
-            rows[0].get("flags").cloned(),
-        )
+        (rows[0].get("no_recorded_value").cloned(), rows[0].get("flags").cloned())
     };
     assert_eq!(flags_of(0), (None, None));
     assert_eq!(flags_of(1), (Some(Value::Bool(true)), None));
@@ -391,10 +365,7 @@ fn every_point_of_every_metric_is_a_row_and_metrics_without_data_are_skipped() {
         no_data,
         metric("b", metric::Data::Sum(sum)),
     ]);
-    let names: Vec<_> = rows
-        .iter()
-        .map(|row| cell(row, "metric_name").clone())
-        .collect();
+    let names: Vec<_> = rows.iter().map(|row| cell(row, "metric_name").clone()).collect();
     let text = |name: &str| Value::String(name.into());
     assert_eq!(names, [text("a"), text("a"), text("b")]);
 }
@@ -430,10 +401,7 @@ fn invalid_points_are_rejected_and_the_rest_stored() {
     );
     late_gauge.metadata = vec![key_value("ignored", any_double(1.0))];
     let output = metrics_to_rows(
-        &request(vec![
-            metric("h", metric::Data::Histogram(histogram)),
-            late_gauge,
-        ]),
+        &request(vec![metric("h", metric::Data::Histogram(histogram)), late_gauge]),
         INGEST_NANOS,
     );
     assert_eq!(output.rows.len(), 1);

@@ -3,9 +3,7 @@ use trawl_common::Value;
 use trawl_proto::otlp::trace::v1::{ResourceSpans, ScopeSpans, Status};
 
 use super::*;
-use crate::otlp::fixtures::{
-    INGEST_NANOS, any_int, any_string, cell, columns, key_value, resource, scope,
-};
+use crate::otlp::fixtures::{INGEST_NANOS, any_int, any_string, cell, columns, key_value, resource, scope};
 
 const START: u64 = 1_700_000_000_000_000_000;
 const END: u64 = 1_700_000_000_250_000_100;
@@ -27,10 +25,7 @@ fn minimal_span() -> Span {
 fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
-            resource: Some(resource(vec![key_value(
-                "service.name",
-                any_string("frontend"),
-            )])),
+            resource: Some(resource(vec![key_value("service.name", any_string("frontend"))])),
             scope_spans: vec![ScopeSpans {
                 scope: Some(scope("http.server", "0.9")),
                 spans,
@@ -86,20 +81,14 @@ fn a_full_span_maps_to_every_column() {
             ("end_time", Value::DateTime(END as i64)),
             ("ingest_time", Value::DateTime(INGEST_NANOS)),
             ("duration", Value::Timespan(250_000_100)),
-            (
-                "trace_id",
-                Value::String("5b8efff798038103d269b633813fc60c".into())
-            ),
+            ("trace_id", Value::String("5b8efff798038103d269b633813fc60c".into())),
             ("span_id", Value::String("eee19b7ec3c1b174".into())),
             ("parent_span_id", Value::String("0101010101010101".into())),
             ("span_name", Value::String("GET /cart".into())),
             ("span_kind", Value::String("SERVER".into())),
             ("trace_state", Value::String("vendor=1".into())),
             ("status_code", Value::String("ERROR".into())),
-            (
-                "status_description",
-                Value::String("deadline exceeded".into())
-            ),
+            ("status_description", Value::String("deadline exceeded".into())),
             ("sampled", Value::Bool(true)),
             ("attributes", Value::Dynamic(json!({"http.method": "GET"}))),
             (
@@ -122,10 +111,7 @@ fn a_full_span_maps_to_every_column() {
             ("dropped_attributes_count", Value::Long(1)),
             ("dropped_events_count", Value::Long(2)),
             ("dropped_links_count", Value::Long(3)),
-            (
-                "resource",
-                Value::Dynamic(json!({"service.name": "frontend"}))
-            ),
+            ("resource", Value::Dynamic(json!({"service.name": "frontend"}))),
             ("scope_name", Value::String("http.server".into())),
             ("scope_version", Value::String("0.9".into())),
         ]
@@ -156,14 +142,7 @@ fn a_minimal_span_omits_empty_and_default_fields() {
 
 #[test]
 fn span_kinds_have_their_names_and_unspecified_is_omitted() {
-    let kind_of = |kind: i32| {
-        single_row(Span {
-            kind,
-            ..minimal_span()
-        })
-        .get("span_kind")
-        .cloned()
-    };
+    let kind_of = |kind: i32| single_row(Span { kind, ..minimal_span() }).get("span_kind").cloned();
     let names = [
         (1, "INTERNAL"),
         (2, "SERVER"),
@@ -185,10 +164,7 @@ fn status_codes_have_their_names_and_description_only_when_set() {
             status,
             ..minimal_span()
         });
-        (
-            row.get("status_code").cloned(),
-            row.get("status_description").cloned(),
-        )
+        (row.get("status_code").cloned(), row.get("status_description").cloned())
     };
     let text = |text: &str| Some(Value::String(text.into()));
     assert_eq!(status_of(None), (text("UNSET"), None));
@@ -248,10 +224,7 @@ fn span_flags_split_into_sampled_and_remaining_bits() {
     };
     assert_eq!(flags_of(0), (None, None));
     assert_eq!(flags_of(0x01), (Some(Value::Bool(true)), None));
-    assert_eq!(
-        flags_of(0x301),
-        (Some(Value::Bool(true)), Some(Value::Long(0x300)))
-    );
+    assert_eq!(flags_of(0x301), (Some(Value::Bool(true)), Some(Value::Long(0x300))));
     assert_eq!(flags_of(0x100), (None, Some(Value::Long(0x100))));
 }
 
@@ -289,11 +262,7 @@ fn link_flags_decompose_into_sampled_is_remote_and_the_rest() {
     let link = |flags: u32| Link {
         trace_id: vec![0xaa; 16],
         span_id: vec![0xbb; 8],
-        trace_state: if flags == 0 {
-            "k=v".into()
-        } else {
-            String::new()
-        },
+        trace_state: if flags == 0 { "k=v".into() } else { String::new() },
         attributes: vec![key_value("link.kind", any_string("follows"))],
         dropped_attributes_count: if flags == 0 { 1 } else { 0 },
         flags,
@@ -317,15 +286,9 @@ fn link_flags_decompose_into_sampled_is_remote_and_the_rest() {
             with(
                 json!({"trace_state": "k=v", "sampled": false, "attributes": {"link.kind": "follows"}, "dropped_attributes_count": 1})
             ),
-            with(
-                json!({"sampled": true, "is_remote": true, "attributes": {"link.kind": "follows"}})
-            ),
-            with(
-                json!({"sampled": false, "is_remote": false, "attributes": {"link.kind": "follows"}})
-            ),
-            with(
-                json!({"sampled": false, "flags": 0x1_0002, "attributes": {"link.kind": "follows"}})
-            ),
+            with(json!({"sampled": true, "is_remote": true, "attributes": {"link.kind": "follows"}})),
+            with(json!({"sampled": false, "is_remote": false, "attributes": {"link.kind": "follows"}})),
+            with(json!({"sampled": false, "flags": 0x1_0002, "attributes": {"link.kind": "follows"}})),
         ]))
     );
 }

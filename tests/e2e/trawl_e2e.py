@@ -1,0 +1,239 @@
+"""Shared helpers of the end-to-end tests: a `trawl serve` process and its query client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+READY_TIMEOUT = 30.0
+SHUTDOWN_TIMEOUT = 15.0
+LOG_TAIL_LINES = 200
+
+# Servers relevant to the running test (alive when it started, or created during it).
+CURRENT: list["TrawlServer"] = []
+# Every server of the session (the ones still running are killed at exit, just in case).
+ALL: list["TrawlServer"] = []
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (all held open until all are chosen)."""
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+class QueryError(Exception):
+    def __init__(self, status: int, body: str, kql: str):
+        super().__init__(f"query failed with HTTP {status}: {body}\nquery: {kql}")
+        self.status = status
+        self.body = body
+
+
+def http_request(
+    url: str, data: bytes | None = None, headers: dict[str, str] | None = None, method: str | None = None, timeout: float = 30.0
+) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body); HTTP error statuses are returned, not raised."""
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+class TrawlServer:
+    """One `trawl serve` process; start() may be called again after stop()/kill() (same data dir, new ports)."""
+
+    def __init__(
+        self,
+        binary: Path,
+        workdir: Path,
+        name: str = "trawl",
+        merge_interval_secs: int = 30,
+        flush_interval_ms: int = 200,
+        extra_args: list[str] | tuple[str, ...] = (),
+    ):
+        self.binary = binary
+        self.workdir = workdir
+        self.name = name
+        self.data_dir = workdir / "data"
+        self.merge_interval_secs = merge_interval_secs
+        self.flush_interval_ms = flush_interval_ms
+        self.extra_args = list(extra_args)
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+        self.log_paths: list[Path] = []
+        workdir.mkdir(parents=True, exist_ok=True)
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> "TrawlServer":
+        assert self.process is None or self.process.poll() is not None, "already running"
+        query, operator, grpc, http = free_ports(4)
+        self.query_url = f"http://127.0.0.1:{query}"
+        self.operator_url = f"http://127.0.0.1:{operator}"
+        self.otlp_grpc_endpoint = f"127.0.0.1:{grpc}"
+        self.otlp_grpc_url = f"http://127.0.0.1:{grpc}"
+        self.otlp_http_url = f"http://127.0.0.1:{http}"
+        self.starts += 1
+        log_path = self.workdir / f"{self.name}-{self.starts}.log"
+        self.log_paths.append(log_path)
+        command = [
+            str(self.binary), "serve",
+            "--data-dir", str(self.data_dir),
+            "--query-bind", f"127.0.0.1:{query}",
+            "--operator-bind", f"127.0.0.1:{operator}",
+            "--otlp-grpc-bind", f"127.0.0.1:{grpc}",
+            "--otlp-http-bind", f"127.0.0.1:{http}",
+            "--flush-interval-ms", str(self.flush_interval_ms),
+            "--merge-interval-secs", str(self.merge_interval_secs),
+            *self.extra_args,
+        ]  # fmt: skip
+        env = dict(os.environ, NO_COLOR="1", RUST_BACKTRACE="1")
+        env.setdefault("RUST_LOG", "info")
+        with open(log_path, "ab") as log:
+            log.write(f"$ {' '.join(command)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        if self not in ALL:
+            ALL.append(self)
+        if self not in CURRENT:
+            CURRENT.append(self)
+        self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        pending = [self.query_url, self.operator_url, self.otlp_http_url]
+        while pending:
+            if self.process.poll() is not None:
+                raise AssertionError(f"trawl exited with {self.process.returncode} before it was ready\n{self.log_tail()}")
+            try:
+                status, _, _ = http_request(pending[0] + "/health/ready", timeout=2)
+                if status == 200:
+                    pending.pop(0)
+                    continue
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"trawl not ready after {timeout:.0f} s ({pending[0]})\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, no chance to flush."""
+        if self.running:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self, timeout: float = SHUTDOWN_TIMEOUT) -> int | None:
+        """SIGTERM and wait; the exit code, or None when it did not exit in time (then it is killed)."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                return None
+        return self.process.returncode
+
+    def stop_cleanly(self) -> None:
+        code = self.stop()
+        assert code == 0, f"trawl did not shut down cleanly on SIGTERM (exit code {code}, None = still running after {SHUTDOWN_TIMEOUT:.0f} s)\n{self.log_tail()}"
+
+    # --- logs ------------------------------------------------------------------------------
+    def log_text(self) -> str:
+        parts = []
+        for path in self.log_paths:
+            try:
+                parts.append(f"===== {path} =====\n" + path.read_text(errors="replace"))
+            except OSError as error:
+                parts.append(f"===== {path}: {error}")
+        return "\n".join(parts)
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        text = self.log_text().splitlines()
+        skipped = len(text) - lines
+        head = [f"... {skipped} earlier lines (full logs: {', '.join(map(str, self.log_paths))})"] if skipped > 0 else []
+        return "\n".join(head + text[-lines:])
+
+    # --- queries ---------------------------------------------------------------------------
+    def query_raw(self, kql: str, since: str | None = None, until: str | None = None, timeout: float = 60.0) -> dict[str, Any]:
+        body: dict[str, Any] = {"query": kql}
+        if since is not None:
+            body["since"] = since
+        if until is not None:
+            body["until"] = until
+        status, _, data = http_request(
+            self.query_url + "/query", json.dumps(body).encode(), {"Content-Type": "application/json"}, "POST", timeout
+        )
+        if status != 200:
+            raise QueryError(status, data.decode(errors="replace"), kql)
+        return json.loads(data)
+
+    def query(self, kql: str, **kwargs) -> tuple[list[str], list[list[Any]]]:
+        """(column names, rows) of PrimaryResult."""
+        table = self.primary(self.query_raw(kql, **kwargs))
+        return [c["column_name"] for c in table["columns"]], table["rows"]
+
+    def query_typed(self, kql: str, **kwargs) -> tuple[dict[str, str], list[list[Any]]]:
+        """({column name: column type}, rows) of PrimaryResult."""
+        table = self.primary(self.query_raw(kql, **kwargs))
+        return {c["column_name"]: c["column_type"] for c in table["columns"]}, table["rows"]
+
+    def query_dicts(self, kql: str, **kwargs) -> list[dict[str, Any]]:
+        """Rows as {column: value}; columns that are null in a row are left out of its dict
+        (the store is sparse: an omitted field reads as null)."""
+        columns, rows = self.query(kql, **kwargs)
+        return [{c: v for c, v in zip(columns, row) if v is not None} for row in rows]
+
+    def count(self, kql: str = "default", **kwargs) -> int:
+        _, rows = self.query(f"{kql} | count", **kwargs)
+        return rows[0][0]
+
+    @staticmethod
+    def primary(result: dict[str, Any]) -> dict[str, Any]:
+        for table in result["Tables"]:
+            if table["name"] == "PrimaryResult":
+                return table
+        raise AssertionError(f"no PrimaryResult in {result}")
+
+    def wait_for_count(self, kql: str, expected: int, timeout: float = 10.0) -> int:
+        """Polls `kql | count` until it is at least `expected` (rows become visible after the flush)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            n = self.count(kql)
+            if n >= expected or time.monotonic() > deadline:
+                return n
+            time.sleep(0.1)
+
+
+
+MS = 1_000_000  # nanoseconds
+
+
+def iso(ns: int) -> str:
+    """A DateTime as the query API prints it: ISO 8601, 7 fractional digits (100 ns ticks), Z."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 100:07d}Z"
