@@ -1,23 +1,28 @@
 //! OTLP/gRPC on port 4317: the `Export` methods of the logs, trace and metrics services.
-//! gzip-compressed requests are accepted. A malformed request is INVALID_ARGUMENT; data
-//! that could not be stored is UNAVAILABLE (the exporter retries).
+//!
+//! Requests are taken as raw bytes (a pass-through codec) and go through the same
+//! decode-and-map path as OTLP/HTTP ([`crate::otlp_http::map_request`]), so an undecodable
+//! request is INVALID_ARGUMENT (tonic's generated servers would answer INTERNAL), and both
+//! transports share one mapping. gzip-compressed requests are accepted. Data that could not
+//! be stored is UNAVAILABLE (the exporter retries).
 
-use tonic::codec::CompressionEncoding;
+use std::convert::Infallible;
+use std::marker::PhantomData;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, BufMut};
+use futures::future::BoxFuture;
+use prost::Message;
+use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder};
+use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 use trawl_common::{ErrorCode, TrawlError};
-use trawl_proto::otlp::collector::logs::v1::logs_service_server::{LogsService, LogsServiceServer};
-use trawl_proto::otlp::collector::logs::v1::{
-    ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
-};
-use trawl_proto::otlp::collector::metrics::v1::metrics_service_server::{MetricsService, MetricsServiceServer};
-use trawl_proto::otlp::collector::metrics::v1::{
-    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
-};
-use trawl_proto::otlp::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use trawl_proto::otlp::collector::trace::v1::{
-    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use trawl_intake::otlp::PayloadFormat;
+use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
+use trawl_proto::otlp::collector::metrics::v1::{ExportMetricsPartialSuccess, ExportMetricsServiceResponse};
+use trawl_proto::otlp::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 
+use crate::otlp_http::{Signal, map_request};
 use crate::state::IngestState;
 
 /// Maps a Trawl error to a gRPC status.
@@ -35,109 +40,203 @@ pub fn status_of(error: &TrawlError) -> Status {
     Status::new(code, error.message.clone())
 }
 
-/// The OTLP gRPC service implementation.
-#[derive(Debug, Clone)]
-pub struct OtlpGrpc {
+/// A codec that passes message bytes through untouched.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RawCodec;
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RawEncoder;
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RawDecoder;
+
+impl Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawEncoder;
+    type Decoder = RawDecoder;
+
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+
+    fn decoder(&mut self) -> RawDecoder {
+        RawDecoder
+    }
+}
+
+impl Encoder for RawEncoder {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for RawDecoder {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        let mut bytes = vec![0; src.remaining()];
+        src.copy_to_slice(&mut bytes);
+        Ok(Some(bytes))
+    }
+}
+
+/// One OTLP service: its gRPC name, method path and signal.
+pub trait OtlpService: Send + Sync + 'static {
+    const NAME: &'static str;
+    const PATH: &'static str;
+    const SIGNAL: Signal;
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Logs;
+#[derive(Debug, Clone, Copy)]
+pub struct Traces;
+#[derive(Debug, Clone, Copy)]
+pub struct Metrics;
+
+impl OtlpService for Logs {
+    const NAME: &'static str = "opentelemetry.proto.collector.logs.v1.LogsService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
+    const SIGNAL: Signal = Signal::Logs;
+}
+
+impl OtlpService for Traces {
+    const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+    const SIGNAL: Signal = Signal::Traces;
+}
+
+impl OtlpService for Metrics {
+    const NAME: &'static str = "opentelemetry.proto.collector.metrics.v1.MetricsService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
+    const SIGNAL: Signal = Signal::Metrics;
+}
+
+/// The gRPC server of one OTLP service.
+#[derive(Debug)]
+pub struct OtlpGrpcServer<S> {
     state: IngestState,
+    signal: PhantomData<S>,
 }
 
-impl OtlpGrpc {
-    pub fn new(state: IngestState) -> OtlpGrpc {
-        OtlpGrpc { state }
-    }
-
-    pub fn logs_server(&self) -> LogsServiceServer<OtlpGrpc> {
-        LogsServiceServer::new(self.clone())
-            .accept_compressed(CompressionEncoding::Gzip)
-            .max_decoding_message_size(self.state.max_body_bytes)
-    }
-
-    pub fn trace_server(&self) -> TraceServiceServer<OtlpGrpc> {
-        TraceServiceServer::new(self.clone())
-            .accept_compressed(CompressionEncoding::Gzip)
-            .max_decoding_message_size(self.state.max_body_bytes)
-    }
-
-    pub fn metrics_server(&self) -> MetricsServiceServer<OtlpGrpc> {
-        MetricsServiceServer::new(self.clone())
-            .accept_compressed(CompressionEncoding::Gzip)
-            .max_decoding_message_size(self.state.max_body_bytes)
-    }
-
-    async fn store(&self, mapped: trawl_intake::IntakeOutput) -> Result<(i64, String), Status> {
-        use std::sync::atomic::Ordering::Relaxed;
-        let counters = &self.state.counters;
-        counters.requests.fetch_add(1, Relaxed);
-        let rows = mapped.rows.len() as u64;
-        if let Err(error) = self
-            .state
-            .ingestor
-            .submit(&self.state.database, &self.state.table, mapped.rows)
-            .await
-        {
-            counters.failed_requests.fetch_add(1, Relaxed);
-            return Err(status_of(&error));
+impl<S> Clone for OtlpGrpcServer<S> {
+    fn clone(&self) -> Self {
+        OtlpGrpcServer {
+            state: self.state.clone(),
+            signal: PhantomData,
         }
-        counters.rows.fetch_add(rows, Relaxed);
-        counters.rejected_rows.fetch_add(mapped.rejected.max(0) as u64, Relaxed);
-        Ok((mapped.rejected, mapped.error_message))
     }
 }
 
-fn now() -> i64 {
-    trawl_common::time::now_nanos()
+impl<S: OtlpService> OtlpGrpcServer<S> {
+    pub fn new(state: IngestState) -> OtlpGrpcServer<S> {
+        OtlpGrpcServer {
+            state,
+            signal: PhantomData,
+        }
+    }
 }
 
-#[tonic::async_trait]
-impl LogsService for OtlpGrpc {
-    async fn export(
-        &self,
-        request: Request<ExportLogsServiceRequest>,
-    ) -> Result<Response<ExportLogsServiceResponse>, Status> {
-        let mapped = trawl_intake::otlp::logs_to_rows(request.get_ref(), now());
-        let (rejected, error_message) = self.store(mapped).await?;
-        let partial = rejected > 0 || !error_message.is_empty();
-        Ok(Response::new(ExportLogsServiceResponse {
+impl<S: OtlpService> NamedService for OtlpGrpcServer<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S: OtlpService> tower::Service<http::Request<tonic::body::Body>> for OtlpGrpcServer<S> {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        if request.uri().path() != S::PATH {
+            return Box::pin(async { Ok(Status::unimplemented("unknown method").into_http()) });
+        }
+        let handler = ExportHandler {
+            state: self.state.clone(),
+            signal: S::SIGNAL,
+        };
+        let max_body = self.state.max_body_bytes;
+        Box::pin(async move {
+            let mut accept = EnabledCompressionEncodings::default();
+            accept.enable(CompressionEncoding::Gzip);
+            accept.enable(CompressionEncoding::Zstd);
+            let mut grpc = Grpc::new(RawCodec)
+                .apply_compression_config(accept, EnabledCompressionEncodings::default())
+                .apply_max_message_size_config(Some(max_body), None);
+            Ok(grpc.unary(handler, request).await)
+        })
+    }
+}
+
+/// Handles one `Export` call.
+#[derive(Debug, Clone)]
+struct ExportHandler {
+    state: IngestState,
+    signal: Signal,
+}
+
+impl UnaryService<Vec<u8>> for ExportHandler {
+    type Response = Vec<u8>;
+    type Future = BoxFuture<'static, Result<Response<Vec<u8>>, Status>>;
+
+    fn call(&mut self, request: Request<Vec<u8>>) -> Self::Future {
+        let state = self.state.clone();
+        let signal = self.signal;
+        Box::pin(async move {
+            use std::sync::atomic::Ordering::Relaxed;
+            let counters = &state.counters;
+            counters.requests.fetch_add(1, Relaxed);
+            let now = trawl_common::time::now_nanos();
+            let mapped = map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| {
+                counters.failed_requests.fetch_add(1, Relaxed);
+                status_of(&error)
+            })?;
+            let rows = mapped.rows.len() as u64;
+            let (rejected, error_message) = (mapped.rejected, mapped.error_message);
+            if let Err(error) = state.ingestor.submit(&state.database, &state.table, mapped.rows).await {
+                counters.failed_requests.fetch_add(1, Relaxed);
+                return Err(status_of(&error));
+            }
+            counters.rows.fetch_add(rows, Relaxed);
+            counters.rejected_rows.fetch_add(rejected.max(0) as u64, Relaxed);
+            Ok(Response::new(export_response(signal, rejected, error_message)))
+        })
+    }
+}
+
+/// The encoded `Export*ServiceResponse` of a signal.
+fn export_response(signal: Signal, rejected: i64, error_message: String) -> Vec<u8> {
+    let partial = rejected > 0 || !error_message.is_empty();
+    match signal {
+        Signal::Logs => ExportLogsServiceResponse {
             partial_success: partial.then_some(ExportLogsPartialSuccess {
                 rejected_log_records: rejected,
                 error_message,
             }),
-        }))
-    }
-}
-
-#[tonic::async_trait]
-impl TraceService for OtlpGrpc {
-    async fn export(
-        &self,
-        request: Request<ExportTraceServiceRequest>,
-    ) -> Result<Response<ExportTraceServiceResponse>, Status> {
-        let mapped = trawl_intake::otlp::traces_to_rows(request.get_ref(), now());
-        let (rejected, error_message) = self.store(mapped).await?;
-        let partial = rejected > 0 || !error_message.is_empty();
-        Ok(Response::new(ExportTraceServiceResponse {
+        }
+        .encode_to_vec(),
+        Signal::Traces => ExportTraceServiceResponse {
             partial_success: partial.then_some(ExportTracePartialSuccess {
                 rejected_spans: rejected,
                 error_message,
             }),
-        }))
-    }
-}
-
-#[tonic::async_trait]
-impl MetricsService for OtlpGrpc {
-    async fn export(
-        &self,
-        request: Request<ExportMetricsServiceRequest>,
-    ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
-        let mapped = trawl_intake::otlp::metrics_to_rows(request.get_ref(), now());
-        let (rejected, error_message) = self.store(mapped).await?;
-        let partial = rejected > 0 || !error_message.is_empty();
-        Ok(Response::new(ExportMetricsServiceResponse {
+        }
+        .encode_to_vec(),
+        Signal::Metrics => ExportMetricsServiceResponse {
             partial_success: partial.then_some(ExportMetricsPartialSuccess {
                 rejected_data_points: rejected,
                 error_message,
             }),
-        }))
+        }
+        .encode_to_vec(),
     }
 }

@@ -152,13 +152,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         trawl_api::otlp_http::router(ingest_state.clone()),
         stop.clone(),
     ));
-    let grpc = trawl_api::otlp_grpc::OtlpGrpc::new(ingest_state);
+    use trawl_api::otlp_grpc::{Logs, Metrics, OtlpGrpcServer, Traces};
+    let (logs, traces, metrics) = (
+        OtlpGrpcServer::<Logs>::new(ingest_state.clone()),
+        OtlpGrpcServer::<Traces>::new(ingest_state.clone()),
+        OtlpGrpcServer::<Metrics>::new(ingest_state),
+    );
     let grpc_stop = wait_for(stop.clone());
     servers.spawn(async move {
         tonic::transport::Server::builder()
-            .add_service(grpc.logs_server())
-            .add_service(grpc.trace_server())
-            .add_service(grpc.metrics_server())
+            .add_service(logs)
+            .add_service(traces)
+            .add_service(metrics)
             .serve_with_incoming_shutdown(
                 tonic::transport::server::TcpIncoming::from(otlp_grpc_listener),
                 grpc_stop,
