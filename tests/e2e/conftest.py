@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trawl_e2e import ALL, CURRENT, SHUTDOWN_TIMEOUT, TrawlServer
+from trawl_e2e import ALL, CURRENT, TrawlServer, stop_all
 
 
 def trawl_binary() -> Path:
@@ -32,22 +32,13 @@ def trawl_bin() -> Path:
     return trawl_binary()
 
 
-def _stop_all(servers: list[TrawlServer]) -> None:
-    failures = []
-    for server in servers:
-        code = server.stop()
-        if code != 0:
-            failures.append(f"{server.name}: exit code {code} (None = did not exit within {SHUTDOWN_TIMEOUT:.0f} s)\n{server.log_tail()}")
-    assert not failures, "trawl did not shut down cleanly on SIGTERM:\n" + "\n".join(failures)
-
-
 @pytest.fixture(scope="module")
 def trawl(trawl_bin, tmp_path_factory) -> TrawlServer:
     """One server for the whole module; stopped with SIGTERM at the end (must exit 0)."""
     server = TrawlServer(trawl_bin, tmp_path_factory.mktemp("trawl"), merge_interval_secs=30)
     server.start()
     yield server
-    _stop_all([server])
+    stop_all([server])
 
 
 @pytest.fixture
@@ -63,7 +54,7 @@ def trawl_factory(trawl_bin, tmp_path):
         return server
 
     yield make
-    _stop_all(servers)
+    stop_all(servers)
 
 
 # --- server logs in failure reports --------------------------------------------------------

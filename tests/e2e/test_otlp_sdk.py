@@ -26,9 +26,20 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.metrics import Observation
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExportResult
-from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider, ObservableCounter, ObservableUpDownCounter, UpDownCounter
+from opentelemetry.sdk.metrics import (
+    Counter,
+    Histogram,
+    MeterProvider,
+    ObservableCounter,
+    ObservableUpDownCounter,
+    UpDownCounter,
+)
 from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricExportResult, PeriodicExportingMetricReader
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, ExponentialBucketHistogramAggregation, View
+from opentelemetry.sdk.metrics.view import (
+    ExplicitBucketHistogramAggregation,
+    ExponentialBucketHistogramAggregation,
+    View,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
@@ -97,7 +108,12 @@ def make_exporters(server, transport: str, delta: bool = False):
             ObservableUpDownCounter: AggregationTemporality.CUMULATIVE,
         }
     if transport.startswith("grpc"):
-        common = dict(endpoint=server.otlp_grpc_url, insecure=True, timeout=10, compression=grpc.Compression.Gzip if gzip else None)
+        common = dict(
+            endpoint=server.otlp_grpc_url,
+            insecure=True,
+            timeout=10,
+            compression=grpc.Compression.Gzip if gzip else None,
+        )
         return (
             recording(GrpcSpanExporter)(**common),
             recording(GrpcLogExporter)(**common),
@@ -108,7 +124,9 @@ def make_exporters(server, transport: str, delta: bool = False):
     return (
         recording(HttpSpanExporter)(endpoint=f"{base}/v1/traces", timeout=10, compression=compression),
         recording(HttpLogExporter)(endpoint=f"{base}/v1/logs", timeout=10, compression=compression),
-        recording(HttpMetricExporter)(endpoint=f"{base}/v1/metrics", timeout=10, compression=compression, preferred_temporality=temporality),
+        recording(HttpMetricExporter)(
+            endpoint=f"{base}/v1/metrics", timeout=10, compression=compression, preferred_temporality=temporality
+        ),
     )
 
 
@@ -139,7 +157,14 @@ def send_with_sdk(server, transport: str) -> Sent:
         "GET /api/items",
         kind=SpanKind.SERVER,
         start_time=t0,
-        attributes={"http.method": "GET", "http.route": "/api/items", "retries": 3, "ratio": 0.25, "cached": False, "tags": ["a", "b"]},
+        attributes={
+            "http.method": "GET",
+            "http.route": "/api/items",
+            "retries": 3,
+            "ratio": 0.25,
+            "cached": False,
+            "tags": ["a", "b"],
+        },
     )
     child = tracer.start_span(
         "db.query",
@@ -179,7 +204,10 @@ def send_with_sdk(server, transport: str) -> Sent:
 
     # Metrics: cumulative provider (the SDK default) and a delta one. Readers export only at shutdown.
     views = [
-        View(instrument_name="e2e.latency", aggregation=ExplicitBucketHistogramAggregation(boundaries=[10.0, 100.0, 1000.0])),
+        View(
+            instrument_name="e2e.latency",
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=[10.0, 100.0, 1000.0]),
+        ),
         View(instrument_name="e2e.exp_latency", aggregation=ExponentialBucketHistogramAggregation()),
     ]
     meter_provider = MeterProvider(
@@ -323,7 +351,14 @@ def test_span_rows(trawl, sent, transport):
             "duration": "00:00:01.5000000",
             "status_code": "UNSET",
             "status_description": None,
-            "attributes": {"http.method": "GET", "http.route": "/api/items", "retries": 3, "ratio": 0.25, "cached": False, "tags": ["a", "b"]},
+            "attributes": {
+                "http.method": "GET",
+                "http.route": "/api/items",
+                "retries": 3,
+                "ratio": 0.25,
+                "cached": False,
+                "tags": ["a", "b"],
+            },
             "events": None,
             "links": None,
         },
@@ -344,21 +379,44 @@ def test_span_rows(trawl, sent, transport):
             "status_code": "ERROR",
             "status_description": "database timeout",
             "attributes": {"db.system": "postgresql"},
-            "events": [{"timestamp": iso(t0 + 150 * MS), "name": "cache.miss", "attributes": {"cache.key": "items:42", "attempt": 2}}],
+            "events": [
+                {
+                    "timestamp": iso(t0 + 150 * MS),
+                    "name": "cache.miss",
+                    "attributes": {"cache.key": "items:42", "attempt": 2},
+                }
+            ],
             # Link flags from the Python SDK: HAS_IS_REMOTE only, so sampled false, is_remote false.
-            "links": [{"trace_id": s.linked_trace, "span_id": s.linked_span, "sampled": False, "is_remote": False, "attributes": {"link.reason": "follows"}}],
+            "links": [
+                {
+                    "trace_id": s.linked_trace,
+                    "span_id": s.linked_span,
+                    "sampled": False,
+                    "is_remote": False,
+                    "attributes": {"link.reason": "follows"},
+                }
+            ],
         },
         "child span",
     )
     assert_fields(
         linked,
-        {**common, "span_id": s.linked_span, "trace_id": s.linked_trace, "span_kind": "CLIENT", "duration": "00:00:00.0400000", "parent_span_id": None},
+        {
+            **common,
+            "span_id": s.linked_span,
+            "trace_id": s.linked_trace,
+            "span_kind": "CLIENT",
+            "duration": "00:00:00.0400000",
+            "parent_span_id": None,
+        },
         "linked span",
     )
     for row in spans:
         for name in ("trace_id", "span_id"):
             value = row[name]
-            assert value == value.lower() and all(c in "0123456789abcdef" for c in value), f"{name} not lowercase hex: {value}"
+            assert value == value.lower() and all(c in "0123456789abcdef" for c in value), (
+                f"{name} not lowercase hex: {value}"
+            )
         assert len(row["trace_id"]) == 32 and len(row["span_id"]) == 16
         assert "ingest_time" in row and row["ingest_time"] >= row["timestamp"]
         # Log-only columns are absent on span rows.
@@ -389,8 +447,14 @@ def test_span_column_types_and_queries(trawl, sent, transport):
     )
     assert rows == [[f"e2e-sdk-{transport}", "cache.miss", "follows"]]
     assert trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and status_code == 'ERROR'") == 1
-    assert trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and span_kind in ('SERVER', 'CLIENT')") == 2
-    assert trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and status_description has 'timeout'") == 1
+    assert (
+        trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and span_kind in ('SERVER', 'CLIENT')")
+        == 2
+    )
+    assert (
+        trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and status_description has 'timeout'")
+        == 1
+    )
 
 
 # --- logs ---------------------------------------------------------------------------------------
@@ -456,7 +520,9 @@ def test_log_joins_its_span(trawl, sent, transport):
     assert types == {"span_name": "string", "severity_number": "long", "body": "dynamic", "severity_text": "string"}
     assert rows == [["", 17, "query failed: timeout", "ERROR"], ["db.query", None, None, ""]]
     assert trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and body has 'timeout'") == 1
-    assert trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and body['event'] == 'startup'") == 1
+    assert (
+        trawl.count(f"default | where resource['e2e.transport'] == '{transport}' and body['event'] == 'startup'") == 1
+    )
 
 
 # --- metrics ------------------------------------------------------------------------------------
@@ -492,13 +558,28 @@ def test_metric_sum_rows(trawl, sent, transport):
     queue = one(metric_rows(trawl, transport, "e2e.queue_depth"), "up-down counter point")
     assert_fields(
         queue,
-        {**common, "value": 7, "aggregation_temporality": "CUMULATIVE", "is_monotonic": False, "metric_unit": "{item}", "metric_description": None, "attributes": None},
+        {
+            **common,
+            "value": 7,
+            "aggregation_temporality": "CUMULATIVE",
+            "is_monotonic": False,
+            "metric_unit": "{item}",
+            "metric_description": None,
+            "attributes": None,
+        },
         "up-down counter point",
     )
     delta = one(metric_rows(trawl, transport, "e2e.delta_requests"), "delta counter point")
     assert_fields(
         delta,
-        {**common, "scope_name": "e2e.meter.delta", "scope_version": "4.1", "value": 7, "aggregation_temporality": "DELTA", "is_monotonic": True},
+        {
+            **common,
+            "scope_name": "e2e.meter.delta",
+            "scope_version": "4.1",
+            "value": 7,
+            "aggregation_temporality": "DELTA",
+            "is_monotonic": True,
+        },
         "delta counter point",
     )
     for row in rows + [queue, delta]:
@@ -525,7 +606,11 @@ def test_metric_gauge_rows(trawl, sent, transport):
         "observable gauge point",
     )
     sync = one(metric_rows(trawl, transport, "e2e.sync_gauge"), "gauge point")
-    assert_fields(sync, {"metric_type": "gauge", "value": 3, "attributes": {"kind": "sync"}, "aggregation_temporality": None}, "gauge point")
+    assert_fields(
+        sync,
+        {"metric_type": "gauge", "value": 3, "attributes": {"kind": "sync"}, "aggregation_temporality": None},
+        "gauge point",
+    )
     assert temperature.get("timestamp") and temperature.get("ingest_time")
 
 
@@ -557,7 +642,16 @@ def test_metric_histogram_rows(trawl, sent, transport):
     delta = one(metric_rows(trawl, transport, "e2e.delta_latency"), "delta histogram point")
     assert_fields(
         delta,
-        {"metric_type": "histogram", "metric_unit": "s", "count": 1, "sum": 1.5, "min": 1.5, "max": 1.5, "aggregation_temporality": "DELTA", "scope_name": "e2e.meter.delta"},
+        {
+            "metric_type": "histogram",
+            "metric_unit": "s",
+            "count": 1,
+            "sum": 1.5,
+            "min": 1.5,
+            "max": 1.5,
+            "aggregation_temporality": "DELTA",
+            "scope_name": "e2e.meter.delta",
+        },
         "delta histogram point",
     )
     assert sum(delta["bucket_counts"]) == 1 and len(delta["bucket_counts"]) == len(delta["explicit_bounds"]) + 1
@@ -568,17 +662,33 @@ def test_metric_exponential_histogram_rows(trawl, sent, transport):
     row = one(metric_rows(trawl, transport, "e2e.exp_latency"), "exponential histogram point")
     assert_fields(
         row,
-        {"metric_type": "exponential_histogram", "count": 4, "sum": 15.0, "min": 1.0, "max": 8.0, "zero_count": 0, "aggregation_temporality": "CUMULATIVE", "value": None, "bucket_counts": None},
+        {
+            "metric_type": "exponential_histogram",
+            "count": 4,
+            "sum": 15.0,
+            "min": 1.0,
+            "max": 8.0,
+            "zero_count": 0,
+            "aggregation_temporality": "CUMULATIVE",
+            "value": None,
+            "bucket_counts": None,
+        },
         "exponential histogram point",
     )
     assert isinstance(row.get("scale"), int), row
     positive = row.get("positive")
     assert isinstance(positive, dict) and set(positive) >= {"offset", "bucket_counts"}, row
     assert sum(positive["bucket_counts"]) == 4, positive
-    # Every value v lies in bucket index floor(log2(v) * 2^scale) (upper-inclusive edges aside);
-    # with 1, 2, 4, 8 the first bucket index is offset, the last offset + len - 1.
-    base_index = positive["offset"]
-    assert base_index <= 0 <= base_index + len(positive["bucket_counts"]), positive
+    # Value v = 2^k lies in bucket ceil(k * 2^scale) - 1 = k * 2^scale - 1 (upper-inclusive buckets):
+    # for 1, 2, 4, 8 the offset is -1 and the four counts sit 2^scale apart.
+    scale = row["scale"]
+    counts = positive["bucket_counts"]
+    expected = [0] * (3 * 2**scale + 1)
+    for k in range(4):
+        expected[k * 2**scale] = 1
+    # (The SDK sends its whole bucket array, trailing zeros included.)
+    assert len(counts) >= len(expected) and not any(counts[len(expected) :]), f"scale {scale}: {positive}"
+    assert (positive["offset"], counts[: len(expected)]) == (-1, expected), f"scale {scale}: {positive}"
     assert "negative" not in row or sum(row["negative"].get("bucket_counts", [])) == 0, row
 
 

@@ -14,6 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+# Every client here talks to 127.0.0.1: never through a proxy from the environment (urllib,
+# requests and gRPC all honour no_proxy).
+for _name in ("no_proxy", "NO_PROXY"):
+    os.environ[_name] = ",".join(filter(None, [os.environ.get(_name, ""), "127.0.0.1", "localhost"]))
+
 READY_TIMEOUT = 30.0
 SHUTDOWN_TIMEOUT = 15.0
 LOG_TAIL_LINES = 200
@@ -46,7 +51,11 @@ class QueryError(Exception):
 
 
 def http_request(
-    url: str, data: bytes | None = None, headers: dict[str, str] | None = None, method: str | None = None, timeout: float = 30.0
+    url: str,
+    data: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    method: str | None = None,
+    timeout: float = 30.0,
 ) -> tuple[int, dict[str, str], bytes]:
     """(status, headers, body); HTTP error statuses are returned, not raised."""
     request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
@@ -109,7 +118,9 @@ class TrawlServer:
         with open(log_path, "ab") as log:
             log.write(f"$ {' '.join(command)}\n".encode())
             log.flush()
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+            )
         if self not in ALL:
             ALL.append(self)
         if self not in CURRENT:
@@ -122,7 +133,9 @@ class TrawlServer:
         pending = [self.query_url, self.operator_url, self.otlp_http_url]
         while pending:
             if self.process.poll() is not None:
-                raise AssertionError(f"trawl exited with {self.process.returncode} before it was ready\n{self.log_tail()}")
+                raise AssertionError(
+                    f"trawl exited with {self.process.returncode} before it was ready\n{self.log_tail()}"
+                )
             try:
                 status, _, _ = http_request(pending[0] + "/health/ready", timeout=2)
                 if status == 200:
@@ -160,7 +173,9 @@ class TrawlServer:
 
     def stop_cleanly(self) -> None:
         code = self.stop()
-        assert code == 0, f"trawl did not shut down cleanly on SIGTERM (exit code {code}, None = still running after {SHUTDOWN_TIMEOUT:.0f} s)\n{self.log_tail()}"
+        assert code == 0, (
+            f"trawl did not shut down cleanly on SIGTERM (exit code {code}, None = still running after {SHUTDOWN_TIMEOUT:.0f} s)\n{self.log_tail()}"
+        )
 
     # --- logs ------------------------------------------------------------------------------
     def log_text(self) -> str:
@@ -175,11 +190,15 @@ class TrawlServer:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         text = self.log_text().splitlines()
         skipped = len(text) - lines
-        head = [f"... {skipped} earlier lines (full logs: {', '.join(map(str, self.log_paths))})"] if skipped > 0 else []
+        head = (
+            [f"... {skipped} earlier lines (full logs: {', '.join(map(str, self.log_paths))})"] if skipped > 0 else []
+        )
         return "\n".join(head + text[-lines:])
 
     # --- queries ---------------------------------------------------------------------------
-    def query_raw(self, kql: str, since: str | None = None, until: str | None = None, timeout: float = 60.0) -> dict[str, Any]:
+    def query_raw(
+        self, kql: str, since: str | None = None, until: str | None = None, timeout: float = 60.0
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"query": kql}
         if since is not None:
             body["since"] = since
@@ -228,6 +247,16 @@ class TrawlServer:
                 return n
             time.sleep(0.1)
 
+
+def stop_all(servers: list[TrawlServer]) -> None:
+    failures = []
+    for server in servers:
+        code = server.stop()
+        if code != 0:
+            failures.append(
+                f"{server.name}: exit code {code} (None = did not exit within {SHUTDOWN_TIMEOUT:.0f} s)\n{server.log_tail()}"
+            )
+    assert not failures, "trawl did not shut down cleanly on SIGTERM:\n" + "\n".join(failures)
 
 
 MS = 1_000_000  # nanoseconds

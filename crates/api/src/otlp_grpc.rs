@@ -172,9 +172,25 @@ impl<S: OtlpService> tower::Service<http::Request<tonic::body::Body>> for OtlpGr
             let mut grpc = Grpc::new(RawCodec)
                 .apply_compression_config(accept, EnabledCompressionEncodings::default())
                 .apply_max_message_size_config(Some(max_body), None);
-            Ok(grpc.unary(handler, request).await)
+            Ok(permanent_when_too_large(grpc.unary(handler, request).await))
         })
     }
+}
+
+/// tonic refuses a message over the size limit with OUT_OF_RANGE, which OTLP exporters retry
+/// forever; an oversized request is a permanent error (RESOURCE_EXHAUSTED, as
+/// [`status_of`] maps `PayloadTooLarge`). On this path OUT_OF_RANGE has no other source.
+fn permanent_when_too_large(mut response: http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body> {
+    let out_of_range = (tonic::Code::OutOfRange as i32).to_string();
+    if response
+        .headers()
+        .get(Status::GRPC_STATUS)
+        .is_some_and(|v| v.as_bytes() == out_of_range.as_bytes())
+    {
+        let exhausted = (tonic::Code::ResourceExhausted as i32).into();
+        response.headers_mut().insert(Status::GRPC_STATUS, exhausted);
+    }
+    response
 }
 
 /// Handles one `Export` call.
@@ -195,6 +211,13 @@ impl UnaryService<Vec<u8>> for ExportHandler {
             use std::sync::atomic::Ordering::Relaxed;
             let counters = &state.counters;
             counters.requests.fetch_add(1, Relaxed);
+            if request.get_ref().len() > state.max_body_bytes {
+                counters.failed_requests.fetch_add(1, Relaxed);
+                return Err(status_of(&TrawlError::new(
+                    ErrorCode::PayloadTooLarge,
+                    format!("the request is larger than {} bytes", state.max_body_bytes),
+                )));
+            }
             let now = trawl_common::time::now_nanos();
             let mapped = map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| {
                 counters.failed_requests.fetch_add(1, Relaxed);

@@ -93,6 +93,9 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
                 format!("the request body is larger than {limit} bytes"),
             );
         }
+        Err(error @ BodyError::UnsupportedEncoding(_)) => {
+            return status_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, format, error.to_string());
+        }
         Err(error) => return status_response(StatusCode::BAD_REQUEST, format, error.to_string()),
     };
     let now = trawl_common::time::now_nanos();

@@ -43,6 +43,10 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
     /// Live segments of a table whose time range overlaps `range` (all when `None`).
     async fn live_segments(&self, database: &str, table: &str, range: Option<TimeRange>) -> Result<Vec<SegmentMeta>>;
 
+    /// Creates `database.table` with `columns` if it does not exist yet (an existing table
+    /// gains the columns it lacks).
+    async fn ensure_table(&self, database: &str, table: &str, columns: &[ColumnInfo]) -> Result<()>;
+
     /// Names of all databases that hold at least one table.
     async fn databases(&self) -> Result<Vec<String>>;
 

@@ -84,11 +84,16 @@ impl SqliteCatalog {
         Ok(())
     }
 
-    async fn register_columns(tx: &mut Transaction<'_, Sqlite>, segment: &SegmentMeta) -> Result<()> {
+    async fn register_columns(
+        tx: &mut Transaction<'_, Sqlite>,
+        database: &str,
+        table: &str,
+        columns: &[ColumnInfo],
+    ) -> Result<()> {
         let existing =
             sqlx::query("SELECT name, kql_type, ordinal FROM table_columns WHERE database = ? AND table_name = ?")
-                .bind(&segment.database)
-                .bind(&segment.table)
+                .bind(database)
+                .bind(table)
                 .fetch_all(&mut **tx)
                 .await?;
         let mut known: Vec<(String, KqlType)> = Vec::with_capacity(existing.len());
@@ -100,7 +105,7 @@ impl SqliteCatalog {
             next_ordinal = next_ordinal.max(ordinal + 1);
             known.push((name, parse_type(&kql_type)?));
         }
-        for column in &segment.columns {
+        for column in columns {
             match known.iter().find(|(name, _)| *name == column.name) {
                 Some((_, current)) => {
                     let widened = current.widen(column.kql_type);
@@ -109,8 +114,8 @@ impl SqliteCatalog {
                             "UPDATE table_columns SET kql_type = ? WHERE database = ? AND table_name = ? AND name = ?",
                         )
                         .bind(widened.as_str())
-                        .bind(&segment.database)
-                        .bind(&segment.table)
+                        .bind(database)
+                        .bind(table)
                         .bind(&column.name)
                         .execute(&mut **tx)
                         .await?;
@@ -120,8 +125,8 @@ impl SqliteCatalog {
                     sqlx::query(
                         "INSERT INTO table_columns (database, table_name, ordinal, name, kql_type) VALUES (?, ?, ?, ?, ?)",
                     )
-                    .bind(&segment.database)
-                    .bind(&segment.table)
+                    .bind(database)
+                    .bind(table)
                     .bind(next_ordinal)
                     .bind(&column.name)
                     .bind(column.kql_type.as_str())
@@ -201,7 +206,7 @@ impl Catalog for SqliteCatalog {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-            Self::register_columns(&mut tx, segment).await?;
+            Self::register_columns(&mut tx, &segment.database, &segment.table, &segment.columns).await?;
             let columns = serde_json::to_string(&segment.columns).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
             sqlx::query(
                 "INSERT INTO segments (id, database, table_name, path, min_time, max_time, rows, bytes, columns, merge_level, state, created_at)
@@ -251,6 +256,19 @@ impl Catalog for SqliteCatalog {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(segment_from_row).collect()
+    }
+
+    async fn ensure_table(&self, database: &str, table: &str, columns: &[ColumnInfo]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT OR IGNORE INTO tables (database, name, created_at) VALUES (?, ?, ?)")
+            .bind(database)
+            .bind(table)
+            .bind(trawl_common::time::now_nanos())
+            .execute(&mut *tx)
+            .await?;
+        Self::register_columns(&mut tx, database, table, columns).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn databases(&self) -> Result<Vec<String>> {
@@ -418,6 +436,23 @@ mod tests {
             .collect();
         assert_eq!(live, vec!["m".to_string()]);
         let dead = catalog.tombstoned_before(i64::MAX).await?;
+        // ensure_table keeps what exists and adds what is missing.
+        catalog
+            .ensure_table(
+                "default",
+                "default",
+                &[ColumnInfo {
+                    name: "extra".into(),
+                    kql_type: KqlType::Bool,
+                }],
+            )
+            .await?;
+        let table = catalog
+            .table("default", "default")
+            .await?
+            .ok_or(CatalogError::Corrupt("missing".into()))?;
+        assert_eq!(table.columns.last().map(|c| c.name.as_str()), Some("extra"));
+        assert_eq!(table.columns[0].name, "timestamp");
         assert_eq!(dead.len(), 2);
         catalog.forget_segments(&["a".into(), "b".into()]).await?;
         assert!(catalog.tombstoned_before(i64::MAX).await?.is_empty());

@@ -104,3 +104,60 @@ mod tests {
         assert_eq!(dynamic_to_string(None), "");
     }
 }
+
+/// `kql_to_json_string(string)`: a string as a dynamic string value (its JSON text).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ToJsonStringUdf {
+    signature: Signature,
+}
+
+impl ToJsonStringUdf {
+    pub const NAME: &'static str = "kql_to_json_string";
+
+    pub fn new() -> ToJsonStringUdf {
+        let variants = [DataType::Utf8View, DataType::Utf8, DataType::LargeUtf8]
+            .into_iter()
+            .map(|t| TypeSignature::Exact(vec![t]))
+            .collect();
+        ToJsonStringUdf {
+            signature: Signature::one_of(variants, Volatility::Immutable),
+        }
+    }
+}
+
+impl Default for ToJsonStringUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScalarUDFImpl for ToJsonStringUdf {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8View)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = rows_of(&args.args, args.number_rows);
+        let input = StringArg::from_columnar(&args.args[0])?;
+        let quote = |v: Option<&str>| v.map(|s| serde_json::Value::String(s.to_string()).to_string());
+        if all_scalar(&args.args) {
+            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8View(input.with_value(0, quote))));
+        }
+        let mut builder = StringViewBuilder::with_capacity(rows);
+        for i in 0..rows {
+            match input.with_value(i, quote) {
+                Some(text) => builder.append_value(text),
+                None => builder.append_null(),
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
+    }
+}

@@ -4,6 +4,7 @@
 //! Must not know storage or the catalog.
 
 pub mod dynamic;
+pub mod registry;
 pub mod strings;
 pub mod tokenizer;
 pub mod types;
@@ -17,5 +18,6 @@ pub fn scalar_udfs() -> Vec<ScalarUDF> {
         ScalarUDF::from(strings::HasUdf::new(false)),
         ScalarUDF::from(strings::HasUdf::new(true)),
         ScalarUDF::from(dynamic::DynamicToStringUdf::new()),
+        ScalarUDF::from(dynamic::ToJsonStringUdf::new()),
     ]
 }

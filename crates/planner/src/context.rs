@@ -8,7 +8,7 @@ use datafusion::common::Column;
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use trawl_common::error::Location;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
-use trawl_kql::ast::{Expr as KExpr, ExprKind, LetValue, Statement, StatementKind};
+use trawl_kql::ast::{Expr as KExpr, ExprKind, LetValue, OperatorKind, Statement, StatementKind};
 use trawl_kql::span::Span;
 
 use crate::{PlanOptions, PlannedResult, QueryWarning, TableLookup};
@@ -178,6 +178,16 @@ impl<'a> Planner<'a> {
                 }
                 Ok(current)
             }
+            ExprKind::TabularOperator(operator) => match &operator.kind {
+                OperatorKind::Print(items) => self.print(items),
+                OperatorKind::Datatable(table) => self.datatable(table, operator.span),
+                OperatorKind::Range(range) => self.range(range, operator.span),
+                other => Err(self.error(
+                    ErrorCode::BadRequest,
+                    operator.span,
+                    format!("the operator '{}' is not supported yet", other.name()),
+                )),
+            },
             _ => Err(self.error(
                 ErrorCode::SyntaxError,
                 expr.span,

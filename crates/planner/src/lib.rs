@@ -14,6 +14,7 @@ mod names;
 mod operators;
 mod scalar;
 mod scalar_functions;
+mod sources;
 
 use std::sync::Arc;
 

@@ -108,6 +108,21 @@ pub fn to_string(value: Typed) -> Expr {
     }
 }
 
+/// A value as a dynamic (JSON text) value.
+pub fn to_dynamic(value: Typed) -> Expr {
+    match value.kql_type {
+        KqlType::Dynamic => value.expr,
+        KqlType::String | KqlType::Guid | KqlType::DateTime | KqlType::Timespan => udf_call(
+            Arc::new(ScalarUDF::from(trawl_functions::dynamic::ToJsonStringUdf::new())),
+            vec![to_string(value)],
+        ),
+        KqlType::Bool | KqlType::Int | KqlType::Long | KqlType::Real | KqlType::Decimal => {
+            // Numbers and bools print as their JSON text; NaN and infinities are not JSON.
+            cast(value.expr, DataType::Utf8)
+        }
+    }
+}
+
 /// A string view of a value for text operators: strings as they are, dynamic values as
 /// their string form, other types through `tostring`.
 fn as_text(value: Typed) -> Expr {

@@ -7,6 +7,9 @@ use datafusion::logical_expr::{Expr, cast, lit, try_cast, when};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Ident, Literal};
 
+use datafusion::logical_expr::expr::ScalarFunction;
+use trawl_functions::registry::{ArgKind, KqlFunction, ReturnRule};
+
 use crate::aggregates::is_aggregate;
 use crate::context::{Planner, Tabular, Typed};
 use crate::scalar::{datetime_literal, to_string};
@@ -201,12 +204,113 @@ impl Planner<'_> {
                 let value = self.scalar(&args[0], input)?;
                 self.bin(value, &args[1], input)
             }
-            _ => Err(self.error(
-                ErrorCode::UnknownFunction,
-                function.span,
-                format!("unknown function '{name}'"),
-            )),
+            _ => match trawl_functions::registry::lookup(name) {
+                Some(registered) => self.registered_call(registered, args, e, input),
+                None => Err(self.error(
+                    ErrorCode::UnknownFunction,
+                    function.span,
+                    format!("unknown function '{name}'"),
+                )),
+            },
         }
+    }
+
+    /// A call of a function from the UDF registry: arguments converted to the declared kinds.
+    fn registered_call(
+        &mut self,
+        function: &'static KqlFunction,
+        args: &[KExpr],
+        e: &KExpr,
+        input: &Tabular,
+    ) -> Result<Typed, TrawlError> {
+        let too_many = function.max_args().is_some_and(|max| args.len() > max);
+        if args.len() < function.min_args || too_many {
+            let expected = match function.max_args() {
+                Some(max) if max == function.min_args => format!("{max}"),
+                Some(max) => format!("{} to {max}", function.min_args),
+                None => format!("at least {}", function.min_args),
+            };
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                e.span,
+                format!(
+                    "'{}()' takes {expected} argument(s), found {}",
+                    function.name,
+                    args.len()
+                ),
+            ));
+        }
+        let mut lowered = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for (index, arg) in args.iter().enumerate() {
+            let value = self.scalar(arg, input)?;
+            let kind = function.kind_of(index).unwrap_or(ArgKind::Any);
+            let (expr, kql_type) = self.convert_arg(value, kind, arg, function.name)?;
+            lowered.push(expr);
+            types.push(kql_type);
+        }
+        let kql_type = match function.returns {
+            ReturnRule::Fixed(t) => t,
+            ReturnRule::SameAsArg(i) => types.get(i).copied().unwrap_or(KqlType::Dynamic),
+        };
+        let udf = std::sync::Arc::new((function.udf)());
+        Ok(Typed::new(
+            Expr::ScalarFunction(ScalarFunction::new_udf(udf, lowered)),
+            kql_type,
+        ))
+    }
+
+    /// Converts an argument to the kind a registered function declares.
+    fn convert_arg(
+        &self,
+        value: Typed,
+        kind: ArgKind,
+        at: &KExpr,
+        function: &str,
+    ) -> Result<(Expr, KqlType), TrawlError> {
+        let mismatch = |found: KqlType, expected: &str| {
+            self.error(
+                ErrorCode::TypeMismatch,
+                at.span,
+                format!("'{function}()' expects {expected} here, found {found}"),
+            )
+        };
+        Ok(match kind {
+            ArgKind::Any => (value.expr, value.kql_type),
+            ArgKind::String => (to_string(value), KqlType::String),
+            ArgKind::Dynamic => (crate::scalar::to_dynamic(value), KqlType::Dynamic),
+            ArgKind::Real => match value.kql_type {
+                t if t.is_numeric() => (cast(value.expr, DataType::Float64), KqlType::Real),
+                KqlType::Dynamic | KqlType::String => (crate::scalar::dynamic_as_real(value), KqlType::Real),
+                KqlType::Bool => (
+                    cast(cast(value.expr, DataType::Int64), DataType::Float64),
+                    KqlType::Real,
+                ),
+                other => return Err(mismatch(other, "a number")),
+            },
+            ArgKind::Long => match value.kql_type {
+                t if t.is_numeric() => (cast(value.expr, DataType::Int64), KqlType::Long),
+                KqlType::Dynamic | KqlType::String => (
+                    cast(crate::scalar::dynamic_as_real(value), DataType::Int64),
+                    KqlType::Long,
+                ),
+                KqlType::Bool => (cast(value.expr, DataType::Int64), KqlType::Long),
+                other => return Err(mismatch(other, "a whole number")),
+            },
+            ArgKind::Bool => (self.boolean(value, at)?, KqlType::Bool),
+            ArgKind::DateTime => match value.kql_type {
+                KqlType::DateTime => (value.expr, KqlType::DateTime),
+                KqlType::String | KqlType::Dynamic => (
+                    cast(to_string(value), trawl_functions::types::arrow_type(KqlType::DateTime)),
+                    KqlType::DateTime,
+                ),
+                other => return Err(mismatch(other, "a datetime")),
+            },
+            ArgKind::Timespan => match value.kql_type {
+                KqlType::Timespan => (value.expr, KqlType::Timespan),
+                other => return Err(mismatch(other, "a timespan")),
+            },
+        })
     }
 
     /// `bin(value, size)`: the start of the bin `value` falls in.

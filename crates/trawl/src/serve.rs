@@ -86,6 +86,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("cannot open the catalog")?,
     );
+    // The default table exists from the first start, so queries answer before data arrives.
+    let time_columns =
+        [trawl_common::TIME_COLUMN, trawl_common::INGEST_TIME_COLUMN].map(|name| trawl_catalog::ColumnInfo {
+            name: name.into(),
+            kql_type: trawl_common::KqlType::DateTime,
+        });
+    catalog
+        .ensure_table(
+            trawl_common::DEFAULT_DATABASE,
+            trawl_common::DEFAULT_TABLE,
+            &time_columns,
+        )
+        .await
+        .context("cannot create the default table")?;
     let store = SegmentStore::local(&args.data_dir.join("segments")).context("cannot open the segment store")?;
     let writer = SegmentWriter::new(store.clone());
     let ingestor = Ingestor::start(
