@@ -4,6 +4,7 @@
 //! Must not know storage or the catalog.
 
 pub mod dynamic;
+pub mod lists;
 pub mod registry;
 pub mod strings;
 pub mod tokenizer;

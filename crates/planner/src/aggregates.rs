@@ -1,34 +1,143 @@
-//! Aggregate functions of `summarize`.
+//! Aggregate functions of `summarize`. Each aggregate call lowers to one or more outputs: a
+//! DataFusion aggregate expression, and a [`Finish`] applied to its result in a projection
+//! after the aggregation (list aggregates become dynamic arrays there, for example).
 
-use datafusion::arrow::datatypes::DataType;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::functions_aggregate::expr_fn as agg;
-use datafusion::logical_expr::{cast, lit, when};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{Expr, ExprFunctionExt, ScalarUDF, SortExpr, cast, lit, when};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
-use trawl_kql::ast::{Expr as KExpr, ExprKind};
+use trawl_functions::lists::{ListFinish, ListFinishUdf};
+use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal, NamedExpr};
 
-use crate::context::{Planner, Tabular, Typed, internal};
-use crate::scalar::{dynamic_as_real, to_string};
+use crate::context::{Planner, Tabular, Typed, column, internal};
+use crate::names::default_name;
+use crate::scalar::{dynamic_as_real, to_dynamic, to_string};
 
 const AGGREGATES: &[&str] = &[
-    "count", "countif", "dcount", "dcountif", "sum", "sumif", "avg", "avgif", "min", "max", "take_any", "any",
+    "count",
+    "countif",
+    "dcount",
+    "dcountif",
+    "sum",
+    "sumif",
+    "avg",
+    "avgif",
+    "min",
+    "max",
+    "minif",
+    "maxif",
+    "take_any",
+    "any",
+    "make_list",
+    "make_list_if",
+    "make_set",
+    "make_set_if",
+    "make_bag",
+    "make_bag_if",
+    "arg_max",
+    "arg_min",
+    "percentile",
+    "percentiles",
+    "stdev",
+    "stdevif",
+    "stdevp",
+    "variance",
+    "varianceif",
+    "variancep",
+    "make_list_with_nulls",
 ];
 
 pub fn is_aggregate(name: &str) -> bool {
     AGGREGATES.contains(&name)
 }
 
-/// KQL's default output name of an aggregate: `count_`, `sum_x` (for a column argument),
-/// `sum_` otherwise.
-pub fn default_aggregate_name(name: &str, args: &[KExpr]) -> String {
-    match args.first().map(|a| &a.kind) {
-        Some(ExprKind::Name(ident)) if name != "countif" => format!("{name}_{}", ident.name),
-        _ => format!("{name}_"),
+/// What happens to an aggregate's value after the aggregation.
+#[derive(Debug, Clone)]
+pub enum Finish {
+    None,
+    /// A list of JSON texts → a dynamic array or bag, keeping at most `limit` entries.
+    List(ListFinish, Option<i64>),
+    /// A cast back to the argument's type (percentiles of timespans and datetimes).
+    Cast(DataType),
+}
+
+impl Finish {
+    pub fn apply(&self, value: Expr) -> Expr {
+        match self {
+            Finish::None => value,
+            Finish::List(kind, limit) => {
+                let udf = Arc::new(ScalarUDF::from(ListFinishUdf::new(*kind)));
+                Expr::ScalarFunction(ScalarFunction::new_udf(udf, vec![value, lit(limit.unwrap_or(0))]))
+            }
+            Finish::Cast(data_type) => cast(cast(value, DataType::Int64), data_type.clone()),
+        }
     }
 }
 
+/// One output column of an aggregate call.
+#[derive(Debug, Clone)]
+pub struct AggregateOutput {
+    pub name: String,
+    pub aggregate: Expr,
+    pub finish: Finish,
+    pub kql_type: KqlType,
+}
+
+/// KQL's default output name of an aggregate: `count_`, `sum_x` (for a column argument),
+/// `sum_` otherwise.
+pub fn default_aggregate_name(name: &str, args: &[KExpr]) -> String {
+    let base = name.trim_end_matches("if");
+    let base = if base.ends_with('_') {
+        base.trim_end_matches('_')
+    } else {
+        base
+    };
+    match args.first().map(|a| &a.kind) {
+        Some(ExprKind::Name(ident)) if name != "countif" => format!("{base}_{}", ident.name),
+        _ => format!("{}_", if name == "countif" { "countif" } else { base }),
+    }
+}
+
+fn single(name: String, aggregate: Expr, kql_type: KqlType) -> Vec<AggregateOutput> {
+    vec![AggregateOutput {
+        name,
+        aggregate,
+        finish: Finish::None,
+        kql_type,
+    }]
+}
+
 impl Planner<'_> {
-    /// Lowers an aggregate call `e` (which must be a call of a known aggregate).
-    pub fn aggregate(&mut self, e: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
+    fn condition(&mut self, arg: &KExpr, input: &Tabular) -> Result<Expr, TrawlError> {
+        let value = self.scalar(arg, input)?;
+        self.boolean(value, arg)
+    }
+
+    /// A numeric view of a value for statistics.
+    fn numeric(&self, value: Typed, at: &KExpr, function: &str) -> Result<Expr, TrawlError> {
+        match value.kql_type {
+            KqlType::Dynamic => Ok(dynamic_as_real(value)),
+            t if t.is_numeric() => Ok(value.expr),
+            KqlType::Timespan | KqlType::DateTime => Ok(cast(value.expr, DataType::Int64)),
+            other => Err(self.error(
+                ErrorCode::TypeMismatch,
+                at.span,
+                format!("'{function}()' needs a number, found {other}"),
+            )),
+        }
+    }
+
+    /// Lowers the aggregate item `item` (`[name =] agg(...)`).
+    pub fn aggregate_outputs(
+        &mut self,
+        item: &NamedExpr,
+        input: &Tabular,
+        group_names: &[String],
+    ) -> Result<Vec<AggregateOutput>, TrawlError> {
+        let e = &item.expr;
         let ExprKind::Call { function, args } = &e.kind else {
             return Err(self.error(
                 ErrorCode::BadRequest,
@@ -37,114 +146,342 @@ impl Planner<'_> {
             ));
         };
         let name = function.name.as_str();
-        let arity = |n: usize| -> Result<(), TrawlError> {
-            if args.len() == n {
+        if !is_aggregate(name) {
+            return Err(self.error(
+                ErrorCode::UnknownFunction,
+                function.span,
+                format!("'{name}' is not an aggregate function"),
+            ));
+        }
+        let out_name = item
+            .name()
+            .map(|i| i.name.clone())
+            .unwrap_or_else(|| default_aggregate_name(name, args));
+        let arity = |low: usize, high: usize| -> Result<(), TrawlError> {
+            if (low..=high).contains(&args.len()) {
                 Ok(())
             } else {
                 Err(self.error(
                     ErrorCode::BadRequest,
                     e.span,
-                    format!("'{name}()' takes {n} argument(s), found {}", args.len()),
+                    format!("'{name}()' takes {low} to {high} argument(s), found {}", args.len()),
                 ))
             }
         };
-        match name {
+        Ok(match name {
             "count" => {
-                if args.len() > 1 {
-                    return Err(self.error(ErrorCode::BadRequest, e.span, "'count()' takes no argument"));
-                }
-                Ok(Typed::new(agg::count(lit(1i64)), KqlType::Long))
+                arity(0, 1)?;
+                single(out_name, agg::count(lit(1i64)), KqlType::Long)
             }
             "countif" => {
-                arity(1)?;
-                let condition = self.scalar(&args[0], input)?;
-                let condition = self.boolean(condition, &args[0])?;
+                arity(1, 1)?;
+                let condition = self.condition(&args[0], input)?;
                 let one = when(condition, lit(1i64))
                     .otherwise(lit(0i64))
                     .map_err(|e| internal(&e))?;
-                Ok(Typed::new(
-                    datafusion::functions::expr_fn::coalesce(vec![agg::sum(one), lit(0i64)]),
-                    KqlType::Long,
-                ))
+                let total = datafusion::functions::expr_fn::coalesce(vec![agg::sum(one), lit(0i64)]);
+                single(out_name, total, KqlType::Long)
             }
             "dcount" | "dcountif" => {
+                arity(if name == "dcount" { 1 } else { 2 }, 3)?;
                 let value = self.scalar(&args[0], input)?;
-                let value = match value.kql_type {
+                let mut value = match value.kql_type {
                     KqlType::Dynamic => to_string(value),
                     _ => value.expr,
                 };
-                let value = if name == "dcountif" {
-                    if args.len() < 2 {
-                        return Err(self.error(
-                            ErrorCode::BadRequest,
-                            e.span,
-                            "'dcountif()' needs a value and a condition",
-                        ));
-                    }
-                    let condition = self.scalar(&args[1], input)?;
-                    let condition = self.boolean(condition, &args[1])?;
-                    when(condition, value).end().map_err(|e| internal(&e))?
-                } else {
-                    value
-                };
-                Ok(Typed::new(
+                if name == "dcountif" {
+                    let condition = self.condition(&args[1], input)?;
+                    value = when(condition, value).end().map_err(|e| internal(&e))?;
+                }
+                single(
+                    out_name,
                     cast(agg::approx_distinct(value), DataType::Int64),
                     KqlType::Long,
-                ))
+                )
             }
-            "sum" | "avg" | "sumif" | "avgif" => {
-                let expected = if name.ends_with("if") { 2 } else { 1 };
-                arity(expected)?;
+            "sum" | "sumif" | "avg" | "avgif" => {
+                let conditional = name.ends_with("if");
+                arity(1 + usize::from(conditional), 1 + usize::from(conditional))?;
                 let value = self.scalar(&args[0], input)?;
                 let kql_type = value.kql_type;
                 let mut numeric = match kql_type {
-                    KqlType::Dynamic => dynamic_as_real(value),
-                    t if t.is_numeric() || t == KqlType::Timespan => value.expr,
-                    other => {
-                        return Err(self.error(
-                            ErrorCode::TypeMismatch,
-                            args[0].span,
-                            format!("'{name}()' needs a number, found {other}"),
-                        ));
-                    }
+                    KqlType::Timespan => value.expr,
+                    _ => self.numeric(value, &args[0], name)?,
                 };
-                if expected == 2 {
-                    let condition = self.scalar(&args[1], input)?;
-                    let condition = self.boolean(condition, &args[1])?;
+                if conditional {
+                    let condition = self.condition(&args[1], input)?;
                     numeric = when(condition, numeric).end().map_err(|e| internal(&e))?;
                 }
                 if name.starts_with("avg") {
-                    return Ok(Typed::new(agg::avg(numeric), KqlType::Real));
+                    single(out_name, agg::avg(numeric), KqlType::Real)
+                } else {
+                    let result_type = match kql_type {
+                        KqlType::Int | KqlType::Long | KqlType::Bool => KqlType::Long,
+                        KqlType::Timespan => KqlType::Timespan,
+                        _ => KqlType::Real,
+                    };
+                    single(out_name, agg::sum(numeric), result_type)
                 }
-                let result_type = match kql_type {
-                    KqlType::Int | KqlType::Long => KqlType::Long,
-                    KqlType::Timespan => KqlType::Timespan,
-                    _ => KqlType::Real,
-                };
-                Ok(Typed::new(agg::sum(numeric), result_type))
             }
-            "min" | "max" => {
-                arity(1)?;
+            "min" | "max" | "minif" | "maxif" => {
+                let conditional = name.ends_with("if");
+                arity(1 + usize::from(conditional), 1 + usize::from(conditional))?;
                 let value = self.scalar(&args[0], input)?;
                 let kql_type = value.kql_type;
-                let expr = if name == "min" {
-                    agg::min(value.expr)
+                let mut expr = if kql_type == KqlType::Dynamic {
+                    dynamic_as_real(value)
                 } else {
-                    agg::max(value.expr)
+                    value.expr
                 };
-                Ok(Typed::new(expr, kql_type))
+                if conditional {
+                    let condition = self.condition(&args[1], input)?;
+                    expr = when(condition, expr).end().map_err(|e| internal(&e))?;
+                }
+                let result_type = if kql_type == KqlType::Dynamic {
+                    KqlType::Real
+                } else {
+                    kql_type
+                };
+                let aggregate = if name.starts_with("min") {
+                    agg::min(expr)
+                } else {
+                    agg::max(expr)
+                };
+                single(out_name, aggregate, result_type)
             }
             "take_any" | "any" => {
-                arity(1)?;
+                arity(1, 1)?;
                 let value = self.scalar(&args[0], input)?;
                 let kql_type = value.kql_type;
-                Ok(Typed::new(agg::first_value(value.expr, vec![]), kql_type))
+                single(out_name, agg::first_value(value.expr, vec![]), kql_type)
             }
-            _ => Err(self.error(
-                ErrorCode::UnknownFunction,
-                function.span,
-                format!("unknown aggregate function '{name}'"),
-            )),
-        }
+            "make_list"
+            | "make_list_if"
+            | "make_set"
+            | "make_set_if"
+            | "make_bag"
+            | "make_bag_if"
+            | "make_list_with_nulls" => {
+                let conditional = name.ends_with("_if");
+                let base_args = 1 + usize::from(conditional);
+                arity(base_args, base_args + 1)?;
+                let value = self.scalar(&args[0], input)?;
+                let mut json = to_dynamic(value);
+                if conditional {
+                    let condition = self.condition(&args[1], input)?;
+                    json = when(condition, json).end().map_err(|e| internal(&e))?;
+                }
+                let limit = match args.get(base_args).map(|a| &a.kind) {
+                    Some(ExprKind::Literal(Literal::Long(n))) => Some(*n),
+                    Some(ExprKind::Literal(Literal::Int(n))) => Some(i64::from(*n)),
+                    Some(_) => {
+                        return Err(self.error(
+                            ErrorCode::BadRequest,
+                            args[base_args].span,
+                            "the size limit must be a whole number",
+                        ));
+                    }
+                    None => None,
+                };
+                let (aggregate, kind) = if name.starts_with("make_set") {
+                    let distinct = agg::array_agg(json).distinct().build().map_err(|e| internal(&e))?;
+                    (distinct, ListFinish::Array)
+                } else if name.starts_with("make_bag") {
+                    (agg::array_agg(json), ListFinish::MergeBags)
+                } else {
+                    (agg::array_agg(json), ListFinish::Array)
+                };
+                let default = if name.starts_with("make_bag") {
+                    "make_bag_"
+                } else if name.starts_with("make_set") {
+                    "make_set_"
+                } else {
+                    "make_list_"
+                };
+                let out_name = match (item.name(), args.first().map(|a| &a.kind)) {
+                    (Some(ident), _) => ident.name.clone(),
+                    (None, Some(ExprKind::Name(column))) if !name.starts_with("make_bag") => {
+                        format!("{}{}", default, column.name)
+                    }
+                    _ => default.trim_end_matches('_').to_string() + "_",
+                };
+                vec![AggregateOutput {
+                    name: out_name,
+                    aggregate,
+                    finish: Finish::List(kind, limit),
+                    kql_type: KqlType::Dynamic,
+                }]
+            }
+            "arg_max" | "arg_min" => self.arg_extreme(name, item, args, input, group_names)?,
+            "percentile" | "percentiles" => {
+                arity(2, usize::MAX)?;
+                let value = self.scalar(&args[0], input)?;
+                let kql_type = value.kql_type;
+                let finish = match kql_type {
+                    KqlType::Timespan => Finish::Cast(DataType::Duration(TimeUnit::Nanosecond)),
+                    KqlType::DateTime => Finish::Cast(trawl_functions::types::arrow_type(KqlType::DateTime)),
+                    _ => Finish::None,
+                };
+                let numeric = cast(self.numeric(value, &args[0], name)?, DataType::Float64);
+                let column_name = match &args[0].kind {
+                    ExprKind::Name(ident) => ident.name.clone(),
+                    _ => String::new(),
+                };
+                let mut outputs = Vec::new();
+                for (index, p) in args[1..].iter().enumerate() {
+                    let percent = match &p.kind {
+                        ExprKind::Literal(Literal::Long(n)) => *n as f64,
+                        ExprKind::Literal(Literal::Int(n)) => f64::from(*n),
+                        ExprKind::Literal(Literal::Real(x)) => *x,
+                        _ => {
+                            return Err(self.error(
+                                ErrorCode::BadRequest,
+                                p.span,
+                                "a percentile must be a number literal",
+                            ));
+                        }
+                    };
+                    if !(0.0..=100.0).contains(&percent) {
+                        return Err(self.error(
+                            ErrorCode::BadRequest,
+                            p.span,
+                            "a percentile must be between 0 and 100",
+                        ));
+                    }
+                    let label = if percent.fract() == 0.0 {
+                        format!("{}", percent as i64)
+                    } else {
+                        format!("{percent}").replace('.', "_")
+                    };
+                    let out = match item.names.get(index) {
+                        Some(ident) => ident.name.clone(),
+                        None if name == "percentile" && item.name().is_some() => out_name.clone(),
+                        None => format!("percentile_{column_name}_{label}"),
+                    };
+                    let sort = SortExpr::new(numeric.clone(), true, false);
+                    let aggregate = agg::approx_percentile_cont(sort, lit(percent / 100.0), None);
+                    let result_type = if finish_is_cast(&finish) {
+                        kql_type
+                    } else {
+                        KqlType::Real
+                    };
+                    outputs.push(AggregateOutput {
+                        name: out,
+                        aggregate,
+                        finish: finish.clone(),
+                        kql_type: result_type,
+                    });
+                }
+                outputs
+            }
+            "stdev" | "stdevif" | "stdevp" | "variance" | "varianceif" | "variancep" => {
+                let conditional = name.ends_with("if");
+                arity(1 + usize::from(conditional), 1 + usize::from(conditional))?;
+                let value = self.scalar(&args[0], input)?;
+                let mut numeric = cast(self.numeric(value, &args[0], name)?, DataType::Float64);
+                if conditional {
+                    let condition = self.condition(&args[1], input)?;
+                    numeric = when(condition, numeric).end().map_err(|e| internal(&e))?;
+                }
+                let aggregate = match name {
+                    "stdev" | "stdevif" => agg::stddev(numeric),
+                    "stdevp" => agg::stddev_pop(numeric),
+                    "variance" | "varianceif" => agg::var_sample(numeric),
+                    _ => agg::var_pop(numeric),
+                };
+                single(out_name, aggregate, KqlType::Real)
+            }
+            _ => {
+                return Err(self.error(
+                    ErrorCode::UnknownFunction,
+                    function.span,
+                    format!("unknown aggregate function '{name}'"),
+                ));
+            }
+        })
     }
+
+    /// `arg_max(by, col1, col2 | *)`: the `by` maximum and, from the row holding it, the
+    /// listed columns (`*`: every column not grouped by).
+    fn arg_extreme(
+        &mut self,
+        name: &str,
+        item: &NamedExpr,
+        args: &[KExpr],
+        input: &Tabular,
+        group_names: &[String],
+    ) -> Result<Vec<AggregateOutput>, TrawlError> {
+        let Some((by, rest)) = args.split_first() else {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                item.span,
+                format!("'{name}()' needs the expression to maximize"),
+            ));
+        };
+        let value = self.scalar(by, input)?;
+        let by_type = value.kql_type;
+        let by_expr = if by_type == KqlType::Dynamic {
+            dynamic_as_real(value)
+        } else {
+            value.expr
+        };
+        let descending = name == "arg_max";
+        let by_name = item.name().map(|i| i.name.clone()).unwrap_or_else(|| match &by.kind {
+            ExprKind::Name(ident) => ident.name.clone(),
+            _ => format!("{}_", if descending { "max" } else { "min" }),
+        });
+        let extreme = if descending {
+            agg::max(by_expr.clone())
+        } else {
+            agg::min(by_expr.clone())
+        };
+        let mut outputs = vec![AggregateOutput {
+            name: by_name.clone(),
+            aggregate: extreme,
+            finish: Finish::None,
+            kql_type: if by_type == KqlType::Dynamic {
+                KqlType::Real
+            } else {
+                by_type
+            },
+        }];
+        let order = vec![SortExpr::new(by_expr, !descending, false)];
+        let mut columns: Vec<(String, Typed)> = Vec::new();
+        for arg in rest {
+            match &arg.kind {
+                ExprKind::Star => {
+                    for (column_name, kql_type) in &input.columns {
+                        if *column_name != by_name && !group_names.contains(column_name) {
+                            columns.push((column_name.clone(), Typed::new(column(column_name), *kql_type)));
+                        }
+                    }
+                }
+                ExprKind::NamedArgument { name: alias, value } => {
+                    let typed = self.scalar(value, input)?;
+                    columns.push((alias.name.clone(), typed));
+                }
+                _ => {
+                    let typed = self.scalar(arg, input)?;
+                    columns.push((default_name(arg, columns.len() + 1), typed));
+                }
+            }
+        }
+        for (column_name, typed) in columns {
+            if outputs.iter().any(|o| o.name == column_name) {
+                continue;
+            }
+            let kql_type = typed.kql_type;
+            outputs.push(AggregateOutput {
+                name: column_name,
+                aggregate: agg::first_value(typed.expr, order.clone()),
+                finish: Finish::None,
+                kql_type,
+            });
+        }
+        Ok(outputs)
+    }
+}
+
+fn finish_is_cast(finish: &Finish) -> bool {
+    matches!(finish, Finish::Cast(_))
 }

@@ -54,6 +54,8 @@ impl Typed {
 pub enum Binding {
     Scalar(Typed),
     Tabular(Tabular),
+    /// A user-defined function, expanded at each call.
+    Function(std::rc::Rc<trawl_kql::ast::FunctionDef>),
 }
 
 pub struct Planner<'a> {
@@ -61,6 +63,8 @@ pub struct Planner<'a> {
     pub tables: &'a dyn TableLookup,
     pub options: PlanOptions,
     pub bindings: HashMap<String, Binding>,
+    /// Nesting of user function calls being expanded.
+    pub call_depth: usize,
     warnings: Vec<QueryWarning>,
 }
 
@@ -71,6 +75,7 @@ impl<'a> Planner<'a> {
             tables,
             options,
             bindings: HashMap::new(),
+            call_depth: 0,
             warnings: Vec::new(),
         }
     }
@@ -107,13 +112,7 @@ impl<'a> Planner<'a> {
                 StatementKind::Let(binding) => {
                     let value = match &binding.value {
                         LetValue::Expr(expr) => self.bind_value(expr)?,
-                        LetValue::Function(_) => {
-                            return Err(self.error(
-                                ErrorCode::BadRequest,
-                                statement.span,
-                                "user-defined functions are not supported yet",
-                            ));
-                        }
+                        LetValue::Function(def) => Binding::Function(std::rc::Rc::new(def.clone())),
                     };
                     self.bindings.insert(binding.name.name.clone(), value);
                 }
@@ -138,7 +137,7 @@ impl<'a> Planner<'a> {
     }
 
     /// A `let` value: tabular when it is a pipeline, a table or a tabular operator, else scalar.
-    fn bind_value(&mut self, expr: &KExpr) -> Result<Binding, TrawlError> {
+    pub fn bind_value(&mut self, expr: &KExpr) -> Result<Binding, TrawlError> {
         if self.is_tabular(expr) {
             return Ok(Binding::Tabular(self.tabular(expr)?));
         }
@@ -151,8 +150,18 @@ impl<'a> Planner<'a> {
             ExprKind::Pipeline { .. } | ExprKind::TabularOperator(_) => true,
             ExprKind::Name(ident) => match self.bindings.get(&ident.name) {
                 Some(Binding::Tabular(_)) => true,
+                Some(Binding::Function(def)) => def.params.is_empty() && self.function_is_tabular(def),
                 Some(Binding::Scalar(_)) => false,
                 None => self.tables.table(&ident.name).is_some(),
+            },
+            ExprKind::Call { function, args } => match self.bindings.get(&function.name) {
+                Some(Binding::Function(def)) => self.function_is_tabular(def),
+                _ => {
+                    matches!(function.name.as_str(), "materialize" | "table" | "view")
+                        && args
+                            .first()
+                            .is_some_and(|a| function.name != "materialize" || self.is_tabular(a))
+                }
             },
             _ => false,
         }
@@ -171,6 +180,26 @@ impl<'a> Planner<'a> {
     pub fn tabular(&mut self, expr: &KExpr) -> Result<Tabular, TrawlError> {
         match &expr.kind {
             ExprKind::Name(ident) => self.table_reference(&ident.name, ident.span),
+            ExprKind::Call { function, args } => {
+                if let Some(Binding::Function(def)) = self.bindings.get(&function.name) {
+                    let def = def.clone();
+                    return self.call_tabular_function(&function.name, &def, args, expr.span);
+                }
+                match (function.name.as_str(), args.as_slice()) {
+                    ("materialize", [inner]) => self.tabular(inner),
+                    ("table" | "view", [name]) => match &name.kind {
+                        ExprKind::Literal(trawl_kql::ast::Literal::String(table)) => {
+                            self.table_reference(table, name.span)
+                        }
+                        _ => Err(self.error(ErrorCode::BadRequest, name.span, "table() takes a table name in quotes")),
+                    },
+                    _ => Err(self.error(
+                        ErrorCode::SyntaxError,
+                        expr.span,
+                        format!("'{}(...)' is not a tabular expression", function.name),
+                    )),
+                }
+            }
             ExprKind::Pipeline { source, operators } => {
                 let mut current = self.tabular(source)?;
                 for operator in operators {
@@ -200,6 +229,10 @@ impl<'a> Planner<'a> {
         if let Some(binding) = self.bindings.get(name) {
             return match binding {
                 Binding::Tabular(tabular) => Ok(tabular.clone()),
+                Binding::Function(def) => {
+                    let def = def.clone();
+                    self.call_tabular_function(name, &def, &[], span)
+                }
                 Binding::Scalar(_) => Err(self.error(
                     ErrorCode::TypeMismatch,
                     span,

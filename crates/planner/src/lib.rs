@@ -15,6 +15,7 @@ mod operators;
 mod scalar;
 mod scalar_functions;
 mod sources;
+mod user_functions;
 
 use std::sync::Arc;
 

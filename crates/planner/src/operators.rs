@@ -6,7 +6,6 @@ use trawl_kql::ast::{
     ColumnPattern, Expr as KExpr, ExprKind, NamedExpr, NullsOrder, Operator, OperatorKind, SortKey, SortOrder,
 };
 
-use crate::aggregates::{default_aggregate_name, is_aggregate};
 use crate::context::{Planner, Tabular, Typed, column, internal};
 use crate::names::{default_name, matches_pattern};
 
@@ -292,36 +291,36 @@ impl Planner<'_> {
             group_exprs.push(value.expr.alias(&name));
             columns.push((name, value.kql_type));
         }
+        let group_names: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
         let mut aggregate_exprs = Vec::with_capacity(aggregates.len());
+        let mut finishes = Vec::with_capacity(aggregates.len());
         for item in aggregates {
-            let ExprKind::Call { function, args } = &item.expr.kind else {
-                return Err(self.error(
-                    ErrorCode::BadRequest,
-                    item.expr.span,
-                    "expected an aggregate function such as count() or sum(x)",
-                ));
-            };
-            if !is_aggregate(&function.name) {
-                return Err(self.error(
-                    ErrorCode::UnknownFunction,
-                    function.span,
-                    format!("'{}' is not an aggregate function", function.name),
-                ));
+            for output in self.aggregate_outputs(item, &input, &group_names)? {
+                if columns.iter().any(|(n, _)| *n == output.name) {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        item.span,
+                        format!(
+                            "the column '{}' is produced twice; name it with '<name> = ...'",
+                            output.name
+                        ),
+                    ));
+                }
+                let internal_name = format!("__trawl_aggregate_{}", aggregate_exprs.len());
+                aggregate_exprs.push(output.aggregate.alias(&internal_name));
+                finishes.push((internal_name, output.name.clone(), output.finish));
+                columns.push((output.name, output.kql_type));
             }
-            let value = self.aggregate(&item.expr, &input)?;
-            let name = match item.name() {
-                Some(ident) => ident.name.clone(),
-                None => default_aggregate_name(&function.name, args),
-            };
-            aggregate_exprs.push(value.expr.alias(&name));
-            columns.push((name, value.kql_type));
         }
-        let plan = build(
-            input
-                .builder()
-                .aggregate(group_exprs, aggregate_exprs)
-                .map_err(|e| internal(&e))?,
-        )?;
+        let aggregated = input
+            .builder()
+            .aggregate(group_exprs, aggregate_exprs)
+            .map_err(|e| internal(&e))?;
+        let mut projection: Vec<Expr> = group_names.iter().map(|n| column(n).alias(n)).collect();
+        for (internal_name, name, finish) in finishes {
+            projection.push(finish.apply(column(&internal_name)).alias(name));
+        }
+        let plan = build(aggregated.project(projection).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
     }
 }

@@ -180,6 +180,15 @@ impl Planner<'_> {
                 }
                 match self.bindings.get(&ident.name) {
                     Some(Binding::Scalar(value)) => Ok(value.clone()),
+                    Some(Binding::Function(def)) if def.params.is_empty() => {
+                        let def = def.clone();
+                        self.call_scalar_function(&ident.name, &def, &[], input, ident.span)
+                    }
+                    Some(Binding::Function(_)) => Err(self.error(
+                        ErrorCode::BadRequest,
+                        ident.span,
+                        format!("'{}' is a function; call it with arguments", ident.name),
+                    )),
                     Some(Binding::Tabular(_)) => Err(self.error(
                         ErrorCode::TypeMismatch,
                         ident.span,

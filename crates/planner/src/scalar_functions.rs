@@ -18,6 +18,10 @@ impl Planner<'_> {
     /// Lowers a scalar function call.
     pub fn call(&mut self, function: &Ident, args: &[KExpr], e: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
         let name = function.name.as_str();
+        if let Some(crate::context::Binding::Function(def)) = self.bindings.get(name) {
+            let def = def.clone();
+            return self.call_scalar_function(name, &def, args, input, e.span);
+        }
         if is_aggregate(name) {
             return Err(self.error(
                 ErrorCode::BadRequest,

@@ -1,0 +1,129 @@
+//! Finishers of list aggregates: Arrow lists of dynamic values (JSON texts), as `array_agg`
+//! collects them for `make_list`, `make_set` and `make_bag`, turned into one dynamic value.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringViewBuilder};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ScalarValue, exec_err};
+use datafusion::error::Result;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use crate::util::string_at;
+
+/// How the elements of a list become one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListFinish {
+    /// A JSON array of the non-null elements, in order.
+    Array,
+    /// One JSON object: the keys of every element that is an object (first value wins).
+    MergeBags,
+}
+
+/// `kql_list_to_array(list)` / `kql_list_to_bag(list)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ListFinishUdf {
+    finish: ListFinish,
+    /// Most elements (or keys) kept.
+    signature: Signature,
+}
+
+impl ListFinishUdf {
+    pub fn new(finish: ListFinish) -> ListFinishUdf {
+        ListFinishUdf {
+            finish,
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+}
+
+fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
+    match finish {
+        ListFinish::Array => {
+            let mut out = String::from("[");
+            let mut count = 0;
+            for i in 0..values.len() {
+                if count >= limit {
+                    break;
+                }
+                let Some(text) = string_at(values, i) else { continue };
+                if count > 0 {
+                    out.push(',');
+                }
+                out.push_str(text);
+                count += 1;
+            }
+            out.push(']');
+            out
+        }
+        ListFinish::MergeBags => {
+            let mut bag = serde_json::Map::new();
+            for i in 0..values.len() {
+                let Some(text) = string_at(values, i) else { continue };
+                if let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(text) {
+                    for (key, value) in object {
+                        if bag.len() >= limit {
+                            break;
+                        }
+                        bag.entry(key).or_insert(value);
+                    }
+                }
+            }
+            serde_json::Value::Object(bag).to_string()
+        }
+    }
+}
+
+impl ScalarUDFImpl for ListFinishUdf {
+    fn name(&self) -> &str {
+        match self.finish {
+            ListFinish::Array => "kql_list_to_array",
+            ListFinish::MergeBags => "kql_list_to_bag",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8View)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let limit = match &args.args[1] {
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(n))) if *n > 0 => *n as usize,
+            _ => usize::MAX,
+        };
+        let lists = args.args[0].to_array(args.number_rows)?;
+        let mut builder = StringViewBuilder::with_capacity(lists.len());
+        match lists.data_type() {
+            DataType::List(_) => {
+                let lists = lists.as_list::<i32>();
+                for row in 0..lists.len() {
+                    if lists.is_null(row) {
+                        builder.append_value(if self.finish == ListFinish::Array { "[]" } else { "{}" });
+                    } else {
+                        builder.append_value(finish_one(&lists.value(row), self.finish, limit));
+                    }
+                }
+            }
+            DataType::LargeList(_) => {
+                let lists = lists.as_list::<i64>();
+                for row in 0..lists.len() {
+                    if lists.is_null(row) {
+                        builder.append_value(if self.finish == ListFinish::Array { "[]" } else { "{}" });
+                    } else {
+                        builder.append_value(finish_one(&lists.value(row), self.finish, limit));
+                    }
+                }
+            }
+            other => return exec_err!("{} expects a list, found {other}", self.name()),
+        }
+        let array: ArrayRef = Arc::new(builder.finish());
+        if matches!(args.args[0], ColumnarValue::Scalar(_)) {
+            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?));
+        }
+        Ok(ColumnarValue::Array(array))
+    }
+}
