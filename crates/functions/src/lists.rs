@@ -18,6 +18,9 @@ pub enum ListFinish {
     Array,
     /// One JSON object: the keys of every element that is an object (first value wins).
     MergeBags,
+    /// A JSON array of the distinct values, first occurrence first; array elements
+    /// contribute their items.
+    Set,
 }
 
 /// `kql_list_to_array(list)` / `kql_list_to_bag(list)`.
@@ -56,6 +59,29 @@ fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
             out.push(']');
             out
         }
+        ListFinish::Set => {
+            let mut seen = std::collections::HashSet::new();
+            let mut items: Vec<String> = Vec::new();
+            let mut add = |text: String, items: &mut Vec<String>| {
+                if items.len() < limit && seen.insert(text.clone()) {
+                    items.push(text);
+                }
+            };
+            for i in 0..values.len() {
+                let Some(text) = string_at(values, i) else { continue };
+                match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(serde_json::Value::Array(elements)) => {
+                        for element in elements {
+                            add(element.to_string(), &mut items);
+                        }
+                    }
+                    Ok(serde_json::Value::Null) => {}
+                    Ok(value) => add(value.to_string(), &mut items),
+                    Err(_) => add(text.to_string(), &mut items),
+                }
+            }
+            format!("[{}]", items.join(","))
+        }
         ListFinish::MergeBags => {
             let mut bag = serde_json::Map::new();
             for i in 0..values.len() {
@@ -79,6 +105,7 @@ impl ScalarUDFImpl for ListFinishUdf {
         match self.finish {
             ListFinish::Array => "kql_list_to_array",
             ListFinish::MergeBags => "kql_list_to_bag",
+            ListFinish::Set => "kql_list_to_set",
         }
     }
 
@@ -102,7 +129,7 @@ impl ScalarUDFImpl for ListFinishUdf {
                 let lists = lists.as_list::<i32>();
                 for row in 0..lists.len() {
                     if lists.is_null(row) {
-                        builder.append_value(if self.finish == ListFinish::Array { "[]" } else { "{}" });
+                        builder.append_value(if self.finish == ListFinish::MergeBags { "{}" } else { "[]" });
                     } else {
                         builder.append_value(finish_one(&lists.value(row), self.finish, limit));
                     }
@@ -112,7 +139,7 @@ impl ScalarUDFImpl for ListFinishUdf {
                 let lists = lists.as_list::<i64>();
                 for row in 0..lists.len() {
                     if lists.is_null(row) {
-                        builder.append_value(if self.finish == ListFinish::Array { "[]" } else { "{}" });
+                        builder.append_value(if self.finish == ListFinish::MergeBags { "{}" } else { "[]" });
                     } else {
                         builder.append_value(finish_one(&lists.value(row), self.finish, limit));
                     }

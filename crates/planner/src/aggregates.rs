@@ -7,7 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::functions_aggregate::expr_fn as agg;
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{Expr, ExprFunctionExt, ScalarUDF, SortExpr, cast, lit, when};
+use datafusion::logical_expr::{Expr, ScalarUDF, SortExpr, cast, lit, when};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_functions::lists::{ListFinish, ListFinishUdf};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal, NamedExpr};
@@ -89,15 +89,15 @@ pub struct AggregateOutput {
 /// KQL's default output name of an aggregate: `count_`, `sum_x` (for a column argument),
 /// `sum_` otherwise.
 pub fn default_aggregate_name(name: &str, args: &[KExpr]) -> String {
-    let base = name.trim_end_matches("if");
-    let base = if base.ends_with('_') {
-        base.trim_end_matches('_')
-    } else {
-        base
+    let base = match name {
+        "make_list" | "make_list_with_nulls" | "make_list_if" => "list",
+        "make_set" | "make_set_if" => "set",
+        "make_bag" | "make_bag_if" => "bag",
+        other => other,
     };
     match args.first().map(|a| &a.kind) {
-        Some(ExprKind::Name(ident)) if name != "countif" => format!("{base}_{}", ident.name),
-        _ => format!("{}_", if name == "countif" { "countif" } else { base }),
+        Some(ExprKind::Name(ident)) if name != "countif" && name != "count" => format!("{base}_{}", ident.name),
+        _ => format!("{base}_"),
     }
 }
 
@@ -284,26 +284,11 @@ impl Planner<'_> {
                     None => None,
                 };
                 let (aggregate, kind) = if name.starts_with("make_set") {
-                    let distinct = agg::array_agg(json).distinct().build().map_err(|e| internal(&e))?;
-                    (distinct, ListFinish::Array)
+                    (agg::array_agg(json), ListFinish::Set)
                 } else if name.starts_with("make_bag") {
                     (agg::array_agg(json), ListFinish::MergeBags)
                 } else {
                     (agg::array_agg(json), ListFinish::Array)
-                };
-                let default = if name.starts_with("make_bag") {
-                    "make_bag_"
-                } else if name.starts_with("make_set") {
-                    "make_set_"
-                } else {
-                    "make_list_"
-                };
-                let out_name = match (item.name(), args.first().map(|a| &a.kind)) {
-                    (Some(ident), _) => ident.name.clone(),
-                    (None, Some(ExprKind::Name(column))) if !name.starts_with("make_bag") => {
-                        format!("{}{}", default, column.name)
-                    }
-                    _ => default.trim_end_matches('_').to_string() + "_",
                 };
                 vec![AggregateOutput {
                     name: out_name,

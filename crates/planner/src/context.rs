@@ -211,6 +211,7 @@ impl<'a> Planner<'a> {
                 OperatorKind::Print(items) => self.print(items),
                 OperatorKind::Datatable(table) => self.datatable(table, operator.span),
                 OperatorKind::Range(range) => self.range(range, operator.span),
+                OperatorKind::Union(union) => self.union(None, union, operator.span),
                 other => Err(self.error(
                     ErrorCode::BadRequest,
                     operator.span,

@@ -10,6 +10,7 @@
 
 mod aggregates;
 mod context;
+mod joins;
 mod names;
 mod operators;
 mod scalar;

@@ -164,6 +164,14 @@ impl Planner<'_> {
                 }
                 self.select(input, ordered)
             }
+            OperatorKind::Join(join) => self.join(input, join, operator.span, false),
+            OperatorKind::Lookup(join) => self.join(input, join, operator.span, true),
+            OperatorKind::Union(union) => self.union(Some(input), union, operator.span),
+            OperatorKind::As(binding) => {
+                self.bindings.insert(binding.name.name.clone(), crate::context::Binding::Tabular(input.clone()));
+                Ok(input)
+            }
+            OperatorKind::Serialize(items) => self.project(input, items, true),
             _ => Err(self.error(
                 ErrorCode::BadRequest,
                 operator.span,

@@ -448,6 +448,8 @@ impl Planner<'_> {
         use BinaryOp::*;
         use KqlType::*;
         let stringish = |t: KqlType| matches!(t, String | Guid);
+        let nullable_comparison =
+            !matches!(l.kql_type, String | Guid | Dynamic) && !matches!(r.kql_type, String | Guid | Dynamic);
         let (le, re) = match (l.kql_type, r.kql_type) {
             (a, b) if stringish(a) && stringish(b) => {
                 // Strings are never null: an absent string equals "".
@@ -474,6 +476,12 @@ impl Planner<'_> {
             Gt => le.gt(re),
             Ge => le.gt_eq(re),
             Eq => le.eq(re),
+            // KQL: a null and a non-null value are not equal (`null != 5` is true).
+            _ if nullable_comparison => Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+                Box::new(le),
+                datafusion::logical_expr::Operator::IsDistinctFrom,
+                Box::new(re),
+            )),
             _ => le.not_eq(re),
         };
         Ok(Typed::new(expr, Bool))
