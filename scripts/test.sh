@@ -17,3 +17,8 @@ if [ "${TRAWL_SKIP_E2E:-0}" != "1" ]; then
   cargo build -p trawl
   TRAWL_BIN="$CARGO_TARGET_DIR/debug/trawl" bash tests/e2e/run.sh
 fi
+
+if [ "${TRAWL_SKIP_CONFORMANCE:-0}" != "1" ]; then
+  cargo build -p trawl
+  TRAWL_BIN="$CARGO_TARGET_DIR/debug/trawl" bash tests/conformance/run.sh
+fi

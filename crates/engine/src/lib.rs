@@ -19,6 +19,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::error::DataFusionError;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 use trawl_catalog::Catalog;
@@ -28,6 +29,9 @@ use trawl_storage::schema::table_schema;
 use trawl_storage::{SegmentStore, TrawlTable};
 
 pub use time_range::{QueryWindow, resolve_window, resolve_window_now};
+
+/// DataFusion optimizer rules the engine leaves out (see `Engine::new`).
+const DISABLED_OPTIMIZER_RULES: &[&str] = &["extract_leaf_expressions", "push_down_leaf_projections"];
 
 /// Engine settings.
 #[derive(Debug, Clone)]
@@ -138,7 +142,23 @@ impl Engine {
         let session = SessionConfig::new()
             .with_target_partitions(config.target_partitions.max(1))
             .with_information_schema(false);
-        let context = SessionContext::new_with_config_rt(session, runtime);
+        let state = SessionStateBuilder::new()
+            .with_config(session)
+            .with_runtime_env(runtime)
+            .with_default_features()
+            .build();
+        // The leaf-expression passes move `json_*` calls below projections and then trip
+        // over the same-name aliases KQL's `extend` makes ("duplicate unqualified field").
+        let rules: Vec<_> = state
+            .optimizers()
+            .iter()
+            .filter(|rule| !DISABLED_OPTIMIZER_RULES.contains(&rule.name()))
+            .cloned()
+            .collect();
+        let state = SessionStateBuilder::new_from_existing(state)
+            .with_optimizer_rules(rules)
+            .build();
+        let context = SessionContext::new_with_state(state);
         store
             .register_with(context.runtime_env().as_ref())
             .map_err(TrawlError::from)?;

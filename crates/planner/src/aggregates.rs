@@ -96,7 +96,7 @@ pub fn default_aggregate_name(name: &str, args: &[KExpr]) -> String {
         other => other,
     };
     match args.first().map(|a| &a.kind) {
-        Some(ExprKind::Name(ident)) if name != "countif" && name != "count" => format!("{base}_{}", ident.name),
+        Some(ExprKind::Name(ident)) if name != "countif" => format!("{base}_{}", ident.name),
         _ => format!("{base}_"),
     }
 }

@@ -24,12 +24,15 @@ fn side(qualifier: &str, name: &str) -> Expr {
 
 /// The word value of an operator option (`kind=inner`), lowercased.
 pub fn param_word(params: &[OperatorParam], name: &str) -> Option<String> {
-    params.iter().find(|p| p.name.eq_ignore_ascii_case(name)).and_then(|p| match &p.value.kind {
-        ExprKind::Name(ident) => Some(ident.name.to_ascii_lowercase()),
-        ExprKind::Literal(trawl_kql::ast::Literal::String(s)) => Some(s.to_ascii_lowercase()),
-        ExprKind::Literal(trawl_kql::ast::Literal::Bool(b)) => Some(b.to_string()),
-        _ => None,
-    })
+    params
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+        .and_then(|p| match &p.value.kind {
+            ExprKind::Name(ident) => Some(ident.name.to_ascii_lowercase()),
+            ExprKind::Literal(trawl_kql::ast::Literal::String(s)) => Some(s.to_ascii_lowercase()),
+            ExprKind::Literal(trawl_kql::ast::Literal::Bool(b)) => Some(b.to_string()),
+            _ => None,
+        })
 }
 
 impl Planner<'_> {
@@ -39,7 +42,11 @@ impl Planner<'_> {
         for condition in on {
             let (l, r) = match &condition.kind {
                 ExprKind::Name(ident) => (ident.name.clone(), ident.name.clone()),
-                ExprKind::Binary { op: BinaryOp::Eq, left: a, right: b } => {
+                ExprKind::Binary {
+                    op: BinaryOp::Eq,
+                    left: a,
+                    right: b,
+                } => {
                     let side_of = |e: &KExpr| match &e.kind {
                         ExprKind::Member { target, member } => match &target.kind {
                             ExprKind::Name(t) if t.name == "$left" => Some((true, member.name.clone())),
@@ -68,10 +75,18 @@ impl Planner<'_> {
                 }
             };
             let Some(left_type) = left.column_type(&l) else {
-                return Err(self.error(ErrorCode::UnknownColumn, condition.span, format!("unknown column '{l}' on the left side")));
+                return Err(self.error(
+                    ErrorCode::UnknownColumn,
+                    condition.span,
+                    format!("unknown column '{l}' on the left side"),
+                ));
             };
             let Some(right_type) = right.column_type(&r) else {
-                return Err(self.error(ErrorCode::UnknownColumn, condition.span, format!("unknown column '{r}' on the right side")));
+                return Err(self.error(
+                    ErrorCode::UnknownColumn,
+                    condition.span,
+                    format!("unknown column '{r}' on the right side"),
+                ));
             };
             let compatible = left_type == right_type || (left_type.is_numeric() && right_type.is_numeric());
             if !compatible {
@@ -92,7 +107,13 @@ impl Planner<'_> {
     pub fn join(&mut self, left: Tabular, join: &Join, span: Span, lookup: bool) -> Result<Tabular, TrawlError> {
         let right = self.tabular(&join.right)?;
         let keys = self.join_keys(&join.on, &left, &right)?;
-        let kind = param_word(&join.params, "kind").unwrap_or_else(|| if lookup { "leftouter".into() } else { "innerunique".into() });
+        let kind = param_word(&join.params, "kind").unwrap_or_else(|| {
+            if lookup {
+                "leftouter".into()
+            } else {
+                "innerunique".into()
+            }
+        });
         let join_type = match kind.as_str() {
             "innerunique" | "inner" => JoinType::Inner,
             "leftouter" => JoinType::Left,
@@ -105,7 +126,11 @@ impl Planner<'_> {
             other => return Err(self.error(ErrorCode::BadRequest, span, format!("unknown join kind '{other}'"))),
         };
         if lookup && !matches!(join_type, JoinType::Left | JoinType::Inner) {
-            return Err(self.error(ErrorCode::BadRequest, span, "lookup supports kind=leftouter or kind=inner"));
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                span,
+                "lookup supports kind=leftouter or kind=inner",
+            ));
         }
         let mut left_builder = left.builder();
         if kind == "innerunique" {
@@ -114,8 +139,15 @@ impl Planner<'_> {
             let select: Vec<Expr> = left.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
             left_builder = left_builder.distinct_on(on, select, None).map_err(|e| internal(&e))?;
         }
-        let left_plan = left_builder.alias(LEFT).and_then(|b| b.build()).map_err(|e| internal(&e))?;
-        let right_plan = right.builder().alias(RIGHT).and_then(|b| b.build()).map_err(|e| internal(&e))?;
+        let left_plan = left_builder
+            .alias(LEFT)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        let right_plan = right
+            .builder()
+            .alias(RIGHT)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
         let left_keys: Vec<Column> = keys.iter().map(|(l, _)| Column::new(Some(LEFT), l)).collect();
         let right_keys: Vec<Column> = keys.iter().map(|(_, r)| Column::new(Some(RIGHT), r)).collect();
         let joined = LogicalPlanBuilder::from(left_plan)
@@ -130,8 +162,9 @@ impl Planner<'_> {
             for (name, kql_type) in &left.columns {
                 // lookup and Kusto's equal-name keys of a right outer join read the key from
                 // whichever side has it.
+                // lookup reads an equal-name key from whichever side has it.
                 let value = match keys.iter().find(|(l, r)| l == name && r == name) {
-                    Some(_) if lookup || join_type == JoinType::Full || join_type == JoinType::Right && lookup => {
+                    Some(_) if lookup => {
                         datafusion::functions::expr_fn::coalesce(vec![side(LEFT, name), side(RIGHT, name)])
                     }
                     _ => side(LEFT, name),
@@ -155,7 +188,10 @@ impl Planner<'_> {
                 columns.push((output, *kql_type));
             }
         }
-        let plan = joined.project(exprs).and_then(|b| b.build()).map_err(|e| internal(&e))?;
+        let plan = joined
+            .project(exprs)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
         Ok(Tabular { plan, columns })
     }
 
@@ -176,10 +212,14 @@ impl Planner<'_> {
             return Err(self.error(ErrorCode::BadRequest, span, "union needs at least one table"));
         }
         let inner = param_word(&union.params, "kind").as_deref() == Some("inner");
-        let source_column = union.params.iter().find(|p| p.name.eq_ignore_ascii_case("withsource")).and_then(|p| match &p.value.kind {
-            ExprKind::Name(ident) => Some(ident.name.clone()),
-            _ => None,
-        });
+        let source_column = union
+            .params
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case("withsource"))
+            .and_then(|p| match &p.value.kind {
+                ExprKind::Name(ident) => Some(ident.name.clone()),
+                _ => None,
+            });
         // Output columns: by name across the legs (outer: all; inner: common to every leg).
         let mut columns: Vec<(String, KqlType)> = Vec::new();
         for (_, leg) in &legs {
@@ -203,13 +243,21 @@ impl Planner<'_> {
                 let data_type = trawl_functions::types::arrow_type(*kql_type);
                 let value = match leg.column_type(name) {
                     Some(t) if t == *kql_type => datafusion::logical_expr::cast(column(name), data_type),
-                    Some(_) if *kql_type == KqlType::Dynamic => crate::scalar::to_dynamic(crate::context::Typed::new(column(name), leg.column_type(name).unwrap_or(KqlType::Dynamic))),
+                    Some(_) if *kql_type == KqlType::Dynamic => crate::scalar::to_dynamic(crate::context::Typed::new(
+                        column(name),
+                        leg.column_type(name).unwrap_or(KqlType::Dynamic),
+                    )),
                     Some(_) => datafusion::logical_expr::cast(column(name), data_type),
                     None => null_of(*kql_type),
                 };
                 exprs.push(value.alias(name));
             }
-            plans.push(leg.builder().project(exprs).and_then(|b| b.build()).map_err(|e| internal(&e))?);
+            plans.push(
+                leg.builder()
+                    .project(exprs)
+                    .and_then(|b| b.build())
+                    .map_err(|e| internal(&e))?,
+            );
         }
         let mut plans = plans.into_iter();
         let Some(first) = plans.next() else {

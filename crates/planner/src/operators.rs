@@ -168,7 +168,10 @@ impl Planner<'_> {
             OperatorKind::Lookup(join) => self.join(input, join, operator.span, true),
             OperatorKind::Union(union) => self.union(Some(input), union, operator.span),
             OperatorKind::As(binding) => {
-                self.bindings.insert(binding.name.name.clone(), crate::context::Binding::Tabular(input.clone()));
+                self.bindings.insert(
+                    binding.name.name.clone(),
+                    crate::context::Binding::Tabular(input.clone()),
+                );
                 Ok(input)
             }
             OperatorKind::Serialize(items) => self.project(input, items, true),
