@@ -129,7 +129,11 @@ impl ScalarUDFImpl for ListFinishUdf {
                 let lists = lists.as_list::<i32>();
                 for row in 0..lists.len() {
                     if lists.is_null(row) {
-                        builder.append_value(if self.finish == ListFinish::MergeBags { "{}" } else { "[]" });
+                        builder.append_value(if self.finish == ListFinish::MergeBags {
+                            "{}"
+                        } else {
+                            "[]"
+                        });
                     } else {
                         builder.append_value(finish_one(&lists.value(row), self.finish, limit));
                     }
@@ -139,7 +143,11 @@ impl ScalarUDFImpl for ListFinishUdf {
                 let lists = lists.as_list::<i64>();
                 for row in 0..lists.len() {
                     if lists.is_null(row) {
-                        builder.append_value(if self.finish == ListFinish::MergeBags { "{}" } else { "[]" });
+                        builder.append_value(if self.finish == ListFinish::MergeBags {
+                            "{}"
+                        } else {
+                            "[]"
+                        });
                     } else {
                         builder.append_value(finish_one(&lists.value(row), self.finish, limit));
                     }
@@ -152,5 +160,104 @@ impl ScalarUDFImpl for ListFinishUdf {
             return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?));
         }
         Ok(ColumnarValue::Array(array))
+    }
+}
+
+/// `kql_json_items(dynamic)`: the items `mv-expand` produces from a dynamic value, as a list
+/// of JSON texts: an array's elements; a bag's entries as one-key bags; any other non-null
+/// value as itself; null as an empty list.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct JsonItemsUdf {
+    signature: Signature,
+}
+
+impl JsonItemsUdf {
+    pub const NAME: &'static str = "kql_json_items";
+
+    pub fn new() -> JsonItemsUdf {
+        JsonItemsUdf {
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+
+    fn item_type() -> DataType {
+        DataType::List(Arc::new(datafusion::arrow::datatypes::Field::new(
+            "item",
+            DataType::Utf8View,
+            true,
+        )))
+    }
+}
+
+impl Default for JsonItemsUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The `mv-expand` items of one JSON text.
+pub fn json_items(text: &str) -> Vec<String> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Array(items)) => items.into_iter().map(|v| v.to_string()).collect(),
+        Ok(serde_json::Value::Object(entries)) => entries
+            .into_iter()
+            .map(|(k, v)| {
+                let mut one = serde_json::Map::new();
+                one.insert(k, v);
+                serde_json::Value::Object(one).to_string()
+            })
+            .collect(),
+        Ok(serde_json::Value::Null) => Vec::new(),
+        Ok(value) => vec![value.to_string()],
+        Err(_) => vec![serde_json::Value::String(text.to_string()).to_string()],
+    }
+}
+
+impl ScalarUDFImpl for JsonItemsUdf {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(Self::item_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::array::ListBuilder;
+        let input = args.args[0].to_array(args.number_rows)?;
+        let mut builder = ListBuilder::new(StringViewBuilder::new()).with_field(Arc::new(
+            datafusion::arrow::datatypes::Field::new("item", DataType::Utf8View, true),
+        ));
+        for row in 0..input.len() {
+            if let Some(text) = string_at(&input, row) {
+                for item in json_items(text) {
+                    builder.values().append_value(item);
+                }
+            }
+            builder.append(true);
+        }
+        let array: ArrayRef = Arc::new(builder.finish());
+        if matches!(args.args[0], ColumnarValue::Scalar(_)) {
+            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?));
+        }
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_of_arrays_bags_and_scalars() {
+        assert_eq!(json_items("[1,\"a\",[2]]"), vec!["1", "\"a\"", "[2]"]);
+        assert_eq!(json_items("{\"a\":1,\"b\":2}"), vec!["{\"a\":1}", "{\"b\":2}"]);
+        assert_eq!(json_items("5"), vec!["5"]);
+        assert!(json_items("null").is_empty());
+        assert!(json_items("[]").is_empty());
     }
 }

@@ -10,6 +10,7 @@
 
 mod aggregates;
 mod context;
+mod expand;
 mod joins;
 mod names;
 mod operators;

@@ -165,6 +165,7 @@ impl Planner<'_> {
                 self.select(input, ordered)
             }
             OperatorKind::Join(join) => self.join(input, join, operator.span, false),
+            OperatorKind::MvExpand(expand) => self.mv_expand(input, expand),
             OperatorKind::Lookup(join) => self.join(input, join, operator.span, true),
             OperatorKind::Union(union) => self.union(Some(input), union, operator.span),
             OperatorKind::As(binding) => {

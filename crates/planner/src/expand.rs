@@ -1,0 +1,102 @@
+//! `mv-expand`: one row per item of a dynamic array (or entry of a bag). Several items are
+//! expanded side by side, padded with nulls to the longest. A column expanded in place keeps
+//! its position; `name = expr` adds a column at the end. `to typeof(T)` converts the items.
+
+use datafusion::common::Column;
+use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::ScalarUDF;
+use datafusion::logical_expr::expr::ScalarFunction;
+use std::sync::Arc;
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_functions::lists::JsonItemsUdf;
+use trawl_kql::ast::{ExprKind, MvExpand};
+
+use crate::context::{Planner, Tabular, Typed, column, internal};
+use crate::names::default_name;
+use crate::scalar::{kql_type_of_scalar, to_dynamic};
+
+impl Planner<'_> {
+    pub fn mv_expand(&mut self, input: Tabular, expand: &MvExpand) -> Result<Tabular, TrawlError> {
+        if expand.items.is_empty() {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                trawl_kql::Span::default(),
+                "mv-expand needs a column to expand",
+            ));
+        }
+        let items_udf = Arc::new(ScalarUDF::from(JsonItemsUdf::new()));
+        // Stage 1: every input column, plus one list column per expanded item.
+        let mut stage: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+        let mut targets = Vec::with_capacity(expand.items.len());
+        for (index, item) in expand.items.iter().enumerate() {
+            let value = self.scalar(&item.expr.expr, &input)?;
+            if !matches!(value.kql_type, KqlType::Dynamic | KqlType::String) {
+                return Err(self.error(
+                    ErrorCode::TypeMismatch,
+                    item.span,
+                    format!("mv-expand needs a dynamic value, found {}", value.kql_type),
+                ));
+            }
+            let name = match (item.expr.name(), &item.expr.expr.kind) {
+                (Some(ident), _) => ident.name.clone(),
+                (None, ExprKind::Name(ident)) => ident.name.clone(),
+                (None, _) => default_name(&item.expr.expr, index + 1),
+            };
+            let list_name = format!("__trawl_expand_{index}");
+            let json = to_dynamic(value);
+            stage.push(Expr::ScalarFunction(ScalarFunction::new_udf(items_udf.clone(), vec![json])).alias(&list_name));
+            let target = item.to_type.map_or(KqlType::Dynamic, kql_type_of_scalar);
+            targets.push((name, list_name, target));
+        }
+        let lists: Vec<Column> = targets
+            .iter()
+            .map(|(_, list, _)| Column::new_unqualified(list))
+            .collect();
+        let unnested = input
+            .builder()
+            .project(stage)
+            .and_then(|b| b.unnest_columns_with_options(lists, Default::default()))
+            .map_err(|e| internal(&e))?;
+        // Stage 2: put each expanded value in its column, converted as asked.
+        let mut columns: Vec<(String, KqlType)> = input.columns.clone();
+        for (name, _, target) in &targets {
+            match columns.iter_mut().find(|(n, _)| n == name) {
+                Some(existing) => existing.1 = *target,
+                None => columns.push((name.clone(), *target)),
+            }
+        }
+        let mut exprs = Vec::with_capacity(columns.len());
+        for (name, kql_type) in &columns {
+            let value = match targets.iter().find(|(n, _, _)| n == name) {
+                Some((_, list, target)) => self.from_dynamic(Typed::new(column(list), KqlType::Dynamic), *target),
+                None => column(name),
+            };
+            exprs.push(value.alias(name));
+            let _ = kql_type;
+        }
+        let plan = unnested
+            .project(exprs)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        Ok(Tabular { plan, columns })
+    }
+
+    /// A dynamic value converted to `target` (as `to typeof(...)` does).
+    pub fn from_dynamic(&self, value: Typed, target: KqlType) -> Expr {
+        use datafusion::arrow::datatypes::DataType;
+        use datafusion::logical_expr::try_cast;
+        if target == KqlType::Dynamic {
+            return value.expr;
+        }
+        let text = crate::scalar::to_string(value);
+        let data_type = trawl_functions::types::arrow_type(target);
+        match target {
+            KqlType::String | KqlType::Guid => text,
+            KqlType::Int | KqlType::Long => datafusion::functions::expr_fn::coalesce(vec![
+                try_cast(text.clone(), data_type.clone()),
+                try_cast(try_cast(text, DataType::Float64), data_type),
+            ]),
+            _ => try_cast(text, data_type),
+        }
+    }
+}
