@@ -18,6 +18,7 @@ mod scalar;
 mod scalar_functions;
 mod sources;
 mod user_functions;
+mod windows;
 
 use std::sync::Arc;
 

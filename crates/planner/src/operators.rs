@@ -165,6 +165,8 @@ impl Planner<'_> {
                 self.select(input, ordered)
             }
             OperatorKind::Join(join) => self.join(input, join, operator.span, false),
+            OperatorKind::Invoke(call) => self.invoke(input, call),
+            OperatorKind::GetSchema => self.getschema(&input),
             OperatorKind::MvExpand(expand) => self.mv_expand(input, expand),
             OperatorKind::Lookup(join) => self.join(input, join, operator.span, true),
             OperatorKind::Union(union) => self.union(Some(input), union, operator.span),
@@ -278,7 +280,8 @@ impl Planner<'_> {
             .into_iter()
             .map(|(name, value)| (name, value.kql_type))
             .collect();
-        let plan = build(input.builder().project(exprs).map_err(|e| internal(&e))?)?;
+        let builder = crate::windows::with_windows(&input, &exprs)?;
+        let plan = build(builder.project(exprs).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
     }
 

@@ -22,6 +22,9 @@ impl Planner<'_> {
             let def = def.clone();
             return self.call_scalar_function(name, &def, args, input, e.span);
         }
+        if crate::windows::ROW_FUNCTIONS.contains(&name) {
+            return self.row_function(name, args, e, input);
+        }
         if is_aggregate(name) {
             return Err(self.error(
                 ErrorCode::BadRequest,
@@ -173,6 +176,33 @@ impl Planner<'_> {
                     .otherwise(otherwise.expr)
                     .map_err(|e| crate::context::internal(&e))?;
                 Ok(Typed::new(expr, kql_type))
+            }
+            "case" => {
+                if args.len() < 3 || args.len() % 2 == 0 {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        e.span,
+                        "'case()' takes condition, value pairs and an else value",
+                    ));
+                }
+                let mut otherwise = self.scalar(&args[args.len() - 1], input)?;
+                let kql_type = otherwise.kql_type;
+                let mut pairs = Vec::new();
+                for pair in args[..args.len() - 1].chunks(2) {
+                    let condition = self.scalar(&pair[0], input)?;
+                    let condition = self.boolean(condition, &pair[0])?;
+                    let value = self.scalar(&pair[1], input)?;
+                    pairs.push((condition, value.expr));
+                }
+                let mut expr = otherwise.expr;
+                for (condition, value) in pairs.into_iter().rev() {
+                    expr = when(condition, value)
+                        .otherwise(expr)
+                        .map_err(|e| crate::context::internal(&e))?;
+                }
+                otherwise.expr = expr;
+                otherwise.kql_type = kql_type;
+                Ok(otherwise)
             }
             "coalesce" => {
                 if args.is_empty() {

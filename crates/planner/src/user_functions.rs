@@ -4,8 +4,8 @@
 
 use std::rc::Rc;
 
-use trawl_common::{ErrorCode, TrawlError};
-use trawl_kql::ast::{Expr as KExpr, ExprKind, FunctionDef, LetValue, ParamType, StatementKind};
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_kql::ast::{Expr as KExpr, ExprKind, FunctionDef, LetValue, Literal, ParamType, StatementKind};
 use trawl_kql::span::Span;
 
 use crate::context::{Binding, Planner, Tabular, Typed};
@@ -151,5 +151,89 @@ impl Planner<'_> {
     ) -> Result<Tabular, TrawlError> {
         let empty = self.empty_tabular()?;
         self.in_function_scope(name, def, args, &empty, span, |planner, body| planner.tabular(body))
+    }
+
+    /// `T | invoke f(args)`: `f` called with `T` as its first (tabular) argument.
+    pub fn invoke(&mut self, input: Tabular, call: &KExpr) -> Result<Tabular, TrawlError> {
+        let ExprKind::Call { function, args } = &call.kind else {
+            return Err(self.error(ErrorCode::BadRequest, call.span, "invoke takes a function call"));
+        };
+        let Some(Binding::Function(def)) = self.bindings.get(&function.name) else {
+            return Err(self.error(
+                ErrorCode::UnknownFunction,
+                function.span,
+                format!("unknown function '{}'", function.name),
+            ));
+        };
+        let def = def.clone();
+        let Some(first) = def.params.first() else {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                call.span,
+                format!("'{}' takes no table to invoke with", function.name),
+            ));
+        };
+        // Bind the piped table under a private name, then call with it as the first argument.
+        let piped = "__trawl_invoke_input".to_string();
+        let saved = self.bindings.get(&piped).cloned();
+        self.bindings.insert(piped.clone(), Binding::Tabular(input));
+        let mut full_args = vec![KExpr::new(
+            ExprKind::Name(trawl_kql::ast::Ident::new(piped.clone(), first.span)),
+            call.span,
+        )];
+        full_args.extend(args.iter().cloned());
+        let result = self.call_tabular_function(&function.name, &def, &full_args, call.span);
+        match saved {
+            Some(binding) => {
+                self.bindings.insert(piped, binding);
+            }
+            None => {
+                self.bindings.remove(&piped);
+            }
+        }
+        result
+    }
+
+    /// `getschema`: one row per column: ColumnName, ColumnOrdinal, DataType, ColumnType.
+    pub fn getschema(&mut self, input: &Tabular) -> Result<Tabular, TrawlError> {
+        use trawl_kql::ast::{ColumnDecl, Datatable, Ident, ScalarType};
+        let dotnet = |t: KqlType| match t {
+            KqlType::Bool => "System.Boolean",
+            KqlType::Int => "System.Int32",
+            KqlType::Long => "System.Int64",
+            KqlType::Real => "System.Double",
+            KqlType::Decimal => "System.Data.SqlTypes.SqlDecimal",
+            KqlType::String => "System.String",
+            KqlType::DateTime => "System.DateTime",
+            KqlType::Timespan => "System.TimeSpan",
+            KqlType::Guid => "System.Guid",
+            KqlType::Dynamic => "System.Object",
+        };
+        let mut values = Vec::with_capacity(input.columns.len() * 4);
+        for (ordinal, (name, kql_type)) in input.columns.iter().enumerate() {
+            for literal in [
+                Literal::String(name.clone()),
+                Literal::Int(ordinal as i32),
+                Literal::String(dotnet(*kql_type).to_string()),
+                Literal::String(kql_type.as_str().to_string()),
+            ] {
+                values.push(KExpr::new(ExprKind::Literal(literal), Span::default()));
+            }
+        }
+        let declare = |name: &str, ty: ScalarType| ColumnDecl {
+            name: Ident::new(name, Span::default()),
+            ty,
+            span: Span::default(),
+        };
+        let table = Datatable {
+            columns: vec![
+                declare("ColumnName", ScalarType::String),
+                declare("ColumnOrdinal", ScalarType::Int),
+                declare("DataType", ScalarType::String),
+                declare("ColumnType", ScalarType::String),
+            ],
+            values,
+        };
+        self.datatable(&table, Span::default())
     }
 }
