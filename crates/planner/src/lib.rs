@@ -14,6 +14,7 @@ mod expand;
 mod joins;
 mod names;
 mod operators;
+mod parse;
 mod scalar;
 mod scalar_functions;
 mod sources;

@@ -166,6 +166,8 @@ impl Planner<'_> {
             }
             OperatorKind::Join(join) => self.join(input, join, operator.span, false),
             OperatorKind::Invoke(call) => self.invoke(input, call),
+            OperatorKind::Parse(parse) => self.parse_operator(input, parse, operator.span, true),
+            OperatorKind::ParseWhere(parse) => self.parse_operator(input, parse, operator.span, false),
             OperatorKind::GetSchema => self.getschema(&input),
             OperatorKind::MvExpand(expand) => self.mv_expand(input, expand),
             OperatorKind::Lookup(join) => self.join(input, join, operator.span, true),

@@ -1,0 +1,113 @@
+//! `parse` and `parse-where`: extract columns from a string with a pattern of literal text,
+//! `*` wildcards and typed column captures. Kinds: `simple` (the default: text matched
+//! literally), `regex` (text parts are regular expressions), `relaxed` (as simple). Rows that
+//! do not match get empty strings and nulls; `parse-where` drops them.
+
+use datafusion::functions::expr_fn as f;
+use datafusion::logical_expr::{Expr, lit, try_cast};
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_kql::ast::{Parse, ParsePart};
+use trawl_kql::span::Span;
+
+use crate::context::{Planner, Tabular, Typed, column, internal};
+use crate::joins::param_word;
+use crate::scalar::{kql_type_of_scalar, to_string};
+
+/// Escapes regex metacharacters.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The capture of a column of `kql_type`.
+fn capture(kql_type: KqlType, last: bool) -> &'static str {
+    match kql_type {
+        KqlType::Int | KqlType::Long => r"(-?\d+)",
+        KqlType::Real | KqlType::Decimal => r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)",
+        _ if last => "(.*)",
+        _ => "(.*?)",
+    }
+}
+
+impl Planner<'_> {
+    pub fn parse_operator(
+        &mut self,
+        input: Tabular,
+        parse: &Parse,
+        span: Span,
+        keep_unmatched: bool,
+    ) -> Result<Tabular, TrawlError> {
+        let kind = param_word(&parse.params, "kind").unwrap_or_else(|| "simple".into());
+        let regex_kind = match kind.as_str() {
+            "simple" | "relaxed" => false,
+            "regex" => true,
+            other => return Err(self.error(ErrorCode::BadRequest, span, format!("unknown parse kind '{other}'"))),
+        };
+        let flags = param_word(&parse.params, "flags");
+        let source = self.scalar(&parse.source, &input)?;
+        let text = to_string(source);
+        let mut pattern = String::from(if regex_kind { "" } else { "^" });
+        let mut outputs: Vec<(String, KqlType)> = Vec::new();
+        let last_index = parse.pattern.len().saturating_sub(1);
+        for (index, part) in parse.pattern.iter().enumerate() {
+            match part {
+                ParsePart::Text { text, .. } => pattern.push_str(&if regex_kind { text.clone() } else { escape(text) }),
+                ParsePart::Wildcard { .. } => pattern.push_str(if index == last_index { ".*" } else { ".*?" }),
+                ParsePart::Column { name, ty, .. } => {
+                    let kql_type = ty.map_or(KqlType::String, kql_type_of_scalar);
+                    pattern.push_str(capture(kql_type, index == last_index));
+                    outputs.push((name.name.clone(), kql_type));
+                }
+            }
+        }
+        if outputs.is_empty() {
+            return Err(self.error(ErrorCode::BadRequest, span, "the parse pattern extracts no column"));
+        }
+        let flags = flags.map(|f| lit(f.replace('U', "")));
+        let matched_name = "__trawl_parse_match";
+        let mut stage: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+        stage.push(f::regexp_match(text, lit(pattern), flags).alias(matched_name));
+        let mut builder = input.builder().project(stage).map_err(|e| internal(&e))?;
+        if !keep_unmatched {
+            builder = builder
+                .filter(column(matched_name).is_not_null())
+                .map_err(|e| internal(&e))?;
+        }
+        let mut columns = input.columns.clone();
+        for (name, kql_type) in &outputs {
+            match columns.iter_mut().find(|(n, _)| n == name) {
+                Some(existing) => existing.1 = *kql_type,
+                None => columns.push((name.clone(), *kql_type)),
+            }
+        }
+        let mut exprs = Vec::with_capacity(columns.len());
+        for (name, kql_type) in &columns {
+            let value = match outputs.iter().position(|(n, _)| n == name) {
+                Some(index) => {
+                    let captured = datafusion::functions_nested::expr_fn::array_element(
+                        column(matched_name),
+                        lit(index as i64 + 1),
+                    );
+                    match kql_type {
+                        KqlType::String => f::coalesce(vec![captured, lit("")]),
+                        KqlType::Dynamic => crate::scalar::to_dynamic(Typed::new(captured, KqlType::String)),
+                        other => try_cast(captured, trawl_functions::types::arrow_type(*other)),
+                    }
+                }
+                None => column(name),
+            };
+            exprs.push(value.alias(name));
+        }
+        let plan = builder
+            .project(exprs)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        Ok(Tabular { plan, columns })
+    }
+}
