@@ -33,6 +33,7 @@ pub fn router(state: QueryState) -> Router {
     let probes = crate::probes::routes(state.readiness.clone(), state.info.clone());
     Router::new()
         .route("/query", post(query))
+        .route("/plan", post(plan))
         .route("/catalog", get(catalog))
         .with_state(state)
         .merge(probes)
@@ -97,7 +98,59 @@ pub fn tables_json(output: &QueryOutput) -> Json_ {
         ],
         "rows": warnings,
     }));
+    if let Some(visualization) = &output.visualization {
+        tables.push(json!({
+            "name": "@ExtendedProperties",
+            "columns": [{"column_name": "Value", "column_type": "string"}],
+            "rows": [[extended_properties(visualization).to_string()]],
+        }));
+    }
     json!({ "Tables": tables })
+}
+
+/// The visualization of `render` as the `@ExtendedProperties` value: `Visualization` and
+/// each property under its ADX name (`title` → `Title`, `xcolumn` → `XColumn`, …).
+pub fn extended_properties(visualization: &trawl_engine::Visualization) -> Json_ {
+    let mut value = serde_json::Map::new();
+    value.insert(
+        "Visualization".into(),
+        Json_::String(visualization.visualization_type.clone()),
+    );
+    for (name, property) in &visualization.properties {
+        let adx_name = match name.to_ascii_lowercase().as_str() {
+            "title" => "Title".to_string(),
+            "xcolumn" => "XColumn".to_string(),
+            "ycolumns" => "YColumns".to_string(),
+            "series" => "Series".to_string(),
+            "kind" => "Kind".to_string(),
+            "legend" => "Legend".to_string(),
+            "ysplit" => "YSplit".to_string(),
+            "accumulate" => "Accumulate".to_string(),
+            "xaxis" => "XAxis".to_string(),
+            "yaxis" => "YAxis".to_string(),
+            "xtitle" => "XTitle".to_string(),
+            "ytitle" => "YTitle".to_string(),
+            "xmin" => "Xmin".to_string(),
+            "xmax" => "Xmax".to_string(),
+            "ymin" => "Ymin".to_string(),
+            "ymax" => "Ymax".to_string(),
+            _ => name.clone(),
+        };
+        value.insert(adx_name, property.clone());
+    }
+    Json_::Object(value)
+}
+
+/// `POST /plan`: the KQL-level plan of the query as an s-expression.
+async fn plan(body: Bytes) -> Response {
+    let result = parse_body::<QueryBody>(&body).and_then(|body| {
+        let query = trawl_kql::parse(&body.query)?;
+        Ok(trawl_kql::sexp::to_sexp(&query))
+    });
+    match result {
+        Ok(plan_sexp) => Json(json!({ "plan_sexp": plan_sexp })).into_response(),
+        Err(error) => Problem(error).into_response(),
+    }
 }
 
 async fn catalog(State(state): State<QueryState>) -> Response {

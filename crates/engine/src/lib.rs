@@ -24,6 +24,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 use trawl_catalog::Catalog;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
+pub use trawl_planner::Visualization;
 use trawl_planner::{PlanOptions, QueryWarning, TableLookup};
 use trawl_storage::schema::table_schema;
 use trawl_storage::{SegmentStore, TrawlTable};
@@ -101,6 +102,8 @@ impl ResultTable {
 pub struct QueryOutput {
     pub tables: Vec<ResultTable>,
     pub warnings: Vec<QueryWarning>,
+    /// Set when the query uses `render`.
+    pub visualization: Option<trawl_planner::Visualization>,
 }
 
 /// Runs KQL against the catalog's tables.
@@ -194,6 +197,7 @@ impl Engine {
         };
         let planned = trawl_planner::plan_text(&request.text, &tables, options)?;
         let mut warnings = planned.warnings;
+        let visualization = planned.visualization;
         let mut output = Vec::with_capacity(planned.results.len());
         for (index, result) in planned.results.into_iter().enumerate() {
             let name = if index == 0 {
@@ -233,6 +237,7 @@ impl Engine {
         Ok(QueryOutput {
             tables: output,
             warnings,
+            visualization,
         })
     }
 }

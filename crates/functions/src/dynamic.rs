@@ -161,3 +161,109 @@ impl ScalarUDFImpl for ToJsonStringUdf {
         Ok(ColumnarValue::Array(Arc::new(builder.finish())))
     }
 }
+
+/// `kql_format(value)`: KQL's `tostring()` of a datetime (ISO 8601 with 7 fraction digits),
+/// a timespan (`[-][d.]hh:mm:ss[.fffffff]`) or a real (whole values without a fraction).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct FormatValueUdf {
+    signature: Signature,
+}
+
+impl FormatValueUdf {
+    pub const NAME: &'static str = "kql_format";
+
+    pub fn new() -> FormatValueUdf {
+        FormatValueUdf {
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl Default for FormatValueUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// KQL's text of a real.
+pub fn format_real(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".into()
+    } else if value.is_infinite() {
+        if value > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
+    } else if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        format!("{value}")
+    }
+}
+
+impl ScalarUDFImpl for FormatValueUdf {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8View)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::array::{Array, AsArray};
+        use datafusion::arrow::datatypes::{DurationNanosecondType, Float64Type, TimeUnit, TimestampNanosecondType};
+        let scalar = all_scalar(&args.args);
+        let input = args.args[0].to_array(args.number_rows)?;
+        let mut builder = StringViewBuilder::with_capacity(input.len());
+        match input.data_type() {
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                let values = input.as_primitive::<TimestampNanosecondType>();
+                for i in 0..values.len() {
+                    if values.is_null(i) {
+                        builder.append_value("");
+                    } else {
+                        builder.append_value(trawl_common::time::format_datetime(values.value(i)));
+                    }
+                }
+            }
+            DataType::Duration(TimeUnit::Nanosecond) => {
+                let values = input.as_primitive::<DurationNanosecondType>();
+                for i in 0..values.len() {
+                    if values.is_null(i) {
+                        builder.append_value("");
+                    } else {
+                        builder.append_value(trawl_common::time::format_timespan(values.value(i)));
+                    }
+                }
+            }
+            DataType::Float64 => {
+                let values = input.as_primitive::<Float64Type>();
+                for i in 0..values.len() {
+                    if values.is_null(i) {
+                        builder.append_value("");
+                    } else {
+                        builder.append_value(format_real(values.value(i)));
+                    }
+                }
+            }
+            _ => {
+                let text = datafusion::arrow::compute::cast(&input, &DataType::Utf8View)?;
+                let text = text.as_string_view();
+                for i in 0..text.len() {
+                    builder.append_value(if text.is_null(i) { "" } else { text.value(i) });
+                }
+            }
+        }
+        let array: datafusion::arrow::array::ArrayRef = Arc::new(builder.finish());
+        if scalar {
+            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?));
+        }
+        Ok(ColumnarValue::Array(array))
+    }
+}

@@ -3,10 +3,22 @@
 //!
 //! Must not know storage or the catalog.
 
+pub mod arrays;
+pub mod bags;
+pub mod datetime;
+pub mod datetime_format;
 pub mod dynamic;
+pub mod encoding;
+pub mod ip;
+pub mod json;
 pub mod lists;
+pub mod math;
 pub mod registry;
+pub mod rowfn;
 pub mod strings;
+pub mod strings_more;
+#[cfg(test)]
+mod testing;
 pub mod tokenizer;
 pub mod types;
 mod util;

@@ -15,6 +15,7 @@ pub mod error;
 pub mod lexer;
 mod parser;
 mod printer;
+pub mod sexp;
 pub mod span;
 pub mod token;
 

@@ -65,6 +65,8 @@ pub struct Planner<'a> {
     pub bindings: HashMap<String, Binding>,
     /// Nesting of user function calls being expanded.
     pub call_depth: usize,
+    /// Set by `render`.
+    pub visualization: Option<crate::Visualization>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -76,6 +78,7 @@ impl<'a> Planner<'a> {
             options,
             bindings: HashMap::new(),
             call_depth: 0,
+            visualization: None,
             warnings: Vec::new(),
         }
     }

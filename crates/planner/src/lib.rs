@@ -54,6 +54,13 @@ pub struct QueryWarning {
     pub location: Option<Location>,
 }
 
+/// Visualization asked for by `render`: the chart type and its properties, as written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Visualization {
+    pub visualization_type: String,
+    pub properties: Vec<(String, serde_json::Value)>,
+}
+
 /// One result table: its plan and its columns' KQL types.
 #[derive(Debug, Clone)]
 pub struct PlannedResult {
@@ -66,6 +73,7 @@ pub struct PlannedResult {
 pub struct PlannedQuery {
     pub results: Vec<PlannedResult>,
     pub warnings: Vec<QueryWarning>,
+    pub visualization: Option<Visualization>,
 }
 
 /// Parses and plans `text`.
@@ -89,8 +97,10 @@ pub fn plan_query(
             "the query has no tabular expression to run",
         ));
     }
+    let visualization = planner.visualization.take();
     Ok(PlannedQuery {
         results,
         warnings: planner.into_warnings(),
+        visualization,
     })
 }

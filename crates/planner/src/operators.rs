@@ -166,6 +166,26 @@ impl Planner<'_> {
             }
             OperatorKind::Join(join) => self.join(input, join, operator.span, false),
             OperatorKind::Invoke(call) => self.invoke(input, call),
+            OperatorKind::Render(render) => {
+                let mut properties = Vec::with_capacity(render.properties.len());
+                for property in &render.properties {
+                    let name = property.name().map(|i| i.name.clone()).unwrap_or_default();
+                    let value = match &property.expr.kind {
+                        ExprKind::Literal(trawl_kql::ast::Literal::String(s)) => serde_json::Value::String(s.clone()),
+                        ExprKind::Literal(trawl_kql::ast::Literal::Long(n)) => serde_json::Value::from(*n),
+                        ExprKind::Literal(trawl_kql::ast::Literal::Real(x)) => serde_json::Value::from(*x),
+                        ExprKind::Literal(trawl_kql::ast::Literal::Bool(b)) => serde_json::Value::Bool(*b),
+                        ExprKind::Name(ident) => serde_json::Value::String(ident.name.clone()),
+                        _ => serde_json::Value::String(property.expr.to_string()),
+                    };
+                    properties.push((name, value));
+                }
+                self.visualization = Some(crate::Visualization {
+                    visualization_type: render.chart.name.clone(),
+                    properties,
+                });
+                Ok(input)
+            }
             OperatorKind::Parse(parse) => self.parse_operator(input, parse, operator.span, true),
             OperatorKind::ParseWhere(parse) => self.parse_operator(input, parse, operator.span, false),
             OperatorKind::GetSchema => self.getschema(&input),

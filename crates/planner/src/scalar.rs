@@ -103,7 +103,10 @@ pub fn to_string(value: Typed) -> Expr {
             }
             udf_call(Arc::new(ScalarUDF::from(DynamicToStringUdf::new())), vec![value.expr])
         }
-        KqlType::DateTime => f::coalesce(vec![f::to_char(value.expr, lit("%Y-%m-%dT%H:%M:%S%.7fZ")), lit("")]),
+        KqlType::DateTime | KqlType::Timespan | KqlType::Real | KqlType::Decimal => udf_call(
+            Arc::new(ScalarUDF::from(trawl_functions::dynamic::FormatValueUdf::new())),
+            vec![value.expr],
+        ),
         _ => f::coalesce(vec![cast(value.expr, DataType::Utf8), lit("")]),
     }
 }
