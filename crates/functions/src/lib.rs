@@ -7,6 +7,7 @@ pub mod arrays;
 pub mod bags;
 pub mod datetime;
 pub mod datetime_format;
+pub mod aggregate_registry;
 pub mod dynamic;
 pub mod encoding;
 pub mod ip;

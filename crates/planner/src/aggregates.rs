@@ -51,7 +51,7 @@ const AGGREGATES: &[&str] = &[
 ];
 
 pub fn is_aggregate(name: &str) -> bool {
-    AGGREGATES.contains(&name)
+    AGGREGATES.contains(&name) || trawl_functions::aggregate_registry::lookup(name).is_some()
 }
 
 /// What happens to an aggregate's value after the aggregation.
@@ -376,13 +376,39 @@ impl Planner<'_> {
                 };
                 single(out_name, aggregate, KqlType::Real)
             }
-            _ => {
-                return Err(self.error(
-                    ErrorCode::UnknownFunction,
-                    function.span,
-                    format!("unknown aggregate function '{name}'"),
-                ));
-            }
+            _ => match trawl_functions::aggregate_registry::lookup(name) {
+                Some(registered) => {
+                    let too_many = registered.max_args().is_some_and(|max| args.len() > max);
+                    if args.len() < registered.min_args || too_many {
+                        return Err(self.error(
+                            ErrorCode::BadRequest,
+                            e.span,
+                            format!("'{name}()' takes at least {} argument(s), found {}", registered.min_args, args.len()),
+                        ));
+                    }
+                    let mut lowered = Vec::with_capacity(args.len());
+                    let mut types = Vec::with_capacity(args.len());
+                    for (index, arg) in args.iter().enumerate() {
+                        let value = self.scalar(arg, input)?;
+                        let kind = registered.kind_of(index).unwrap_or(trawl_functions::registry::ArgKind::Any);
+                        let (expr, kql_type) = self.convert_arg(value, kind, arg, name)?;
+                        lowered.push(expr);
+                        types.push(kql_type);
+                    }
+                    let kql_type = match registered.returns {
+                        trawl_functions::registry::ReturnRule::Fixed(t) => t,
+                        trawl_functions::registry::ReturnRule::SameAsArg(i) => types.get(i).copied().unwrap_or(KqlType::Dynamic),
+                    };
+                    single(out_name, (registered.udaf)().call(lowered), kql_type)
+                }
+                None => {
+                    return Err(self.error(
+                        ErrorCode::UnknownFunction,
+                        function.span,
+                        format!("unknown aggregate function '{name}'"),
+                    ));
+                }
+            },
         })
     }
 

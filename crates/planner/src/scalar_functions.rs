@@ -295,7 +295,7 @@ impl Planner<'_> {
     }
 
     /// Converts an argument to the kind a registered function declares.
-    fn convert_arg(
+    pub(crate) fn convert_arg(
         &self,
         value: Typed,
         kind: ArgKind,
