@@ -9,6 +9,7 @@ pub mod datetime;
 pub mod datetime_format;
 pub mod aggregate_registry;
 pub mod dynamic;
+pub mod kv;
 pub mod encoding;
 pub mod ip;
 pub mod json;

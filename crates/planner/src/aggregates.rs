@@ -383,21 +383,29 @@ impl Planner<'_> {
                         return Err(self.error(
                             ErrorCode::BadRequest,
                             e.span,
-                            format!("'{name}()' takes at least {} argument(s), found {}", registered.min_args, args.len()),
+                            format!(
+                                "'{name}()' takes at least {} argument(s), found {}",
+                                registered.min_args,
+                                args.len()
+                            ),
                         ));
                     }
                     let mut lowered = Vec::with_capacity(args.len());
                     let mut types = Vec::with_capacity(args.len());
                     for (index, arg) in args.iter().enumerate() {
                         let value = self.scalar(arg, input)?;
-                        let kind = registered.kind_of(index).unwrap_or(trawl_functions::registry::ArgKind::Any);
+                        let kind = registered
+                            .kind_of(index)
+                            .unwrap_or(trawl_functions::registry::ArgKind::Any);
                         let (expr, kql_type) = self.convert_arg(value, kind, arg, name)?;
                         lowered.push(expr);
                         types.push(kql_type);
                     }
                     let kql_type = match registered.returns {
                         trawl_functions::registry::ReturnRule::Fixed(t) => t,
-                        trawl_functions::registry::ReturnRule::SameAsArg(i) => types.get(i).copied().unwrap_or(KqlType::Dynamic),
+                        trawl_functions::registry::ReturnRule::SameAsArg(i) => {
+                            types.get(i).copied().unwrap_or(KqlType::Dynamic)
+                        }
                     };
                     single(out_name, (registered.udaf)().call(lowered), kql_type)
                 }

@@ -15,6 +15,7 @@ mod joins;
 mod names;
 mod operators;
 mod parse;
+mod parse_kv;
 mod scalar;
 mod scalar_functions;
 mod sources;

@@ -1,0 +1,212 @@
+//! `parse-kv`: key/value text → a bag of strings, per the operator's options.
+//! `kql_parse_kv(text, options_json)` returns the bag as JSON text.
+//!
+//! Options (JSON object): `pair_delimiter` (default `" "`), `kv_delimiter` (default `"="`),
+//! `quote` (one character, or two: open and close), `greedy` (a value runs until the next
+//! key), `regex` (a pattern whose first two groups are key and value, applied repeatedly).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::StringViewBuilder;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::error::Result;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use serde_json::{Map, Value};
+
+use crate::util::{StringArg, all_scalar, rows_of};
+
+/// Parsing options.
+#[derive(Debug, Clone)]
+pub struct KvOptions {
+    pub pair_delimiter: String,
+    pub kv_delimiter: String,
+    pub quote: Option<(char, char)>,
+    pub greedy: bool,
+    pub regex: Option<regex::Regex>,
+}
+
+impl KvOptions {
+    pub fn from_json(text: &str) -> KvOptions {
+        let json: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let string = |key: &str, default: &str| json.get(key).and_then(Value::as_str).unwrap_or(default).to_string();
+        let quote = json.get("quote").and_then(Value::as_str).and_then(|q| {
+            let mut chars = q.chars();
+            let open = chars.next()?;
+            Some((open, chars.next().unwrap_or(open)))
+        });
+        KvOptions {
+            pair_delimiter: string("pair_delimiter", " "),
+            kv_delimiter: string("kv_delimiter", "="),
+            quote,
+            greedy: json.get("greedy").and_then(Value::as_bool).unwrap_or(false),
+            regex: json
+                .get("regex")
+                .and_then(Value::as_str)
+                .and_then(|r| regex::Regex::new(r).ok()),
+        }
+    }
+}
+
+/// Reads a possibly quoted token at the start of `rest`, ending before any of `stops`
+/// (or, with `greedy_stop`, where it says). Returns the token and the remaining text.
+fn token<'a>(rest: &'a str, quote: Option<(char, char)>, stop: impl Fn(&'a str) -> bool) -> (String, &'a str) {
+    if let Some((open, close)) = quote
+        && let Some(inner) = rest.strip_prefix(open)
+    {
+        return match inner.find(close) {
+            Some(end) => (inner[..end].to_string(), &inner[end + close.len_utf8()..]),
+            None => (inner.to_string(), ""),
+        };
+    }
+    let mut end = rest.len();
+    for (index, _) in rest.char_indices() {
+        if stop(&rest[index..]) {
+            end = index;
+            break;
+        }
+    }
+    (rest[..end].to_string(), &rest[end..])
+}
+
+/// Parses `text` into a bag of strings.
+pub fn parse_kv(text: &str, options: &KvOptions) -> Map<String, Value> {
+    let mut bag = Map::new();
+    if let Some(regex) = &options.regex {
+        for captures in regex.captures_iter(text) {
+            if let (Some(key), Some(value)) = (captures.get(1), captures.get(2)) {
+                bag.insert(
+                    key.as_str().trim().to_string(),
+                    Value::String(value.as_str().trim().to_string()),
+                );
+            }
+        }
+        return bag;
+    }
+    let pair = options.pair_delimiter.as_str();
+    let kv = options.kv_delimiter.as_str();
+    if pair.is_empty() || kv.is_empty() {
+        return bag;
+    }
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start_matches(pair);
+        if rest.is_empty() {
+            break;
+        }
+        let (key, after_key) = token(rest, options.quote, |s| s.starts_with(kv) || s.starts_with(pair));
+        let Some(after_delimiter) = after_key.strip_prefix(kv) else {
+            // A word without a value: skip it.
+            rest = after_key;
+            if rest.is_empty() {
+                break;
+            }
+            continue;
+        };
+        let (value, after_value) = if options.greedy {
+            // The value runs until a pair delimiter that starts a new `key=`.
+            token(after_delimiter, options.quote, |s| {
+                s.strip_prefix(pair).is_some_and(|next| {
+                    let next_key_end = next.find(pair).unwrap_or(next.len());
+                    next[..next_key_end].contains(kv)
+                })
+            })
+        } else {
+            token(after_delimiter, options.quote, |s| s.starts_with(pair))
+        };
+        bag.insert(key.trim().to_string(), Value::String(value));
+        rest = after_value;
+    }
+    bag
+}
+
+/// `kql_parse_kv(text, options_json)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ParseKvUdf {
+    signature: Signature,
+}
+
+impl ParseKvUdf {
+    pub const NAME: &'static str = "kql_parse_kv";
+
+    pub fn new() -> ParseKvUdf {
+        ParseKvUdf {
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+}
+
+impl Default for ParseKvUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScalarUDFImpl for ParseKvUdf {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8View)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = rows_of(&args.args, args.number_rows);
+        let text = StringArg::from_columnar(&args.args[0])?;
+        let options = StringArg::from_columnar(&args.args[1])?;
+        let options = options.with_value(0, |o| KvOptions::from_json(o.unwrap_or("{}")));
+        let one = |i: usize| text.with_value(i, |t| Value::Object(parse_kv(t.unwrap_or(""), &options)).to_string());
+        if all_scalar(&args.args) {
+            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8View(Some(one(0)))));
+        }
+        let mut builder = StringViewBuilder::with_capacity(rows);
+        for i in 0..rows {
+            builder.append_value(one(i));
+        }
+        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, options: &str) -> Value {
+        Value::Object(parse_kv(text, &KvOptions::from_json(options)))
+    }
+
+    #[test]
+    fn plain_quoted_greedy_and_regex() {
+        assert_eq!(
+            parse(
+                r#"src=10.1.1.123 bytes=125 failure="connection aborted" "event time"=2021-01-01T10:00:54"#,
+                r#"{"quote":"\""}"#
+            ),
+            serde_json::json!({"src": "10.1.1.123", "bytes": "125", "failure": "connection aborted", "event time": "2021-01-01T10:00:54"})
+        );
+        assert_eq!(
+            parse(
+                "failure=(connection aborted) (event time)=(2021-01-01 10:00:54)",
+                r#"{"quote":"()"}"#
+            ),
+            serde_json::json!({"failure": "connection aborted", "event time": "2021-01-01 10:00:54"})
+        );
+        assert_eq!(
+            parse("name=John Doe phone=555 5555", "{}"),
+            serde_json::json!({"name": "John", "phone": "555"})
+        );
+        assert_eq!(
+            parse("name=John Doe phone=555 5555 city=New York", r#"{"greedy":true}"#),
+            serde_json::json!({"name": "John Doe", "phone": "555 5555", "city": "New York"})
+        );
+        assert_eq!(
+            parse(r#"["a b: x", "c: y"]"#, r#"{"regex":"\"([\\w ]+)\\s*:\\s*([^\"]*)\""}"#),
+            serde_json::json!({"a b": "x", "c": "y"})
+        );
+    }
+}
