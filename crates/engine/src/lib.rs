@@ -190,12 +190,32 @@ impl Engine {
     /// Parses, plans and runs `request`.
     pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
         let tables = self.tables(&request.database).await?;
-        let options = PlanOptions {
-            since: request.window.since,
-            until: request.window.until,
-            now: trawl_common::time::now_nanos(),
+        let now = trawl_common::time::now_nanos();
+        let mut discovered: HashMap<String, Vec<(String, KqlType)>> = HashMap::new();
+        let mut rounds = 0;
+        let planned = loop {
+            let options = PlanOptions {
+                since: request.window.since,
+                until: request.window.until,
+                now,
+                discovered: Arc::new(discovered.clone()),
+            };
+            let planned = trawl_planner::plan_text(&request.text, &tables, options)?;
+            if planned.discoveries.is_empty() {
+                break planned;
+            }
+            rounds += 1;
+            if rounds > MAX_DISCOVERY_ROUNDS {
+                return Err(TrawlError::new(
+                    ErrorCode::BadRequest,
+                    "the query nests bag_unpack too deeply",
+                ));
+            }
+            for discovery in planned.discoveries {
+                let keys = self.discover_keys(discovery.plan).await?;
+                discovered.insert(discovery.key, keys);
+            }
         };
-        let planned = trawl_planner::plan_text(&request.text, &tables, options)?;
         let mut warnings = planned.warnings;
         let visualization = planned.visualization;
         let mut output = Vec::with_capacity(planned.results.len());
@@ -239,6 +259,48 @@ impl Engine {
             warnings,
             visualization,
         })
+    }
+}
+
+/// Rounds of discovery before planning gives up (each `bag_unpack` over an earlier one needs
+/// a round).
+const MAX_DISCOVERY_ROUNDS: usize = 8;
+
+impl Engine {
+    /// Runs a discovery plan and returns the keys of its dynamic values with their types,
+    /// sorted by key.
+    async fn discover_keys(
+        &self,
+        plan: datafusion::logical_expr::LogicalPlan,
+    ) -> Result<Vec<(String, KqlType)>, TrawlError> {
+        let frame = self.context.execute_logical_plan(plan).await.map_err(execution_error)?;
+        let mut stream = frame.execute_stream().await.map_err(execution_error)?;
+        let mut keys: std::collections::BTreeMap<String, KqlType> = std::collections::BTreeMap::new();
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(execution_error)?;
+            let Some(values) = batch.columns().first() else {
+                continue;
+            };
+            for row in 0..batch.num_rows() {
+                let serde_json::Value::Object(bag) = cells::cell(values, row, KqlType::Dynamic) else {
+                    continue;
+                };
+                for (key, value) in bag {
+                    let kql_type = match value {
+                        serde_json::Value::Null => continue,
+                        serde_json::Value::Bool(_) => KqlType::Bool,
+                        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => KqlType::Long,
+                        serde_json::Value::Number(_) => KqlType::Real,
+                        serde_json::Value::String(_) => KqlType::String,
+                        _ => KqlType::Dynamic,
+                    };
+                    keys.entry(key)
+                        .and_modify(|t| *t = t.widen(kql_type))
+                        .or_insert(kql_type);
+                }
+            }
+        }
+        Ok(keys.into_iter().collect())
     }
 }
 

@@ -256,3 +256,27 @@ async fn dotted_path_reads_nested_objects_and_warns() -> TestResult {
     assert!(output.warnings[0].message.contains("resource['service.name']"));
     Ok(())
 }
+
+#[tokio::test]
+async fn bag_unpack_discovers_keys_from_stored_rows() -> TestResult {
+    let f = sample().await?;
+    let (columns, rows) = f
+        .run("default | where isnotempty(attributes) | project timestamp, attributes | evaluate bag_unpack(attributes) | sort by timestamp asc | project-away timestamp")
+        .await?;
+    assert_eq!(
+        columns,
+        vec![
+            ("http.route".into(), "string".into()),
+            ("http.status_code".into(), "long".into())
+        ]
+    );
+    assert_eq!(
+        rows,
+        vec![
+            vec![json!("/login"), json!(500)],
+            vec![json!("/api/x"), json!(500)],
+            vec![json!("/api/y"), json!(500)],
+        ]
+    );
+    Ok(())
+}

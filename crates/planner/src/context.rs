@@ -67,6 +67,8 @@ pub struct Planner<'a> {
     pub call_depth: usize,
     /// Set by `render`.
     pub visualization: Option<crate::Visualization>,
+    /// Discoveries still needed (see [`crate::Discovery`]).
+    pub discoveries: Vec<crate::Discovery>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -79,6 +81,7 @@ impl<'a> Planner<'a> {
             bindings: HashMap::new(),
             call_depth: 0,
             visualization: None,
+            discoveries: Vec::new(),
             warnings: Vec::new(),
         }
     }

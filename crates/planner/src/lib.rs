@@ -19,6 +19,7 @@ mod parse_kv;
 mod scalar;
 mod scalar_functions;
 mod sources;
+mod unpack;
 mod user_functions;
 mod windows;
 
@@ -37,7 +38,7 @@ pub trait TableLookup {
 }
 
 /// Request-level settings that shape the plan.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct PlanOptions {
     /// Only rows with `timestamp >= since` (nanoseconds since the epoch).
     pub since: Option<i64>,
@@ -45,6 +46,17 @@ pub struct PlanOptions {
     pub until: Option<i64>,
     /// The query's `now()`, fixed for the whole query.
     pub now: i64,
+    /// Columns found by running [`Discovery`] plans (for `bag_unpack`), by discovery key.
+    pub discovered: std::sync::Arc<std::collections::HashMap<String, Vec<(String, KqlType)>>>,
+}
+
+/// A plan to run before planning can finish: its single column holds dynamic values whose
+/// keys become columns (`evaluate bag_unpack`). The engine runs it and plans again with the
+/// keys and their types in [`PlanOptions::discovered`].
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    pub key: String,
+    pub plan: LogicalPlan,
 }
 
 /// A warning that travels with the result (`@Warnings`, gRPC QueryWarning).
@@ -75,6 +87,8 @@ pub struct PlannedQuery {
     pub results: Vec<PlannedResult>,
     pub warnings: Vec<QueryWarning>,
     pub visualization: Option<Visualization>,
+    /// Plans to run before this plan is final; empty when it is.
+    pub discoveries: Vec<Discovery>,
 }
 
 /// Parses and plans `text`.
@@ -99,9 +113,11 @@ pub fn plan_query(
         ));
     }
     let visualization = planner.visualization.take();
+    let discoveries = std::mem::take(&mut planner.discoveries);
     Ok(PlannedQuery {
         results,
         warnings: planner.into_warnings(),
         visualization,
+        discoveries,
     })
 }

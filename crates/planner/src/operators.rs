@@ -166,6 +166,7 @@ impl Planner<'_> {
             }
             OperatorKind::Join(join) => self.join(input, join, operator.span, false),
             OperatorKind::Invoke(call) => self.invoke(input, call),
+            OperatorKind::Evaluate(evaluate) => self.evaluate(input, evaluate, operator.span),
             OperatorKind::ParseKv(parse) => self.parse_kv(input, parse, operator.span),
             OperatorKind::Render(render) => {
                 let mut properties = Vec::with_capacity(render.properties.len());
