@@ -20,11 +20,15 @@ pub struct Fixture {
 
 impl Fixture {
     pub async fn new() -> Result<Fixture, Box<dyn std::error::Error>> {
+        Self::with_config(EngineConfig::default()).await
+    }
+
+    pub async fn with_config(config: EngineConfig) -> Result<Fixture, Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let catalog: Arc<dyn Catalog> = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
         let store = SegmentStore::local(&dir.path().join("segments"))?;
         let writer = SegmentWriter::new(store.clone());
-        let engine = Engine::new(catalog.clone(), &store, EngineConfig::default())?;
+        let engine = Engine::new(catalog.clone(), &store, config)?;
         Ok(Fixture {
             _dir: dir,
             catalog,

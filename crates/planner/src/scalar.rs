@@ -267,6 +267,15 @@ impl Planner<'_> {
                                 format!("'-' needs a number or timespan, found {}", value.kql_type),
                             ));
                         }
+                        if value.kql_type == KqlType::Timespan {
+                            // DataFusion cannot negate a duration: negate its nanoseconds.
+                            let nanos = Expr::Negative(Box::new(cast(value.expr, DataType::Int64)));
+                            let span = cast(
+                                nanos,
+                                DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond),
+                            );
+                            return Ok(Typed::new(span, KqlType::Timespan));
+                        }
                         Ok(Typed::new(Expr::Negative(Box::new(value.expr)), value.kql_type))
                     }
                     UnaryOp::Not => {
