@@ -10,6 +10,7 @@
 //! - [`problem`]: RFC 7807 problem details, the error body of the query service.
 
 pub mod compression;
+pub mod datasources;
 pub mod operator;
 pub mod otlp_grpc;
 pub mod otlp_http;
@@ -17,5 +18,6 @@ pub mod probes;
 pub mod problem;
 pub mod query_http;
 pub mod state;
+pub mod timeline;
 
 pub use state::{IngestState, QueryState, ServiceInfo};

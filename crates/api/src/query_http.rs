@@ -35,6 +35,8 @@ pub fn router(state: QueryState) -> Router {
         .route("/query", post(query))
         .route("/plan", post(plan))
         .route("/catalog", get(catalog))
+        .route("/v1/datasources", get(crate::datasources::datasources))
+        .route("/timeline-query", post(crate::timeline::timeline))
         .with_state(state)
         .merge(probes)
 }
