@@ -204,6 +204,11 @@ impl Planner<'_> {
         for table in &union.tables {
             let label = match &table.kind {
                 ExprKind::Name(ident) => ident.name.clone(),
+                // A leg that ends in `| as name` is labeled by that name.
+                ExprKind::Pipeline { operators, .. } => match operators.last().map(|o| &o.kind) {
+                    Some(trawl_kql::ast::OperatorKind::As(binding)) => binding.name.name.clone(),
+                    _ => format!("union_arg{}", legs.len()),
+                },
                 _ => format!("union_arg{}", legs.len()),
             };
             legs.push((label, self.tabular(table)?));
@@ -220,18 +225,41 @@ impl Planner<'_> {
                 ExprKind::Name(ident) => Some(ident.name.clone()),
                 _ => None,
             });
-        // Output columns: by name across the legs (outer: all; inner: common to every leg).
+        // Output columns: by name across the legs (outer: all; inner: common to every leg). A
+        // name whose type differs between legs becomes one column per type: `x_long`, `x_int`.
         let mut columns: Vec<(String, KqlType)> = Vec::new();
+        let mut sources: Vec<(String, KqlType)> = Vec::new();
         for (_, leg) in &legs {
             for (name, kql_type) in &leg.columns {
-                match columns.iter_mut().find(|(n, _)| n == name) {
-                    Some(existing) => existing.1 = existing.1.widen(*kql_type),
-                    None => columns.push((name.clone(), *kql_type)),
+                let conflicting = legs
+                    .iter()
+                    .any(|(_, other)| other.column_type(name).is_some_and(|t| t != *kql_type));
+                let output = if conflicting && !inner {
+                    format!("{name}_{}", kql_type.as_str())
+                } else {
+                    name.clone()
+                };
+                if !columns.iter().any(|(n, _)| *n == output) {
+                    columns.push((output, *kql_type));
+                    sources.push((name.clone(), *kql_type));
                 }
             }
         }
         if inner {
-            columns.retain(|(name, _)| legs.iter().all(|(_, leg)| leg.column_type(name).is_some()));
+            let keep: Vec<bool> = columns
+                .iter()
+                .map(|(name, _)| legs.iter().all(|(_, leg)| leg.column_type(name).is_some()))
+                .collect();
+            let mut index = 0;
+            columns.retain(|_| {
+                index += 1;
+                keep[index - 1]
+            });
+            let mut index = 0;
+            sources.retain(|_| {
+                index += 1;
+                keep[index - 1]
+            });
         }
         let mut plans = Vec::with_capacity(legs.len());
         for (label, leg) in &legs {
@@ -239,9 +267,12 @@ impl Planner<'_> {
             if let Some(source) = &source_column {
                 exprs.push(datafusion::logical_expr::lit(label.clone()).alias(source));
             }
-            for (name, kql_type) in &columns {
+            for ((output, kql_type), (name, source_type)) in columns.iter().zip(&sources) {
                 let data_type = trawl_functions::types::arrow_type(*kql_type);
-                let value = match leg.column_type(name) {
+                let leg_type = leg
+                    .column_type(name)
+                    .filter(|t| inner || *output == *name || t == source_type);
+                let value = match leg_type {
                     Some(t) if t == *kql_type => datafusion::logical_expr::cast(column(name), data_type),
                     Some(_) if *kql_type == KqlType::Dynamic => crate::scalar::to_dynamic(crate::context::Typed::new(
                         column(name),
@@ -250,7 +281,7 @@ impl Planner<'_> {
                     Some(_) => datafusion::logical_expr::cast(column(name), data_type),
                     None => null_of(*kql_type),
                 };
-                exprs.push(value.alias(name));
+                exprs.push(value.alias(output));
             }
             plans.push(
                 leg.builder()
