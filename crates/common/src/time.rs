@@ -71,10 +71,41 @@ pub fn parse_datetime(text: &str) -> Option<i64> {
         }
     }
     let trimmed = text.trim_end_matches('Z');
-    if let Ok(date) = chrono::NaiveDate::parse_from_str(trimmed, "%Y-%m-%d") {
-        return date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_nanos_opt();
+    for format in ["%Y-%m-%d", "%m-%d-%Y", "%m/%d/%Y", "%Y/%m/%d"] {
+        if let Ok(date) = chrono::NaiveDate::parse_from_str(trimmed, format) {
+            return date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_nanos_opt();
+        }
     }
-    None
+    for format in [
+        "%m/%d/%Y %H:%M:%S%.f",
+        "%m/%d/%Y %H:%M",
+        "%m-%d-%Y %H:%M:%S%.f",
+        "%Y/%m/%d %H:%M:%S%.f",
+    ] {
+        if let Ok(naive) = chrono::NaiveDateTime::parse_from_str(trimmed, format) {
+            return naive.and_utc().timestamp_nanos_opt();
+        }
+    }
+    parse_datetime_parts(trimmed)
+}
+
+/// `2025, 6, 14[, 10, 30, 0.5]`: year, month, day and optional hour, minute, second.
+fn parse_datetime_parts(text: &str) -> Option<i64> {
+    if !text.contains(',') {
+        return None;
+    }
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if parts.len() < 3 || parts.len() > 6 {
+        return None;
+    }
+    let number = |i: usize| parts.get(i).map_or(Some(0), |p| p.parse::<u32>().ok());
+    let year: i32 = parts[0].parse().ok()?;
+    let date = chrono::NaiveDate::from_ymd_opt(year, number(1)?, number(2)?)?;
+    let seconds: f64 = parts.get(5).map_or(Some(0.0), |p| p.parse().ok())?;
+    let whole = seconds.trunc() as u32;
+    let nanos = ((seconds - seconds.trunc()) * 1e9).round() as u32;
+    let time = chrono::NaiveTime::from_hms_nano_opt(number(3)?, number(4)?, whole, nanos)?;
+    date.and_time(time).and_utc().timestamp_nanos_opt()
 }
 
 /// Parses a relative duration such as `1h`, `30m`, `7d`, `15s`, `100ms`, `2.5h` into
@@ -126,6 +157,10 @@ mod tests {
         assert_eq!(parse_datetime("1970-01-01T00:00:01Z"), Some(NANOS_PER_SECOND));
         assert_eq!(parse_datetime("1970-01-01 00:00:01"), Some(NANOS_PER_SECOND));
         assert_eq!(parse_datetime("1970-01-02"), Some(86_400 * NANOS_PER_SECOND));
+        assert_eq!(parse_datetime("01-02-1970"), Some(86_400 * NANOS_PER_SECOND));
+        assert_eq!(parse_datetime("01/02/1970 00:00:01"), Some(86_401 * NANOS_PER_SECOND));
+        assert_eq!(parse_datetime("1970, 1, 2"), Some(86_400 * NANOS_PER_SECOND));
+        assert_eq!(parse_datetime("1970, 1, 1, 0, 0, 1.5"), Some(1_500_000_000));
         assert_eq!(parse_duration("1h"), Some(3_600 * NANOS_PER_SECOND));
         assert_eq!(parse_duration("30m"), Some(1_800 * NANOS_PER_SECOND));
         assert_eq!(parse_duration("100ms"), Some(100_000_000));

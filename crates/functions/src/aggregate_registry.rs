@@ -10,7 +10,11 @@
 
 use datafusion::logical_expr::AggregateUDF;
 
+use trawl_common::KqlType;
+
 use crate::registry::{ArgKind, ReturnRule};
+use crate::udaf::RowUdaf;
+use crate::{aggregates as s, hll as h, tdigest as t};
 
 /// One registered aggregate.
 #[derive(Debug, Clone, Copy)]
@@ -37,8 +41,67 @@ impl KqlAggregate {
     }
 }
 
+/// A [`KqlAggregate`] computed by a [`crate::udaf::RowAgg`]:
+/// `a!(name, [kinds], min_args, variadic, returns, make)`.
+macro_rules! a {
+    ($name:literal, [$($kind:ident),*], $min:expr, $variadic:expr, $returns:expr, $make:path) => {
+        KqlAggregate {
+            name: $name,
+            params: &[$(ArgKind::$kind),*],
+            min_args: $min,
+            variadic: $variadic,
+            returns: $returns,
+            udaf: {
+                fn build() -> AggregateUDF {
+                    RowUdaf::udaf(concat!("kql_", $name), $returns, $make)
+                }
+                build
+            },
+        }
+    };
+}
+
+const DYNAMIC: ReturnRule = ReturnRule::Fixed(KqlType::Dynamic);
+const LONG: ReturnRule = ReturnRule::Fixed(KqlType::Long);
+const REAL: ReturnRule = ReturnRule::Fixed(KqlType::Real);
+const SAME: ReturnRule = ReturnRule::SameAsArg(0);
+
 /// Every registered aggregate, sorted by name.
-pub static AGGREGATES: &[KqlAggregate] = &[];
+pub static AGGREGATES: &[KqlAggregate] = &[
+    a!("binary_all_and", [Long], 1, false, LONG, s::make_binary_all_and),
+    a!("binary_all_or", [Long], 1, false, LONG, s::make_binary_all_or),
+    a!("binary_all_xor", [Long], 1, false, LONG, s::make_binary_all_xor),
+    a!("buildschema", [Dynamic], 1, false, DYNAMIC, s::make_buildschema),
+    a!("count_distinct", [Any], 1, false, LONG, s::make_count_distinct),
+    a!(
+        "count_distinctif",
+        [Any, Bool],
+        2,
+        false,
+        LONG,
+        s::make_count_distinctif
+    ),
+    a!("covariance", [Real, Real], 2, false, REAL, s::make_covariance),
+    a!("covarianceif", [Real, Real, Bool], 3, false, REAL, s::make_covarianceif),
+    a!("covariancep", [Real, Real], 2, false, REAL, s::make_covariancep),
+    a!(
+        "covariancepif",
+        [Real, Real, Bool],
+        3,
+        false,
+        REAL,
+        s::make_covariancepif
+    ),
+    a!("hll", [Any, Long], 1, false, DYNAMIC, h::make_hll),
+    a!("hll_if", [Any, Bool, Long], 2, false, DYNAMIC, h::make_hll_if),
+    a!("hll_merge", [Dynamic], 1, false, DYNAMIC, h::make_hll_merge),
+    a!("merge_tdigest", [Dynamic], 1, false, DYNAMIC, t::make_tdigest_merge),
+    a!("percentilew", [Any, Long, Real], 3, false, SAME, t::make_percentilew),
+    a!("stdevpif", [Real, Bool], 2, false, REAL, s::make_stdevpif),
+    a!("tdigest", [Any, Long], 1, false, DYNAMIC, t::make_tdigest),
+    a!("tdigest_merge", [Dynamic], 1, false, DYNAMIC, t::make_tdigest_merge),
+    a!("variancepif", [Real, Bool], 2, false, REAL, s::make_variancepif),
+];
 
 /// The registered aggregate called `name`, if any.
 pub fn lookup(name: &str) -> Option<&'static KqlAggregate> {

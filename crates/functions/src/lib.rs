@@ -3,6 +3,7 @@
 //!
 //! Must not know storage or the catalog.
 
+pub mod aggregates;
 pub mod arrays;
 pub mod bags;
 pub mod datetime;
@@ -11,6 +12,7 @@ pub mod aggregate_registry;
 pub mod dynamic;
 pub mod kv;
 pub mod encoding;
+pub mod hll;
 pub mod ip;
 pub mod json;
 pub mod lists;
@@ -19,10 +21,12 @@ pub mod registry;
 pub mod rowfn;
 pub mod strings;
 pub mod strings_more;
+pub mod tdigest;
 #[cfg(test)]
 mod testing;
 pub mod tokenizer;
 pub mod types;
+pub mod udaf;
 mod util;
 
 use datafusion::logical_expr::ScalarUDF;

@@ -106,7 +106,8 @@ const GUID: ReturnRule = ReturnRule::Fixed(KqlType::Guid);
 const SAME: ReturnRule = ReturnRule::SameAsArg(0);
 
 use crate::{
-    arrays as a, bags as b, datetime as t, datetime_format as tf, encoding as e, ip, math as m, strings_more as s,
+    arrays as a, bags as b, datetime as t, datetime_format as tf, encoding as e, hll, ip, math as m, strings_more as s,
+    tdigest as td,
 };
 
 /// Every registered function. Keep sorted by name.
@@ -298,6 +299,7 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     f!("dayofmonth", [DateTime], 1, false, INT, t::dayofmonth),
     f!("dayofweek", [DateTime], 1, false, TIMESPAN, t::dayofweek),
     f!("dayofyear", [DateTime], 1, false, INT, t::dayofyear),
+    f!("dcount_hll", [Dynamic], 1, false, LONG, hll::dcount_hll),
     f!("degrees", [Real], 1, false, REAL, m::degrees),
     f!("dynamic_to_json", [Dynamic], 1, false, STRING, b::dynamic_to_json),
     f!("endofday", [DateTime, Long], 1, false, DATETIME, t::endofday),
@@ -355,6 +357,7 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     f!("hash_md5", [String], 1, false, STRING, e::hash_md5),
     f!("hash_sha256", [String], 1, false, STRING, e::hash_sha256),
     f!("hash_xxhash64", [String, Long], 1, false, LONG, e::hash_xxhash64),
+    f!("hll_merge", [Dynamic], 1, true, DYNAMIC, hll::hll_merge_scalar),
     f!("hourofday", [DateTime], 1, false, INT, t::hourofday),
     f!(
         "indexof",
@@ -416,6 +419,7 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         t::make_timespan
     ),
     f!("max_of", [Any], 1, true, SAME, m::max_of),
+    f!("merge_tdigest", [Dynamic], 1, true, DYNAMIC, td::tdigest_merge_scalar),
     f!("min_of", [Any], 1, true, SAME, m::min_of),
     f!("monthofyear", [DateTime], 1, false, INT, t::getmonth),
     f!("pack", [Dynamic], 0, true, DYNAMIC, b::bag_pack),
@@ -425,9 +429,26 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     f!("parse_json", [String], 1, false, DYNAMIC, b::parse_json),
     f!("parse_url", [String], 1, false, DYNAMIC, e::parse_url),
     f!("parse_urlquery", [String], 1, false, DYNAMIC, e::parse_urlquery),
+    f!(
+        "percentile_tdigest",
+        [Dynamic, Real, Any],
+        2,
+        false,
+        REAL,
+        td::percentile_tdigest
+    ),
+    f!(
+        "percentiles_array_tdigest",
+        [Dynamic, Dynamic],
+        2,
+        true,
+        DYNAMIC,
+        td::percentiles_array_tdigest
+    ),
     f!("pi", [], 0, false, REAL, m::pi),
     f!("pow", [Real, Real], 2, false, REAL, m::pow),
     f!("radians", [Real], 1, false, REAL, m::radians),
+    f!("rank_tdigest", [Dynamic, Any], 2, false, LONG, td::rank_tdigest),
     f!(
         "replace_regex",
         [String, String, String],
@@ -479,6 +500,7 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     f!("strrep", [String, Long, String], 2, false, STRING, s::strrep),
     f!("substring", [String, Long, Long], 2, false, STRING, s::substring),
     f!("tan", [Real], 1, false, REAL, m::tan),
+    f!("tdigest_merge", [Dynamic], 1, true, DYNAMIC, td::tdigest_merge_scalar),
     f!("todatetime", [String], 1, false, DATETIME, t::todatetime),
     f!("todynamic", [String], 1, false, DYNAMIC, b::parse_json),
     f!("toguid", [String], 1, false, GUID, e::toguid),

@@ -22,6 +22,23 @@ impl Planner<'_> {
             let def = def.clone();
             return self.call_scalar_function(name, &def, args, input, e.span);
         }
+        // extract(regex, group, text, typeof(T)): the capture converted to T.
+        if name == "extract"
+            && let [regex, group, text, last] = args
+            && let ExprKind::TypeOf(ty) = &last.kind
+        {
+            let call = KExpr::new(
+                ExprKind::Call {
+                    function: function.clone(),
+                    args: vec![regex.clone(), group.clone(), text.clone()],
+                },
+                e.span,
+            );
+            let captured = self.scalar(&call, input)?;
+            let target = crate::scalar::kql_type_of_scalar(*ty);
+            let captured = Typed::new(crate::scalar::to_dynamic(captured), KqlType::Dynamic);
+            return Ok(Typed::new(self.from_dynamic(captured, target), target));
+        }
         if crate::windows::ROW_FUNCTIONS.contains(&name) {
             return self.row_function(name, args, e, input);
         }
