@@ -54,39 +54,56 @@ pub fn format_timespan(nanos: i64) -> String {
     out
 }
 
-/// Parses an ISO 8601 / RFC 3339 datetime (a missing offset means UTC) into nanoseconds.
+/// Parses the datetime texts KQL accepts into nanoseconds since the epoch: ISO 8601 / RFC 3339
+/// (`T` or a space, optional fraction, `Z` or an offset; none means UTC), bare dates
+/// (`2024-01-02`, `2024/01/02`, `20240102`), US dates (`01-02-2024`, `01/02/2024 10:00:00`),
+/// RFC 822/1123, and `2024, 1, 2[, h, m, s]`.
 pub fn parse_datetime(text: &str) -> Option<i64> {
     let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
     if let Ok(dt) = DateTime::parse_from_rfc3339(text) {
         return dt.timestamp_nanos_opt();
     }
+    let without_zone = text
+        .strip_suffix('Z')
+        .or_else(|| text.strip_suffix('z'))
+        .or_else(|| text.strip_suffix(" UTC"))
+        .unwrap_or(text);
     for format in [
         "%Y-%m-%dT%H:%M:%S%.f",
         "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M",
         "%Y-%m-%d %H:%M",
+        "%Y/%m/%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H",
+        "%m/%d/%Y %H:%M:%S%.f",
+        "%m/%d/%Y %H:%M",
+        "%m-%d-%Y %H:%M:%S%.f",
     ] {
-        if let Ok(naive) = chrono::NaiveDateTime::parse_from_str(text, format) {
+        if let Ok(naive) = chrono::NaiveDateTime::parse_from_str(without_zone, format) {
             return naive.and_utc().timestamp_nanos_opt();
         }
     }
-    let trimmed = text.trim_end_matches('Z');
-    for format in ["%Y-%m-%d", "%m-%d-%Y", "%m/%d/%Y", "%Y/%m/%d"] {
-        if let Ok(date) = chrono::NaiveDate::parse_from_str(trimmed, format) {
+    for format in ["%Y-%m-%d", "%Y/%m/%d", "%Y%m%d", "%m-%d-%Y", "%m/%d/%Y"] {
+        if let Ok(date) = chrono::NaiveDate::parse_from_str(without_zone, format) {
             return date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_nanos_opt();
         }
     }
     for format in [
-        "%m/%d/%Y %H:%M:%S%.f",
-        "%m/%d/%Y %H:%M",
-        "%m-%d-%Y %H:%M:%S%.f",
-        "%Y/%m/%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%d %H:%M:%S%.f%z",
+        "%Y-%m-%d %H:%M:%S%.f %z",
     ] {
-        if let Ok(naive) = chrono::NaiveDateTime::parse_from_str(trimmed, format) {
-            return naive.and_utc().timestamp_nanos_opt();
+        if let Ok(dt) = DateTime::parse_from_str(text, format) {
+            return dt.timestamp_nanos_opt();
         }
     }
-    parse_datetime_parts(trimmed)
+    if let Ok(dt) = DateTime::parse_from_rfc2822(text) {
+        return dt.timestamp_nanos_opt();
+    }
+    parse_datetime_parts(without_zone)
 }
 
 /// `2025, 6, 14[, 10, 30, 0.5]`: year, month, day and optional hour, minute, second.

@@ -296,48 +296,9 @@ pub fn unixtime_nanoseconds_todatetime(args: &[Val]) -> Result<Out> {
     from_unix(args, 1)
 }
 
-/// Parses the datetime texts Kusto accepts: ISO 8601 (with `T` or a space, optional
-/// fraction and zone), a bare date, and RFC 822/1123.
+/// Parses the datetime texts Kusto accepts (see `trawl_common::time::parse_datetime`).
 pub fn parse_datetime(text: &str) -> Option<i64> {
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return t.timestamp_nanos_opt();
-    }
-    let without_zone = text
-        .strip_suffix('Z')
-        .or_else(|| text.strip_suffix('z'))
-        .or_else(|| text.strip_suffix(" UTC"))
-        .unwrap_or(text);
-    for format in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M",
-        "%Y/%m/%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H",
-    ] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(without_zone, format) {
-            return nanos(t);
-        }
-    }
-    for format in ["%Y-%m-%d", "%Y/%m/%d", "%Y%m%d", "%m/%d/%Y"] {
-        if let Ok(d) = NaiveDate::parse_from_str(without_zone, format) {
-            return d.and_hms_opt(0, 0, 0).and_then(nanos);
-        }
-    }
-    for format in [
-        "%Y-%m-%dT%H:%M:%S%.f%z",
-        "%Y-%m-%d %H:%M:%S%.f%z",
-        "%Y-%m-%d %H:%M:%S%.f %z",
-    ] {
-        if let Ok(t) = DateTime::parse_from_str(text, format) {
-            return t.timestamp_nanos_opt();
-        }
-    }
-    DateTime::parse_from_rfc2822(text).ok()?.timestamp_nanos_opt()
+    trawl_common::time::parse_datetime(text)
 }
 
 pub fn todatetime(args: &[Val]) -> Result<Out> {

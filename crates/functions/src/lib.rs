@@ -3,18 +3,18 @@
 //!
 //! Must not know storage or the catalog.
 
+pub mod aggregate_registry;
 pub mod aggregates;
 pub mod arrays;
 pub mod bags;
 pub mod datetime;
 pub mod datetime_format;
-pub mod aggregate_registry;
 pub mod dynamic;
-pub mod kv;
 pub mod encoding;
 pub mod hll;
 pub mod ip;
 pub mod json;
+pub mod kv;
 pub mod lists;
 pub mod math;
 pub mod registry;

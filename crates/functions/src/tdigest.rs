@@ -15,7 +15,7 @@
 //!
 //! `[[1, compression, total_weight, min, max, "type"], [[mean, weight], [mean, weight, 1], ...]]`
 //! where `type` is the KQL type of the values (`long`, `real`, `datetime` or `timespan`;
-//! datetimes and timespans as ticks-free nanoseconds) and the centroids ascend by mean; a
+//! datetimes and timespans as nanoseconds) and the centroids ascend by mean; a
 //! third element `1` marks a centroid summarizing different values (no third element: every
 //! value it holds equals its mean).
 
@@ -376,8 +376,8 @@ impl TDigest {
         serde_json::json!([
             [
                 1,
-                json::real(digest.compression),
-                json::real(digest.total),
+                number(digest.compression),
+                number(digest.total),
                 min,
                 max,
                 digest.kind.name()
@@ -471,7 +471,7 @@ impl TDigest {
 
 /// A number as JSON: whole numbers without a fraction.
 fn number(x: f64) -> Value {
-    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+    if x.fract() == 0.0 && x.abs() < 9.2e18 {
         Value::from(x as i64)
     } else {
         json::real(x)

@@ -92,6 +92,13 @@ impl Planner<'_> {
         let data_type = trawl_functions::types::arrow_type(target);
         match target {
             KqlType::String | KqlType::Guid => text,
+            KqlType::DateTime => match trawl_functions::registry::lookup("todatetime") {
+                Some(todatetime) => Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                    std::sync::Arc::new((todatetime.udf)()),
+                    vec![text],
+                )),
+                None => try_cast(text, data_type),
+            },
             KqlType::Int | KqlType::Long => datafusion::functions::expr_fn::coalesce(vec![
                 try_cast(text.clone(), data_type.clone()),
                 try_cast(try_cast(text, DataType::Float64), data_type),

@@ -4,7 +4,7 @@
 //! do not match get empty strings and nulls; `parse-where` drops them.
 
 use datafusion::functions::expr_fn as f;
-use datafusion::logical_expr::{Expr, lit, try_cast};
+use datafusion::logical_expr::{Expr, lit};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Parse, ParsePart};
 use trawl_kql::span::Span;
@@ -97,7 +97,13 @@ impl Planner<'_> {
                     match kql_type {
                         KqlType::String => f::coalesce(vec![captured, lit("")]),
                         KqlType::Dynamic => crate::scalar::to_dynamic(Typed::new(captured, KqlType::String)),
-                        other => try_cast(captured, trawl_functions::types::arrow_type(*other)),
+                        other => {
+                            let text = Typed::new(
+                                crate::scalar::to_dynamic(Typed::new(captured, KqlType::String)),
+                                KqlType::Dynamic,
+                            );
+                            self.from_dynamic(text, *other)
+                        }
                     }
                 }
                 None => column(name),
