@@ -18,6 +18,7 @@ pub mod kv;
 pub mod lists;
 pub mod math;
 pub mod registry;
+pub mod registry_more;
 pub mod rowfn;
 pub mod strings;
 pub mod strings_more;
