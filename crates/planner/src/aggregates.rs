@@ -93,10 +93,20 @@ pub fn default_aggregate_name(name: &str, args: &[KExpr]) -> String {
         "make_list" | "make_list_with_nulls" | "make_list_if" => "list",
         "make_set" | "make_set_if" => "set",
         "make_bag" | "make_bag_if" => "bag",
+        "buildschema" => "schema",
         other => other,
     };
-    match args.first().map(|a| &a.kind) {
-        Some(ExprKind::Name(ident)) if name != "countif" => format!("{base}_{}", ident.name),
+    let column_name = |arg: Option<&KExpr>| match arg.map(|a| &a.kind) {
+        Some(ExprKind::Name(ident)) => Some(ident.name.clone()),
+        _ => None,
+    };
+    if name.starts_with("covariance")
+        && let (Some(x), Some(y)) = (column_name(args.first()), column_name(args.get(1)))
+    {
+        return format!("{base}_{x}_{y}");
+    }
+    match column_name(args.first()) {
+        Some(column) if name != "countif" => format!("{base}_{column}"),
         _ => format!("{base}_"),
     }
 }

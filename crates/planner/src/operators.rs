@@ -6,6 +6,7 @@ use trawl_kql::ast::{
     ColumnPattern, Expr as KExpr, ExprKind, NamedExpr, NullsOrder, Operator, OperatorKind, SortKey, SortOrder,
 };
 
+use crate::aggregates::{Finish, is_aggregate};
 use crate::context::{Planner, Tabular, Typed, column, internal};
 use crate::names::{default_name, matches_pattern};
 
@@ -331,35 +332,154 @@ impl Planner<'_> {
             columns.push((name, value.kql_type));
         }
         let group_names: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
-        let mut aggregate_exprs = Vec::with_capacity(aggregates.len());
-        let mut finishes = Vec::with_capacity(aggregates.len());
-        for item in aggregates {
-            for output in self.aggregate_outputs(item, &input, &group_names)? {
-                if columns.iter().any(|(n, _)| *n == output.name) {
+        // Every aggregate call becomes an internal aggregate column; an item that is not a bare
+        // aggregate call (`round(avg(x), 2)`, `100.0 * countif(e) / count()`) is computed
+        // from those columns after the aggregation.
+        let mut aggregate_exprs = Vec::new();
+        let mut internals: Vec<(String, Finish, KqlType)> = Vec::new();
+        let mut outputs: Vec<(String, SummarizeOutput)> = Vec::new();
+        for (position, item) in aggregates.iter().enumerate() {
+            let direct = matches!(&item.expr.kind, ExprKind::Call { function, .. } if is_aggregate(&function.name));
+            if direct {
+                for output in self.aggregate_outputs(item, &input, &group_names)? {
+                    let internal_name = format!("__trawl_aggregate_{}", aggregate_exprs.len());
+                    aggregate_exprs.push(output.aggregate.alias(&internal_name));
+                    internals.push((internal_name.clone(), output.finish, output.kql_type));
+                    outputs.push((output.name, SummarizeOutput::Column(internal_name, output.kql_type)));
+                }
+                continue;
+            }
+            let mut extracted = Vec::new();
+            let rewritten = self.extract_aggregates(&item.expr, &mut extracted)?;
+            if extracted.is_empty() {
+                // Report what is wrong inside first (an unknown function or column).
+                self.scalar(&item.expr, &input)?;
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    item.expr.span,
+                    "expected an aggregate function such as count() or sum(x)",
+                ));
+            }
+            for (internal_name, call) in extracted {
+                let named = NamedExpr {
+                    names: Vec::new(),
+                    expr: call,
+                    span: item.span,
+                };
+                let mut produced = self.aggregate_outputs(&named, &input, &group_names)?;
+                if produced.len() != 1 {
                     return Err(self.error(
                         ErrorCode::BadRequest,
                         item.span,
-                        format!(
-                            "the column '{}' is produced twice; name it with '<name> = ...'",
-                            output.name
-                        ),
+                        "this aggregate cannot be used inside an expression",
                     ));
                 }
-                let internal_name = format!("__trawl_aggregate_{}", aggregate_exprs.len());
+                let output = produced.remove(0);
                 aggregate_exprs.push(output.aggregate.alias(&internal_name));
-                finishes.push((internal_name, output.name.clone(), output.finish));
-                columns.push((output.name, output.kql_type));
+                internals.push((internal_name, output.finish, output.kql_type));
+            }
+            let name = item
+                .name()
+                .map(|i| i.name.clone())
+                .unwrap_or_else(|| format!("Column{}", position + 1));
+            outputs.push((name, SummarizeOutput::Computed(rewritten)));
+        }
+        for (name, _) in &outputs {
+            if columns.iter().any(|(n, _)| n == name) || outputs.iter().filter(|(n, _)| n == name).count() > 1 {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    aggregates.first().map_or_else(Default::default, |a| a.span),
+                    format!("the column '{name}' is produced twice; name it with '<name> = ...'"),
+                ));
             }
         }
         let aggregated = input
             .builder()
             .aggregate(group_exprs, aggregate_exprs)
             .map_err(|e| internal(&e))?;
-        let mut projection: Vec<Expr> = group_names.iter().map(|n| column(n).alias(n)).collect();
-        for (internal_name, name, finish) in finishes {
-            projection.push(finish.apply(column(&internal_name)).alias(name));
+        // Stage 1: group columns and finished internal aggregates.
+        let mut stage: Vec<Expr> = group_names.iter().map(|n| column(n).alias(n)).collect();
+        let mut stage_columns = columns.clone();
+        for (internal_name, finish, kql_type) in &internals {
+            stage.push(finish.apply(column(internal_name)).alias(internal_name));
+            stage_columns.push((internal_name.clone(), *kql_type));
         }
-        let plan = build(aggregated.project(projection).map_err(|e| internal(&e))?)?;
+        let staged = Tabular {
+            plan: build(aggregated.project(stage).map_err(|e| internal(&e))?)?,
+            columns: stage_columns,
+        };
+        // Stage 2: the outputs in order.
+        let mut projection: Vec<Expr> = group_names.iter().map(|n| column(n).alias(n)).collect();
+        for (name, output) in outputs {
+            let (expr, kql_type) = match output {
+                SummarizeOutput::Column(internal_name, kql_type) => (column(&internal_name), kql_type),
+                SummarizeOutput::Computed(rewritten) => {
+                    let value = self.scalar(&rewritten, &staged)?;
+                    (value.expr, value.kql_type)
+                }
+            };
+            projection.push(expr.alias(&name));
+            columns.push((name, kql_type));
+        }
+        let plan = build(staged.builder().project(projection).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
+    }
+}
+
+/// One output of `summarize`: an aggregate column as is, or an expression over aggregates.
+enum SummarizeOutput {
+    Column(String, KqlType),
+    Computed(KExpr),
+}
+
+impl Planner<'_> {
+    /// Replaces every aggregate call inside `e` with a reference to a new internal column and
+    /// collects the calls.
+    fn extract_aggregates(&self, e: &KExpr, found: &mut Vec<(String, KExpr)>) -> Result<KExpr, TrawlError> {
+        if let ExprKind::Call { function, .. } = &e.kind
+            && is_aggregate(&function.name)
+            && !matches!(
+                self.bindings.get(&function.name),
+                Some(crate::context::Binding::Function(_))
+            )
+        {
+            let internal_name = format!("__trawl_nested_{}_{}", e.span.start, found.len());
+            found.push((internal_name.clone(), e.clone()));
+            return Ok(KExpr::new(
+                ExprKind::Name(trawl_kql::ast::Ident::new(internal_name, e.span)),
+                e.span,
+            ));
+        }
+        let mut out = e.clone();
+        match &mut out.kind {
+            ExprKind::Call { args, .. } => {
+                for arg in args.iter_mut() {
+                    *arg = self.extract_aggregates(arg, found)?;
+                }
+            }
+            ExprKind::Unary { operand, .. } => **operand = self.extract_aggregates(operand, found)?,
+            ExprKind::Binary { left, right, .. } => {
+                **left = self.extract_aggregates(left, found)?;
+                **right = self.extract_aggregates(right, found)?;
+            }
+            ExprKind::Index { target, index } => {
+                **target = self.extract_aggregates(target, found)?;
+                **index = self.extract_aggregates(index, found)?;
+            }
+            ExprKind::Member { target, .. } => **target = self.extract_aggregates(target, found)?,
+            ExprKind::Between { operand, low, high, .. } => {
+                **operand = self.extract_aggregates(operand, found)?;
+                **low = self.extract_aggregates(low, found)?;
+                **high = self.extract_aggregates(high, found)?;
+            }
+            ExprKind::List { operand, items, .. } => {
+                **operand = self.extract_aggregates(operand, found)?;
+                for item in items.iter_mut() {
+                    *item = self.extract_aggregates(item, found)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(out)
     }
 }

@@ -42,7 +42,7 @@ impl Planner<'_> {
         if crate::windows::ROW_FUNCTIONS.contains(&name) {
             return self.row_function(name, args, e, input);
         }
-        if is_aggregate(name) {
+        if is_aggregate(name) && trawl_functions::registry::lookup(name).is_none() {
             return Err(self.error(
                 ErrorCode::BadRequest,
                 e.span,
