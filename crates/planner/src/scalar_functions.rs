@@ -194,6 +194,52 @@ impl Planner<'_> {
                     .map_err(|e| crate::context::internal(&e))?;
                 Ok(Typed::new(expr, kql_type))
             }
+            "column_ifexists" => {
+                arity(2)?;
+                // The name must be known while planning: a literal, or a parameter bound to one.
+                let name_value = self.scalar(&args[0], input)?;
+                let Some(
+                    datafusion::common::ScalarValue::Utf8(Some(column_name))
+                    | datafusion::common::ScalarValue::Utf8View(Some(column_name)),
+                ) = crate::sources::constant_value(&name_value.expr)
+                else {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        args[0].span,
+                        "column_ifexists() takes a constant column name",
+                    ));
+                };
+                let column_name = &column_name;
+                match input.column_type(column_name) {
+                    Some(kql_type) => Ok(Typed::new(crate::context::column(column_name), kql_type)),
+                    None => self.scalar(&args[1], input),
+                }
+            }
+            "pack_all" => {
+                // A bag of every column of the row.
+                let mut pairs = Vec::with_capacity(input.columns.len() * 2);
+                for (column_name, _) in &input.columns {
+                    pairs.push(KExpr::new(
+                        ExprKind::Literal(Literal::String(column_name.clone())),
+                        e.span,
+                    ));
+                    pairs.push(KExpr::new(
+                        ExprKind::Name(trawl_kql::ast::Ident::new(column_name.clone(), e.span)),
+                        e.span,
+                    ));
+                }
+                let call = KExpr::new(
+                    ExprKind::Call {
+                        function: trawl_kql::ast::Ident::new("bag_pack", function.span),
+                        args: pairs,
+                    },
+                    e.span,
+                );
+                if input.columns.is_empty() {
+                    return Ok(Typed::new(datafusion::logical_expr::lit("{}"), KqlType::Dynamic));
+                }
+                self.scalar(&call, input)
+            }
             "case" => {
                 if args.len() < 3 || args.len() % 2 == 0 {
                     return Err(self.error(
