@@ -9,6 +9,7 @@
 //! Main entry: [`plan_query`].
 
 mod aggregates;
+mod apply;
 mod context;
 mod expand;
 mod joins;
