@@ -261,3 +261,84 @@ mod tests {
         assert!(json_items("[]").is_empty());
     }
 }
+
+/// `kql_dense_series(indexes, values, bins, default)`: a dynamic array of `bins` values where
+/// position `indexes[i]` holds `values[i]` (JSON texts) and every other position `default`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct DenseSeriesUdf {
+    signature: Signature,
+}
+
+impl DenseSeriesUdf {
+    pub const NAME: &'static str = "kql_dense_series";
+
+    pub fn new() -> DenseSeriesUdf {
+        DenseSeriesUdf {
+            signature: Signature::any(4, Volatility::Immutable),
+        }
+    }
+}
+
+impl Default for DenseSeriesUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScalarUDFImpl for DenseSeriesUdf {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8View)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::datatypes::Int64Type;
+        let rows = args.number_rows;
+        let indexes = args.args[0].to_array(rows)?;
+        let values = args.args[1].to_array(rows)?;
+        let bins = match &args.args[2] {
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(n))) if *n >= 0 => *n as usize,
+            _ => return exec_err!("{} needs a constant number of bins", Self::NAME),
+        };
+        let default = match &args.args[3] {
+            ColumnarValue::Scalar(scalar) => crate::util::scalar_string(scalar)?.unwrap_or_else(|| "null".into()),
+            ColumnarValue::Array(_) => return exec_err!("{} needs a constant default", Self::NAME),
+        };
+        let (DataType::List(_), DataType::List(_)) = (indexes.data_type(), values.data_type()) else {
+            return exec_err!("{} expects two lists", Self::NAME);
+        };
+        let indexes = indexes.as_list::<i32>();
+        let values = values.as_list::<i32>();
+        let mut builder = StringViewBuilder::with_capacity(indexes.len());
+        for row in 0..indexes.len() {
+            let mut series: Vec<String> = vec![default.clone(); bins];
+            if !indexes.is_null(row) && !values.is_null(row) {
+                let row_indexes = indexes.value(row);
+                let row_values = values.value(row);
+                if let Some(positions) = row_indexes.as_primitive_opt::<Int64Type>() {
+                    for i in 0..positions.len().min(row_values.len()) {
+                        if positions.is_null(i) {
+                            continue;
+                        }
+                        let position = positions.value(i);
+                        if let Ok(position) = usize::try_from(position)
+                            && position < bins
+                            && let Some(text) = string_at(&row_values, i)
+                        {
+                            series[position] = text.to_string();
+                        }
+                    }
+                }
+            }
+            builder.append_value(format!("[{}]", series.join(",")));
+        }
+        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
+    }
+}

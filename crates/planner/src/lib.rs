@@ -19,6 +19,7 @@ mod parse;
 mod parse_kv;
 mod scalar;
 mod scalar_functions;
+mod series;
 mod sources;
 mod unpack;
 mod user_functions;

@@ -194,6 +194,7 @@ impl Planner<'_> {
             OperatorKind::GetSchema => self.getschema(&input),
             OperatorKind::MvExpand(expand) => self.mv_expand(input, expand),
             OperatorKind::MvApply(apply) => self.mv_apply(input, apply, operator.span),
+            OperatorKind::MakeSeries(series) => self.make_series(input, series, operator.span),
             OperatorKind::Lookup(join) => self.join(input, join, operator.span, true),
             OperatorKind::Union(union) => self.union(Some(input), union, operator.span),
             OperatorKind::As(binding) => {

@@ -115,10 +115,21 @@ pub fn to_string(value: Typed) -> Expr {
 pub fn to_dynamic(value: Typed) -> Expr {
     match value.kql_type {
         KqlType::Dynamic => value.expr,
-        KqlType::String | KqlType::Guid | KqlType::DateTime | KqlType::Timespan => udf_call(
+        KqlType::String | KqlType::Guid => udf_call(
             Arc::new(ScalarUDF::from(trawl_functions::dynamic::ToJsonStringUdf::new())),
             vec![to_string(value)],
         ),
+        KqlType::DateTime | KqlType::Timespan => {
+            // Unlike strings, an absent datetime or timespan stays null.
+            let present = value.expr.clone().is_not_null();
+            let text = udf_call(
+                Arc::new(ScalarUDF::from(trawl_functions::dynamic::ToJsonStringUdf::new())),
+                vec![to_string(value)],
+            );
+            datafusion::logical_expr::when(present, text)
+                .end()
+                .unwrap_or_else(|_| lit(ScalarValue::Null))
+        }
         KqlType::Bool | KqlType::Int | KqlType::Long | KqlType::Real | KqlType::Decimal => {
             // Numbers and bools print as their JSON text; NaN and infinities are not JSON.
             cast(value.expr, DataType::Utf8)
