@@ -32,7 +32,7 @@ fn encode_cursor(name: &str) -> String {
 
 fn decode_cursor(cursor: &str) -> Result<String, TrawlError> {
     let invalid = || TrawlError::bad_request("the cursor is not one this service gave out");
-    if cursor.len() % 2 != 0 {
+    if !cursor.len().is_multiple_of(2) {
         return Err(invalid());
     }
     let bytes: Result<Vec<u8>, _> = (0..cursor.len())

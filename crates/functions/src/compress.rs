@@ -68,12 +68,17 @@ fn compress_with(args: &[Val], f: fn(&[u8]) -> Option<Vec<u8>>) -> Result<Out> {
     Ok(f(text.as_bytes()).map(|b| STANDARD.encode(b)).into())
 }
 
-fn decompress_with<R: Read>(args: &[Val], reader: fn(&[u8]) -> R) -> Result<Out> {
+fn decompress_with(args: &[Val], gzip: bool) -> Result<Out> {
     let Ok(bytes) = STANDARD.decode(str_arg(args, 0).trim()) else {
         return Ok(Out::Str(String::new()));
     };
     let mut text = String::new();
-    match reader(&bytes).read_to_string(&mut text) {
+    let read = if gzip {
+        GzDecoder::new(bytes.as_slice()).read_to_string(&mut text)
+    } else {
+        ZlibDecoder::new(bytes.as_slice()).read_to_string(&mut text)
+    };
+    match read {
         Ok(_) => Ok(Out::Str(text)),
         Err(_) => Ok(Out::Str(String::new())),
     }
@@ -88,11 +93,11 @@ pub fn zlib_compress_to_base64_string(args: &[Val]) -> Result<Out> {
 }
 
 pub fn gzip_decompress_from_base64_string(args: &[Val]) -> Result<Out> {
-    decompress_with(args, GzDecoder::new)
+    decompress_with(args, true)
 }
 
 pub fn zlib_decompress_from_base64_string(args: &[Val]) -> Result<Out> {
-    decompress_with(args, ZlibDecoder::new)
+    decompress_with(args, false)
 }
 
 // Punycode (RFC 3492) parameters.
@@ -343,7 +348,10 @@ mod tests {
             "eAEBFADr/zEyMzQ1Njc4OTBxd2VydHl1aW9wOAkGdw=="
         );
         assert_eq!(
-            run("zlib_decompress_from_base64_string", &[s("eJwLSS0uUSguKcrMS1cwNDIGACxqBQ4=")]),
+            run(
+                "zlib_decompress_from_base64_string",
+                &[s("eJwLSS0uUSguKcrMS1cwNDIGACxqBQ4=")]
+            ),
             "Test string 123"
         );
         assert_eq!(run("zlib_decompress_from_base64_string", &[s("x0x0x0")]), "");
@@ -356,9 +364,15 @@ mod tests {
 
     #[test]
     fn punycode() {
-        assert_eq!(run("punycode_from_string", &[s("académie-française")]), "acadmie-franaise-npb1a");
+        assert_eq!(
+            run("punycode_from_string", &[s("académie-française")]),
+            "acadmie-franaise-npb1a"
+        );
         assert_eq!(run("punycode_from_string", &[s("艺术")]), "cqv902d");
-        assert_eq!(run("punycode_to_string", &[s("acadmie-franaise-npb1a")]), "académie-française");
+        assert_eq!(
+            run("punycode_to_string", &[s("acadmie-franaise-npb1a")]),
+            "académie-française"
+        );
         assert_eq!(run("punycode_to_string", &[s("cqv902d")]), "艺术");
         assert_eq!(run("punycode_from_string", &[s("abc")]), "abc-");
         assert_eq!(run("punycode_to_string", &[s("abc-")]), "abc");

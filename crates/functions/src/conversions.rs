@@ -26,8 +26,8 @@ enum Factor {
 }
 
 const ANGLE: &[(&str, Factor)] = {
-    use std::f64::consts::PI;
     use Factor::Linear as L;
+    use std::f64::consts::PI;
     &[
         ("Arcminute", L(PI / (60.0 * 180.0))),
         ("Arcsecond", L(PI / (3600.0 * 180.0))),
@@ -124,7 +124,7 @@ const VOLUME: &[(&str, Factor)] = {
         ("HectousGallon", L(US_GALLON * 1e2)),
         ("ImperialBeerBarrel", L(0.16365924)),
         ("ImperialGallon", L(0.00454609)),
-        ("ImperialOunce", L(2.8413062499962901e-5)),
+        ("ImperialOunce", L(2.84130624999629e-5)),
         ("ImperialPint", L(5.6826125e-4)),
         ("ImperialQuart", L(1.1365225e-3)),
         ("KilocubicFoot", L(CUBIC_FOOT * 1e3)),
@@ -148,7 +148,7 @@ const VOLUME: &[(&str, Factor)] = {
         ("UsCustomaryCup", L(0.0002365882365)),
         ("UsGallon", L(US_GALLON)),
         ("UsLegalCup", L(0.00024)),
-        ("UsOunce", L(2.957352956253760505e-5)),
+        ("UsOunce", L(2.9573529562537605e-5)),
         ("UsPint", L(4.73176473e-4)),
         ("UsQuart", L(9.46352946e-4)),
         ("UsTablespoon", L(1.478676478125e-5)),
@@ -187,9 +187,11 @@ fn unit(table: &[(&str, Factor)], name: &str) -> Option<Factor> {
 }
 
 fn convert(args: &[Val], table: &[(&str, Factor)]) -> Result<Out> {
-    let (Some(value), Some(from), Some(to)) =
-        (arg(args, 0).real(), unit(table, str_arg(args, 1)), unit(table, str_arg(args, 2)))
-    else {
+    let (Some(value), Some(from), Some(to)) = (
+        arg(args, 0).real(),
+        unit(table, str_arg(args, 1)),
+        unit(table, str_arg(args, 2)),
+    ) else {
         return Ok(Out::Null);
     };
     let base = match from {
@@ -335,10 +337,6 @@ fn estimated_size(array: &ArrayRef, i: usize) -> i64 {
 }
 
 impl ScalarUDFImpl for EstimateDataSizeUdf {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn name(&self) -> &str {
         "kql_estimate_data_size"
     }
@@ -354,11 +352,7 @@ impl ScalarUDFImpl for EstimateDataSizeUdf {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let rows = if scalar { 1 } else { args.number_rows };
-        let arrays: Vec<ArrayRef> = args
-            .args
-            .iter()
-            .map(|a| a.to_array(rows))
-            .collect::<Result<_>>()?;
+        let arrays: Vec<ArrayRef> = args.args.iter().map(|a| a.to_array(rows)).collect::<Result<_>>()?;
         let sizes: Int64Array = (0..rows)
             .map(|i| Some(arrays.iter().map(|a| estimated_size(a, i)).sum::<i64>()))
             .collect();
@@ -382,8 +376,14 @@ mod tests {
     fn conversions() {
         close(&run("convert_angle", &[r(1.2), s("Degree"), s("Arcminute")]), 72.0);
         close(&run("convert_force", &[r(1.2), s("Newton"), s("Decanewton")]), 0.12);
-        close(&run("convert_length", &[r(1.2), s("Meter"), s("Foot")]), 3.93700787401575);
-        close(&run("convert_volume", &[r(1.2), s("CubicMeter"), s("AcreFoot")]), 0.0009728568);
+        close(
+            &run("convert_length", &[r(1.2), s("Meter"), s("Foot")]),
+            3.93700787401575,
+        );
+        close(
+            &run("convert_volume", &[r(1.2), s("CubicMeter"), s("AcreFoot")]),
+            0.0009728568,
+        );
         close(&run("convert_angle", &[r(0.5), s("Tilt"), s("Degree")]), 30.0);
         close(&run("convert_length", &[r(1.0), s("mile"), s("kilometer")]), 1.609344);
         assert_eq!(run("convert_length", &[r(1.0), s("Parsnip"), s("Meter")]), "null");
@@ -395,11 +395,17 @@ mod tests {
         assert_eq!(run("around", &[l(3), l(1), l(1)]), "false");
         let minute = 60_000_000_000;
         assert_eq!(
-            run("around", &[dt("2021-01-01T01:29:00Z"), dt("2021-01-01T01:30:00Z"), ts(minute)]),
+            run(
+                "around",
+                &[dt("2021-01-01T01:29:00Z"), dt("2021-01-01T01:30:00Z"), ts(minute)]
+            ),
             "true"
         );
         assert_eq!(
-            run("around", &[dt("2021-01-01T01:28:00Z"), dt("2021-01-01T01:30:00Z"), ts(minute)]),
+            run(
+                "around",
+                &[dt("2021-01-01T01:28:00Z"), dt("2021-01-01T01:30:00Z"), ts(minute)]
+            ),
             "false"
         );
     }
@@ -407,7 +413,7 @@ mod tests {
     #[test]
     fn decimal() {
         assert_eq!(run("todecimal", &[s("123.45678")]), "123.45678");
-        assert_eq!(run("todecimal", &[l(7)]), "7.0");
+        assert_eq!(run("todecimal", &[l(7)]), "7");
         assert_eq!(run("todecimal", &[s("abc")]), "null");
     }
 

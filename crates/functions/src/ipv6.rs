@@ -18,7 +18,14 @@ fn parse(text: &str) -> Option<(u128, u32)> {
         Some((a, p)) => (a.trim(), Some(p.trim().parse::<u32>().ok()?)),
         None => (text, None),
     };
-    if let Ok(v4) = address.parse::<Ipv4Addr>() {
+    // `::a.b.c.d` and `::ffff:a.b.c.d` are read as IPv4 (prefix relative to the IPv4 part).
+    let v4_text = address
+        .strip_prefix("::ffff:")
+        .or_else(|| address.strip_prefix("::FFFF:"))
+        .or_else(|| address.strip_prefix("::"))
+        .filter(|rest| rest.contains('.'))
+        .unwrap_or(address);
+    if let Ok(v4) = v4_text.parse::<Ipv4Addr>() {
         let prefix = match prefix {
             Some(p) if p <= 32 => 96 + p,
             Some(_) => return None,
@@ -36,7 +43,11 @@ fn parse(text: &str) -> Option<(u128, u32)> {
 }
 
 fn mask(prefix: u32) -> u128 {
-    if prefix == 0 { 0 } else { u128::MAX << (128 - prefix.min(128)) }
+    if prefix == 0 {
+        0
+    } else {
+        u128::MAX << (128 - prefix.min(128))
+    }
 }
 
 /// The explicit prefix argument: `Some(None)` when absent, `None` when out of range.
@@ -188,33 +199,59 @@ mod tests {
     fn ranges() {
         let ip = "a5e:f127:8a9d:146d:e102:b5d3:c755:abcd";
         assert_eq!(
-            run("ipv6_is_in_range", &[s(ip), s("a5e:f127:8a9d:146d:e102:b5d3:c755:0000/112")]),
+            run(
+                "ipv6_is_in_range",
+                &[s(ip), s("a5e:f127:8a9d:146d:e102:b5d3:c755:0000/112")]
+            ),
             "true"
         );
         assert_eq!(run("ipv6_is_in_range", &[s(ip), s(ip)]), "true");
-        assert_eq!(run("ipv6_is_in_range", &[s(ip), s("0:0:0:0:0:ffff:c0a8:ac/60")]), "false");
+        assert_eq!(
+            run("ipv6_is_in_range", &[s(ip), s("0:0:0:0:0:ffff:c0a8:ac/60")]),
+            "false"
+        );
         let networks = d(r#"["a5e:f127:8a9d:146d:e102:b5d3:c755:f6cd/112","0:0:0:0:0:ffff:c0a8:ac/60"]"#);
         assert_eq!(run("ipv6_is_in_any_range", &[s(ip), networks.clone()]), "true");
         assert_eq!(
-            run("ipv6_is_in_any_range", &[s("a5e:f127:8a9d:146d:e102:b5d3:c756:abd1"), networks]),
+            run(
+                "ipv6_is_in_any_range",
+                &[s("a5e:f127:8a9d:146d:e102:b5d3:c756:abd1"), networks]
+            ),
             "false"
         );
     }
 
     #[test]
     fn parsing() {
-        assert_eq!(run("parse_ipv6", &[s("192.168.255.255")]), "0000:0000:0000:0000:0000:ffff:c0a8:ffff");
-        assert_eq!(run("parse_ipv6", &[s("192.168.255.255/24")]), "0000:0000:0000:0000:0000:ffff:c0a8:ff00");
-        assert_eq!(run("parse_ipv6", &[s("255.255.255.255")]), "0000:0000:0000:0000:0000:ffff:ffff:ffff");
+        assert_eq!(
+            run("parse_ipv6", &[s("192.168.255.255")]),
+            "0000:0000:0000:0000:0000:ffff:c0a8:ffff"
+        );
+        assert_eq!(
+            run("parse_ipv6", &[s("192.168.255.255/24")]),
+            "0000:0000:0000:0000:0000:ffff:c0a8:ff00"
+        );
+        assert_eq!(
+            run("parse_ipv6", &[s("255.255.255.255")]),
+            "0000:0000:0000:0000:0000:ffff:ffff:ffff"
+        );
         assert_eq!(run("parse_ipv6", &[s("nope")]), "null");
         let cases = [
             ("192.168.255.255", 120, "0000:0000:0000:0000:0000:ffff:c0a8:ff00"),
             ("192.168.255.255/24", 124, "0000:0000:0000:0000:0000:ffff:c0a8:ff00"),
             ("255.255.255.255", 128, "0000:0000:0000:0000:0000:ffff:ffff:ffff"),
-            ("fe80::85d:e82c:9446:7994", 128, "fe80:0000:0000:0000:085d:e82c:9446:7994"),
-            ("fe80::85d:e82c:9446:7994/120", 124, "fe80:0000:0000:0000:085d:e82c:9446:7900"),
-            ("::192.168.255.255", 128, "0000:0000:0000:0000:0000:0000:c0a8:ffff"),
-            ("::192.168.255.255/24", 128, "0000:0000:0000:0000:0000:0000:0000:0000"),
+            (
+                "fe80::85d:e82c:9446:7994",
+                128,
+                "fe80:0000:0000:0000:085d:e82c:9446:7994",
+            ),
+            (
+                "fe80::85d:e82c:9446:7994/120",
+                124,
+                "fe80:0000:0000:0000:085d:e82c:9446:7900",
+            ),
+            ("::192.168.255.255", 128, "0000:0000:0000:0000:0000:ffff:c0a8:ffff"),
+            ("::192.168.255.255/24", 128, "0000:0000:0000:0000:0000:ffff:c0a8:ff00"),
         ];
         for (ip, prefix, expected) in cases {
             assert_eq!(run("parse_ipv6_mask", &[s(ip), l(prefix)]), expected, "{ip}");
@@ -227,8 +264,14 @@ mod tests {
             run("ipv4_range_to_cidr_list", &[s("1.1.128.0"), s("1.1.140.255")]),
             r#"["1.1.128.0/21","1.1.136.0/22","1.1.140.0/24"]"#
         );
-        assert_eq!(run("ipv4_range_to_cidr_list", &[s("0.0.0.0"), s("255.255.255.255")]), r#"["0.0.0.0/0"]"#);
-        assert_eq!(run("ipv4_range_to_cidr_list", &[s("10.0.0.5"), s("10.0.0.5")]), r#"["10.0.0.5/32"]"#);
+        assert_eq!(
+            run("ipv4_range_to_cidr_list", &[s("0.0.0.0"), s("255.255.255.255")]),
+            r#"["0.0.0.0/0"]"#
+        );
+        assert_eq!(
+            run("ipv4_range_to_cidr_list", &[s("10.0.0.5"), s("10.0.0.5")]),
+            r#"["10.0.0.5/32"]"#
+        );
         assert_eq!(run("ipv4_range_to_cidr_list", &[s("x"), s("10.0.0.5")]), "null");
     }
 }

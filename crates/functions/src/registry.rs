@@ -575,7 +575,10 @@ pub static FUNCTIONS: &[KqlFunction] = &[
 
 /// The registered function called `name`, if any.
 pub fn lookup(name: &str) -> Option<&'static KqlFunction> {
-    FUNCTIONS.iter().chain(crate::registry_more::FUNCTIONS_MORE).find(|f| f.name == name)
+    FUNCTIONS
+        .iter()
+        .chain(crate::registry_more::FUNCTIONS_MORE)
+        .find(|f| f.name == name)
 }
 
 #[cfg(test)]

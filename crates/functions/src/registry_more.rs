@@ -2,6 +2,328 @@
 //! [`crate::registry::FUNCTIONS`] so both lists can grow independently. Same contract as
 //! `registry.rs`; [`crate::registry::lookup`] searches both. Keep sorted by name.
 
-use crate::registry::KqlFunction;
+use datafusion::logical_expr::ScalarUDF;
+use trawl_common::KqlType;
 
-pub static FUNCTIONS_MORE: &[KqlFunction] = &[];
+use crate::registry::{ArgKind, KqlFunction, ReturnRule};
+use crate::{compress as cz, conversions as cv, ipv6 as v6, series as se};
+
+/// A [`KqlFunction`] evaluated row by row by a [`crate::rowfn::RowFn`]:
+/// `f!(name, [kinds], min_args, variadic, returns, body)`.
+macro_rules! f {
+    ($name:literal, [$($kind:ident),*], $min:expr, $variadic:expr, $returns:expr, $body:path) => {
+        KqlFunction {
+            name: $name,
+            params: &[$(ArgKind::$kind),*],
+            min_args: $min,
+            variadic: $variadic,
+            returns: $returns,
+            udf: {
+                fn build() -> ScalarUDF {
+                    crate::rowfn::RowUdf::udf(concat!("kql_", $name), $returns, $body)
+                }
+                build
+            },
+        }
+    };
+}
+
+const DYNAMIC: ReturnRule = ReturnRule::Fixed(KqlType::Dynamic);
+const STRING: ReturnRule = ReturnRule::Fixed(KqlType::String);
+const LONG: ReturnRule = ReturnRule::Fixed(KqlType::Long);
+const REAL: ReturnRule = ReturnRule::Fixed(KqlType::Real);
+const BOOL: ReturnRule = ReturnRule::Fixed(KqlType::Bool);
+
+pub static FUNCTIONS_MORE: &[KqlFunction] = &[
+    f!("around", [Any, Any, Any], 3, false, BOOL, cv::around),
+    f!(
+        "convert_angle",
+        [Real, String, String],
+        3,
+        false,
+        REAL,
+        cv::convert_angle
+    ),
+    f!(
+        "convert_force",
+        [Real, String, String],
+        3,
+        false,
+        REAL,
+        cv::convert_force
+    ),
+    f!(
+        "convert_length",
+        [Real, String, String],
+        3,
+        false,
+        REAL,
+        cv::convert_length
+    ),
+    f!(
+        "convert_volume",
+        [Real, String, String],
+        3,
+        false,
+        REAL,
+        cv::convert_volume
+    ),
+    KqlFunction {
+        name: "estimate_data_size",
+        params: &[ArgKind::Any],
+        min_args: 1,
+        variadic: true,
+        returns: LONG,
+        udf: cv::EstimateDataSizeUdf::udf,
+    },
+    f!(
+        "gzip_compress_to_base64_string",
+        [String],
+        1,
+        false,
+        STRING,
+        cz::gzip_compress_to_base64_string
+    ),
+    f!(
+        "gzip_decompress_from_base64_string",
+        [String],
+        1,
+        false,
+        STRING,
+        cz::gzip_decompress_from_base64_string
+    ),
+    f!("hash_many", [Any], 1, true, LONG, cv::hash_many),
+    f!(
+        "ipv4_range_to_cidr_list",
+        [String, String],
+        2,
+        false,
+        DYNAMIC,
+        v6::ipv4_range_to_cidr_list
+    ),
+    f!("ipv6_compare", [String, String, Long], 2, false, LONG, v6::ipv6_compare),
+    f!(
+        "ipv6_is_in_any_range",
+        [String, Dynamic],
+        2,
+        true,
+        BOOL,
+        v6::ipv6_is_in_any_range
+    ),
+    f!(
+        "ipv6_is_in_range",
+        [String, String],
+        2,
+        false,
+        BOOL,
+        v6::ipv6_is_in_range
+    ),
+    f!(
+        "ipv6_is_match",
+        [String, String, Long],
+        2,
+        false,
+        BOOL,
+        v6::ipv6_is_match
+    ),
+    f!("parse_csv", [String], 1, false, DYNAMIC, cz::parse_csv),
+    f!("parse_ipv6", [String], 1, false, STRING, v6::parse_ipv6),
+    f!("parse_ipv6_mask", [String, Long], 2, false, STRING, v6::parse_ipv6_mask),
+    f!("parse_path", [String], 1, false, DYNAMIC, cz::parse_path),
+    f!(
+        "punycode_from_string",
+        [String],
+        1,
+        false,
+        STRING,
+        cz::punycode_from_string
+    ),
+    f!("punycode_to_string", [String], 1, false, STRING, cz::punycode_to_string),
+    f!("range", [Any, Any, Any], 2, false, DYNAMIC, se::range),
+    f!("series_abs", [Dynamic], 1, false, DYNAMIC, se::series_abs),
+    f!("series_acos", [Dynamic], 1, false, DYNAMIC, se::series_acos),
+    f!("series_add", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_add),
+    f!("series_asin", [Dynamic], 1, false, DYNAMIC, se::series_asin),
+    f!("series_atan", [Dynamic], 1, false, DYNAMIC, se::series_atan),
+    f!("series_avg", [Dynamic], 1, false, REAL, se::series_avg),
+    f!("series_ceiling", [Dynamic], 1, false, DYNAMIC, se::series_ceiling),
+    f!("series_cos", [Dynamic], 1, false, DYNAMIC, se::series_cos),
+    f!(
+        "series_cosine_similarity",
+        [Dynamic, Dynamic, Real, Real],
+        2,
+        false,
+        REAL,
+        se::series_cosine_similarity
+    ),
+    f!(
+        "series_divide",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_divide
+    ),
+    f!(
+        "series_dot_product",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        REAL,
+        se::series_dot_product
+    ),
+    f!(
+        "series_equals",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_equals
+    ),
+    f!("series_exp", [Dynamic], 1, false, DYNAMIC, se::series_exp),
+    f!(
+        "series_fill_backward",
+        [Dynamic, Any],
+        1,
+        false,
+        DYNAMIC,
+        se::series_fill_backward
+    ),
+    f!(
+        "series_fill_const",
+        [Dynamic, Any, Any],
+        2,
+        false,
+        DYNAMIC,
+        se::series_fill_const
+    ),
+    f!(
+        "series_fill_forward",
+        [Dynamic, Any],
+        1,
+        false,
+        DYNAMIC,
+        se::series_fill_forward
+    ),
+    f!(
+        "series_fill_linear",
+        [Dynamic, Any, Bool, Any],
+        1,
+        false,
+        DYNAMIC,
+        se::series_fill_linear
+    ),
+    f!("series_floor", [Dynamic], 1, false, DYNAMIC, se::series_floor),
+    f!(
+        "series_greater",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_greater
+    ),
+    f!(
+        "series_greater_equals",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_greater_equals
+    ),
+    f!("series_less", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_less),
+    f!(
+        "series_less_equals",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_less_equals
+    ),
+    f!("series_log", [Dynamic], 1, false, DYNAMIC, se::series_log),
+    f!("series_max", [Dynamic], 1, false, REAL, se::series_max),
+    f!("series_min", [Dynamic], 1, false, REAL, se::series_min),
+    f!(
+        "series_multiply",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_multiply
+    ),
+    f!(
+        "series_not_equals",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_not_equals
+    ),
+    f!("series_pow", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_pow),
+    f!("series_sign", [Dynamic], 1, false, DYNAMIC, se::series_sign),
+    f!("series_sin", [Dynamic], 1, false, DYNAMIC, se::series_sin),
+    f!(
+        "series_stats_dynamic",
+        [Dynamic, Bool],
+        1,
+        false,
+        DYNAMIC,
+        se::series_stats_dynamic
+    ),
+    f!("series_stdev", [Dynamic], 1, false, REAL, se::series_stdev),
+    f!(
+        "series_subtract",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        se::series_subtract
+    ),
+    f!("series_sum", [Dynamic], 1, false, REAL, se::series_sum),
+    f!("series_tan", [Dynamic], 1, false, DYNAMIC, se::series_tan),
+    f!("series_variance", [Dynamic], 1, false, REAL, se::series_variance),
+    f!("todecimal", [Any], 1, false, REAL, cv::todecimal),
+    f!(
+        "zlib_compress_to_base64_string",
+        [String],
+        1,
+        false,
+        STRING,
+        cz::zlib_compress_to_base64_string
+    ),
+    f!(
+        "zlib_decompress_from_base64_string",
+        [String],
+        1,
+        false,
+        STRING,
+        cz::zlib_decompress_from_base64_string
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_names_are_sorted_unique_and_build() {
+        let names: Vec<&str> = FUNCTIONS_MORE.iter().map(|f| f.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted, "FUNCTIONS_MORE is not sorted or has duplicates");
+        for function in FUNCTIONS_MORE {
+            assert!(
+                !crate::registry::FUNCTIONS.iter().any(|f| f.name == function.name),
+                "{} is registered twice",
+                function.name
+            );
+            let udf = (function.udf)();
+            assert!(!udf.name().is_empty());
+            assert!(
+                function.min_args <= function.params.len() || function.variadic,
+                "{}",
+                function.name
+            );
+        }
+    }
+}

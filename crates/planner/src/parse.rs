@@ -102,7 +102,7 @@ impl Planner<'_> {
                                 crate::scalar::to_dynamic(Typed::new(captured, KqlType::String)),
                                 KqlType::Dynamic,
                             );
-                            self.from_dynamic(text, *other)
+                            self.dynamic_as(text, *other)
                         }
                     }
                 }

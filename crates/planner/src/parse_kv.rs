@@ -65,7 +65,7 @@ impl Planner<'_> {
             ));
             outputs.push((
                 declared.name.name.clone(),
-                self.from_dynamic(Typed::new(value, KqlType::Dynamic), kql_type),
+                self.dynamic_as(Typed::new(value, KqlType::Dynamic), kql_type),
             ));
             match columns.iter_mut().find(|(n, _)| *n == declared.name.name) {
                 Some(existing) => existing.1 = kql_type,

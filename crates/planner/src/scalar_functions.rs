@@ -37,7 +37,7 @@ impl Planner<'_> {
             let captured = self.scalar(&call, input)?;
             let target = crate::scalar::kql_type_of_scalar(*ty);
             let captured = Typed::new(crate::scalar::to_dynamic(captured), KqlType::Dynamic);
-            return Ok(Typed::new(self.from_dynamic(captured, target), target));
+            return Ok(Typed::new(self.dynamic_as(captured, target), target));
         }
         if crate::windows::ROW_FUNCTIONS.contains(&name) {
             return self.row_function(name, args, e, input);
@@ -241,7 +241,7 @@ impl Planner<'_> {
                 self.scalar(&call, input)
             }
             "case" => {
-                if args.len() < 3 || args.len() % 2 == 0 {
+                if args.len() < 3 || args.len().is_multiple_of(2) {
                     return Err(self.error(
                         ErrorCode::BadRequest,
                         e.span,

@@ -59,7 +59,7 @@ impl Planner<'_> {
         if width == 0 {
             return Err(self.error(ErrorCode::SyntaxError, span, "a datatable needs at least one column"));
         }
-        if table.values.len() % width != 0 {
+        if !table.values.len().is_multiple_of(width) {
             return Err(self.error(
                 ErrorCode::BadRequest,
                 span,
@@ -163,7 +163,7 @@ impl Planner<'_> {
                 let stop = as_i64(&to_value);
                 let step = as_i64(&step_value);
                 let (Some(start), Some(stop), Some(step)) = (start, stop, step) else {
-                    return Ok(self.empty_range(&name, from.kql_type)?);
+                    return self.empty_range(&name, from.kql_type);
                 };
                 let values = self.steps_i64(start, stop, step, span)?;
                 if from.kql_type == KqlType::DateTime {
@@ -181,7 +181,7 @@ impl Planner<'_> {
                     let (Some(start), Some(stop), Some(step)) =
                         (as_f64(&from_value), as_f64(&to_value), as_f64(&step_value))
                     else {
-                        return Ok(self.empty_range(&name, KqlType::Real)?);
+                        return self.empty_range(&name, KqlType::Real);
                     };
                     if step == 0.0 || !step.is_finite() {
                         return Err(self.error(
@@ -208,7 +208,7 @@ impl Planner<'_> {
                     let (Some(start), Some(stop), Some(step)) =
                         (as_i64(&from_value), as_i64(&to_value), as_i64(&step_value))
                     else {
-                        return Ok(self.empty_range(&name, KqlType::Long)?);
+                        return self.empty_range(&name, KqlType::Long);
                     };
                     (
                         Arc::new(Int64Array::from(self.steps_i64(start, stop, step, span)?)),

@@ -134,7 +134,7 @@ impl Planner<'_> {
                 vec![bag_json.clone(), lit(key.clone())],
             ));
             let value = self
-                .from_dynamic(Typed::new(value, KqlType::Dynamic), kql_type)
+                .dynamic_as(Typed::new(value, KqlType::Dynamic), kql_type)
                 .alias(&name);
             match columns.iter().position(|(n, _)| *n == name) {
                 Some(index) => match conflict.as_str() {
