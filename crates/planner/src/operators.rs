@@ -193,6 +193,45 @@ impl Planner<'_> {
             OperatorKind::ParseWhere(parse) => self.parse_operator(input, parse, operator.span, false),
             OperatorKind::GetSchema => self.getschema(&input),
             OperatorKind::MvExpand(expand) => self.mv_expand(input, expand),
+            OperatorKind::ProjectByNames(items) => {
+                // Names or wildcard patterns known while planning: strings or dynamic arrays of
+                // strings (function parameters too). Names that match nothing are skipped.
+                let empty = self.empty_tabular()?;
+                let mut patterns = Vec::new();
+                for item in items {
+                    let value = self.scalar(item, &empty)?;
+                    let constant = crate::sources::constant_value(&value.expr);
+                    let text = match &constant {
+                        Some(
+                            datafusion::common::ScalarValue::Utf8(Some(t))
+                            | datafusion::common::ScalarValue::Utf8View(Some(t)),
+                        ) => t.clone(),
+                        _ => {
+                            return Err(self.error(
+                                ErrorCode::BadRequest,
+                                item.span,
+                                "project-by-names takes constant names",
+                            ));
+                        }
+                    };
+                    match (value.kql_type, serde_json::from_str::<serde_json::Value>(&text)) {
+                        (KqlType::Dynamic, Ok(serde_json::Value::Array(names))) => {
+                            patterns.extend(names.iter().filter_map(|n| n.as_str().map(str::to_string)));
+                        }
+                        (KqlType::Dynamic, Ok(serde_json::Value::String(name))) => patterns.push(name),
+                        _ => patterns.push(text),
+                    }
+                }
+                let mut keep: Vec<(String, KqlType)> = Vec::new();
+                for pattern in &patterns {
+                    for column in &input.columns {
+                        if matches_pattern(pattern, &column.0) && !keep.iter().any(|(n, _)| *n == column.0) {
+                            keep.push(column.clone());
+                        }
+                    }
+                }
+                self.select(input, keep)
+            }
             OperatorKind::MvApply(apply) => self.mv_apply(input, apply, operator.span),
             OperatorKind::MakeSeries(series) => self.make_series(input, series, operator.span),
             OperatorKind::Lookup(join) => self.join(input, join, operator.span, true),

@@ -321,6 +321,8 @@ impl Planner<'_> {
                     KqlType::Bool,
                 ))
             }
+            // `typeof(long)` as an argument names a type.
+            ExprKind::TypeOf(ty) => Ok(Typed::new(lit(ty.name()), KqlType::String)),
             _ => Err(self.error(
                 ErrorCode::BadRequest,
                 e.span,

@@ -337,6 +337,24 @@ impl Planner<'_> {
                 ),
             ));
         }
+        // `*` stands for every column of the row.
+        let expanded: Vec<KExpr>;
+        let args = if args.iter().any(|a| matches!(a.kind, ExprKind::Star)) {
+            expanded = args
+                .iter()
+                .flat_map(|a| match a.kind {
+                    ExprKind::Star => input
+                        .columns
+                        .iter()
+                        .map(|(n, _)| KExpr::new(ExprKind::Name(trawl_kql::ast::Ident::new(n.clone(), a.span)), a.span))
+                        .collect::<Vec<_>>(),
+                    _ => vec![a.clone()],
+                })
+                .collect();
+            expanded.as_slice()
+        } else {
+            args
+        };
         let mut lowered = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
         for (index, arg) in args.iter().enumerate() {

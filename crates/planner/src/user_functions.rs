@@ -65,10 +65,23 @@ impl Planner<'_> {
         if self.call_depth >= MAX_CALL_DEPTH {
             return Err(self.error(ErrorCode::BadRequest, span, format!("'{name}' calls itself too deeply")));
         }
-        // Arguments are evaluated in the caller's scope.
+        // Arguments are evaluated in the caller's scope; `name = value` arguments go to the
+        // parameter of that name, the others in order.
+        let positional: Vec<&KExpr> = args
+            .iter()
+            .filter(|a| !matches!(a.kind, ExprKind::NamedArgument { .. }))
+            .collect();
+        let named = |param: &str| {
+            args.iter().find_map(|a| match &a.kind {
+                ExprKind::NamedArgument { name, value } if name.name == param => Some(value.as_ref()),
+                _ => None,
+            })
+        };
         let mut bound = Vec::with_capacity(def.params.len());
         for (index, param) in def.params.iter().enumerate() {
-            let arg = args.get(index).or(param.default.as_ref());
+            let arg = named(&param.name.name)
+                .or_else(|| positional.get(index).copied())
+                .or(param.default.as_ref());
             let Some(arg) = arg else {
                 return Err(self.error(
                     ErrorCode::BadRequest,
