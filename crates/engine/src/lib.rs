@@ -130,6 +130,12 @@ impl TableLookup for CatalogTables {
     fn table(&self, name: &str) -> Option<Arc<dyn TableProvider>> {
         self.tables.get(name).cloned()
     }
+
+    fn table_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tables.keys().cloned().collect();
+        names.sort();
+        names
+    }
 }
 
 impl Engine {

@@ -218,6 +218,7 @@ impl<'a> Planner<'a> {
                 OperatorKind::Datatable(table) => self.datatable(table, operator.span),
                 OperatorKind::Range(range) => self.range(range, operator.span),
                 OperatorKind::Union(union) => self.union(None, union, operator.span),
+                OperatorKind::Search(search) => self.search(None, search, operator.span),
                 other => Err(self.error(
                     ErrorCode::BadRequest,
                     operator.span,

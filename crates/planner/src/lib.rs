@@ -19,6 +19,7 @@ mod parse;
 mod parse_kv;
 mod scalar;
 mod scalar_functions;
+mod search;
 mod series;
 mod sources;
 mod unpack;
@@ -37,6 +38,11 @@ pub use context::Tabular;
 /// Looks up tables by name.
 pub trait TableLookup {
     fn table(&self, name: &str) -> Option<Arc<dyn TableProvider>>;
+
+    /// Every table's name (for a leading `search`).
+    fn table_names(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Request-level settings that shape the plan.
