@@ -323,6 +323,9 @@ fn execution_error(error: DataFusionError) -> TrawlError {
         DataFusionError::SchemaError(error, _) => {
             TrawlError::new(ErrorCode::BadRequest, format!("the query cannot run: {error}"))
         }
+        other if other.to_string().contains("Divide by zero") => {
+            TrawlError::new(ErrorCode::BadRequest, "the query divides a whole number by zero")
+        }
         other => {
             tracing::error!(error = %other, "query execution failed");
             TrawlError::internal("the query failed inside the engine; the server log has details")
