@@ -22,6 +22,7 @@ mod scalar_functions;
 mod search;
 mod series;
 mod sources;
+mod top_nested;
 mod unpack;
 mod user_functions;
 mod windows;

@@ -193,6 +193,7 @@ impl Planner<'_> {
             OperatorKind::ParseWhere(parse) => self.parse_operator(input, parse, operator.span, false),
             OperatorKind::GetSchema => self.getschema(&input),
             OperatorKind::MvExpand(expand) => self.mv_expand(input, expand),
+            OperatorKind::TopNested(levels) => self.top_nested(input, levels, operator.span),
             OperatorKind::Search(search) => self.search(Some(input), search, operator.span),
             OperatorKind::ProjectByNames(items) => {
                 // Names or wildcard patterns known while planning: strings or dynamic arrays of
