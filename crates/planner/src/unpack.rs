@@ -9,7 +9,7 @@
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{Expr, lit};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
-use trawl_kql::ast::{DynamicValue, Evaluate, Expr as KExpr, ExprKind, Literal};
+use trawl_kql::ast::{DynamicValue, Evaluate, Expr as KExpr, ExprKind, Ident, Literal, NamedExpr};
 use trawl_kql::span::Span;
 
 use crate::context::{Planner, Tabular, Typed, column, internal};
@@ -26,6 +26,8 @@ impl Planner<'_> {
         };
         match function.name.as_str() {
             "bag_unpack" => self.bag_unpack(input, args, evaluate, span),
+            "narrow" => self.narrow(input, span),
+            "pivot" => self.pivot(input, args, span),
             other => Err(self.error(
                 ErrorCode::BadRequest,
                 function.span,
@@ -165,5 +167,220 @@ impl Planner<'_> {
             .and_then(|b| b.build())
             .map_err(|e| internal(&e))?;
         Ok(Tabular { plan, columns })
+    }
+
+    /// `evaluate narrow()`: every cell as a row `(Row, Column, Value)`; `Row` counts from 0.
+    fn narrow(&mut self, input: Tabular, span: Span) -> Result<Tabular, TrawlError> {
+        use datafusion::arrow::datatypes::DataType;
+        if input.columns.is_empty() {
+            return Err(self.error(ErrorCode::BadRequest, span, "narrow needs at least one column"));
+        }
+        let number =
+            datafusion::logical_expr::cast(datafusion::functions_window::expr_fn::row_number(), DataType::Int64)
+                - lit(1i64);
+        let mut numbered_exprs: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+        numbered_exprs.push(number.alias("Row"));
+        let numbered_plan = crate::windows::with_windows(&input, &numbered_exprs)?
+            .project(numbered_exprs)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        let mut legs = Vec::with_capacity(input.columns.len());
+        for (ordinal, (name, kql_type)) in input.columns.iter().enumerate() {
+            let value = crate::scalar::to_string(Typed::new(column(name), *kql_type));
+            legs.push(
+                datafusion::logical_expr::LogicalPlanBuilder::from(numbered_plan.clone())
+                    .project(vec![
+                        column("Row").alias("Row"),
+                        lit(name.clone()).alias("Column"),
+                        value.alias("Value"),
+                        lit(ordinal as i64).alias("__trawl_ordinal"),
+                    ])
+                    .and_then(|b| b.build())
+                    .map_err(|e| internal(&e))?,
+            );
+        }
+        let mut legs = legs.into_iter();
+        let Some(first) = legs.next() else {
+            return Err(self.error(ErrorCode::BadRequest, span, "narrow needs at least one column"));
+        };
+        let mut builder = datafusion::logical_expr::LogicalPlanBuilder::from(first);
+        for leg in legs {
+            builder = builder.union(leg).map_err(|e| internal(&e))?;
+        }
+        let plan = builder
+            .sort(vec![
+                datafusion::logical_expr::SortExpr::new(column("Row"), true, false),
+                datafusion::logical_expr::SortExpr::new(column("__trawl_ordinal"), true, false),
+            ])
+            .and_then(|b| {
+                b.project(vec![
+                    column("Row").alias("Row"),
+                    column("Column").alias("Column"),
+                    column("Value").alias("Value"),
+                ])
+            })
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        Ok(Tabular {
+            plan,
+            columns: vec![
+                ("Row".into(), KqlType::Long),
+                ("Column".into(), KqlType::String),
+                ("Value".into(), KqlType::String),
+            ],
+        })
+    }
+
+    /// `evaluate pivot(column [, aggregate(x)] [, by1, by2, ...])`: one output column per
+    /// distinct value of `column` (found by discovery), holding the aggregate (default
+    /// `count()`) of the rows with that value, grouped by the `by` columns (default: every
+    /// column but the pivot column and the aggregated one).
+    fn pivot(&mut self, input: Tabular, args: &[KExpr], span: Span) -> Result<Tabular, TrawlError> {
+        let Some((pivot_arg, rest)) = args.split_first() else {
+            return Err(self.error(ErrorCode::BadRequest, span, "pivot needs the column to pivot"));
+        };
+        let ExprKind::Name(pivot_column) = &pivot_arg.kind else {
+            return Err(self.error(ErrorCode::BadRequest, pivot_arg.span, "pivot takes a column name"));
+        };
+        let pivot_value = self.scalar(pivot_arg, &input)?;
+        let (aggregate, by_args) = match rest.split_first() {
+            Some((first, others)) if matches!(&first.kind, ExprKind::Call { function, .. } if crate::aggregates::is_aggregate(&function.name)) => {
+                (first.clone(), others)
+            }
+            _ => (
+                KExpr::new(
+                    ExprKind::Call {
+                        function: Ident::new("count", span),
+                        args: Vec::new(),
+                    },
+                    span,
+                ),
+                rest,
+            ),
+        };
+        let aggregated_columns: Vec<String> = match &aggregate.kind {
+            ExprKind::Call { args, .. } => args
+                .iter()
+                .filter_map(|a| match &a.kind {
+                    ExprKind::Name(ident) => Some(ident.name.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let by: Vec<String> = if by_args.is_empty() {
+            input
+                .columns
+                .iter()
+                .map(|(n, _)| n.clone())
+                .filter(|n| *n != pivot_column.name && !aggregated_columns.contains(n))
+                .collect()
+        } else {
+            by_args
+                .iter()
+                .map(|a| match &a.kind {
+                    ExprKind::Name(ident) => Ok(ident.name.clone()),
+                    _ => Err(self.error(ErrorCode::BadRequest, a.span, "pivot groups by column names")),
+                })
+                .collect::<Result<_, _>>()?
+        };
+        // The distinct values, by discovery: each row contributes `{"<value>": 1}`.
+        let as_key = crate::scalar::to_string(pivot_value);
+        let quoted = Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            std::sync::Arc::new(datafusion::logical_expr::ScalarUDF::from(
+                trawl_functions::dynamic::ToJsonStringUdf::new(),
+            )),
+            vec![as_key],
+        ));
+        let bag = datafusion::functions::expr_fn::concat(vec![lit("{"), quoted, lit(":1}")]);
+        let probe = input
+            .builder()
+            .project(vec![bag.alias("bag")])
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        let key = format!("pivot\n{}", probe.display_indent());
+        let values: Vec<String> = match self.options.discovered.get(&key) {
+            Some(found) => found.iter().map(|(k, _)| k.clone()).collect(),
+            None => {
+                // Planned again once the values are known; the input stands in until then.
+                self.discoveries.push(crate::Discovery { key, plan: probe });
+                return Ok(input);
+            }
+        };
+        // summarize <value> = agg(iff(tostring(column) == "<value>", x, null)) ... by <by>
+        let mut aggregates = Vec::with_capacity(values.len());
+        for value in &values {
+            let condition = KExpr::new(
+                ExprKind::Binary {
+                    op: trawl_kql::ast::BinaryOp::Eq,
+                    left: Box::new(KExpr::new(
+                        ExprKind::Call {
+                            function: Ident::new("tostring", span),
+                            args: vec![(*pivot_arg).clone()],
+                        },
+                        span,
+                    )),
+                    right: Box::new(KExpr::new(ExprKind::Literal(Literal::String(value.clone())), span)),
+                },
+                span,
+            );
+            let call = match &aggregate.kind {
+                ExprKind::Call { function, args } if args.is_empty() && function.name == "count" => KExpr::new(
+                    ExprKind::Call {
+                        function: Ident::new("countif", span),
+                        args: vec![condition],
+                    },
+                    span,
+                ),
+                ExprKind::Call { function, args } => {
+                    let guarded: Vec<KExpr> = args
+                        .iter()
+                        .map(|a| {
+                            KExpr::new(
+                                ExprKind::Call {
+                                    function: Ident::new("iff", span),
+                                    args: vec![
+                                        condition.clone(),
+                                        a.clone(),
+                                        KExpr::new(ExprKind::Literal(Literal::Null(None)), span),
+                                    ],
+                                },
+                                span,
+                            )
+                        })
+                        .collect();
+                    KExpr::new(
+                        ExprKind::Call {
+                            function: function.clone(),
+                            args: guarded,
+                        },
+                        span,
+                    )
+                }
+                _ => return Err(self.error(ErrorCode::BadRequest, aggregate.span, "pivot takes an aggregate")),
+            };
+            aggregates.push(NamedExpr {
+                names: vec![Ident::new(value.clone(), span)],
+                expr: call,
+                span,
+            });
+        }
+        let by_items: Vec<NamedExpr> = by
+            .iter()
+            .map(|n| NamedExpr {
+                names: Vec::new(),
+                expr: KExpr::new(ExprKind::Name(Ident::new(n.clone(), span)), span),
+                span,
+            })
+            .collect();
+        let operator = trawl_kql::ast::Operator {
+            kind: trawl_kql::ast::OperatorKind::Summarize(trawl_kql::ast::Summarize {
+                params: Vec::new(),
+                aggregates,
+                by: by_items,
+            }),
+            span,
+        };
+        self.operator(input, &operator)
     }
 }
