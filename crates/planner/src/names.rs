@@ -17,6 +17,21 @@ pub fn default_name(expr: &KExpr, position: usize) -> String {
             }
             _ => format!("Column{position}"),
         },
+        // A call over exactly one column is named after both: `dcount_hll(merged)` is
+        // `dcount_hll_merged`; over several columns it is `Column<N>`.
+        ExprKind::Call { function, args } => {
+            let columns: Vec<&str> = args
+                .iter()
+                .filter_map(|a| match &a.kind {
+                    ExprKind::Name(ident) => Some(ident.name.as_str()),
+                    _ => None,
+                })
+                .collect();
+            match columns.as_slice() {
+                [only] => format!("{}_{only}", function.name),
+                _ => format!("Column{position}"),
+            }
+        }
         _ => format!("Column{position}"),
     }
 }

@@ -427,15 +427,18 @@ impl Planner<'_> {
                 .unwrap_or_else(|| format!("Column{}", position + 1));
             outputs.push((name, SummarizeOutput::Computed(rewritten)));
         }
-        for (name, _) in &outputs {
-            if columns.iter().any(|(n, _)| n == name) || outputs.iter().filter(|(n, _)| n == name).count() > 1 {
-                return Err(self.error(
-                    ErrorCode::BadRequest,
-                    aggregates.first().map_or_else(Default::default, |a| a.span),
-                    format!("the column '{name}' is produced twice; name it with '<name> = ...'"),
-                ));
+        // A name produced twice gets a numeric suffix (`set_y`, `set_y1`), as Kusto does.
+        let mut taken: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
+        for (name, _) in outputs.iter_mut() {
+            let base = name.clone();
+            let mut suffix = 1;
+            while taken.contains(name) {
+                *name = format!("{base}{suffix}");
+                suffix += 1;
             }
+            taken.push(name.clone());
         }
+
         let aggregated = input
             .builder()
             .aggregate(group_exprs, aggregate_exprs)
