@@ -84,7 +84,7 @@ impl GenConfig {
         let mut rng = Prng::derived(self.seed, 0x7a7e);
         let mut token = String::from("zq");
         for _ in 0..10 {
-            token.push(char::from(*rng.pick(LETTERS)));
+            token.push(char::from(rng.one_of(LETTERS)));
         }
         token
     }
@@ -566,11 +566,13 @@ fn render(rng: &mut Prng, world: &World, template: &Template, http: &HttpFacts<'
                         Ok(())
                     }
                     Var::Table => {
-                        out.push_str(rng.pick(&TABLES));
+                        let table = rng.one_of(&TABLES);
+                        out.push_str(table);
                         Ok(())
                     }
                     Var::Queue => {
-                        out.push_str(rng.pick(&QUEUES));
+                        let queue = rng.one_of(&QUEUES);
+                        out.push_str(queue);
                         Ok(())
                     }
                     Var::Bytes => write!(out, "{}", rng.range(1_000, 50_000_000)),
@@ -586,13 +588,13 @@ fn status_for(rng: &mut Prng, severity: usize) -> i64 {
         // ERROR
         0 => {
             if rng.chance(0.8) {
-                *rng.pick(&[500, 500, 500, 502, 503, 504])
+                rng.one_of(&[500, 500, 500, 502, 503, 504])
             } else {
-                *rng.pick(&[400, 409, 422])
+                rng.one_of(&[400, 409, 422])
             }
         }
         // WARN
-        1 => *rng.pick(&[200, 200, 404, 429, 409, 401]),
+        1 => rng.one_of(&[200, 200, 404, 429, 409, 401]),
         _ => {
             let x = rng.unit();
             if x < 0.90 {
@@ -604,7 +606,7 @@ fn status_for(rng: &mut Prng, severity: usize) -> i64 {
             } else if x < 0.98 {
                 304
             } else {
-                *rng.pick(&[400, 404])
+                rng.one_of(&[400, 404])
             }
         }
     }
@@ -614,9 +616,9 @@ fn method_for(rng: &mut Prng, route: &str) -> &'static str {
     if route.ends_with("/batch") || route.ends_with("/sync") {
         "POST"
     } else if route.contains("{id}") {
-        *rng.pick(&["GET", "GET", "GET", "PUT", "DELETE"])
+        rng.one_of(&["GET", "GET", "GET", "PUT", "DELETE"])
     } else {
-        *rng.pick(&["GET", "GET", "POST"])
+        rng.one_of(&["GET", "GET", "POST"])
     }
 }
 
@@ -630,7 +632,7 @@ fn optional_log_attribute(rng: &mut Prng, world: &World, service: usize, key: us
             "http.target",
             route.replace("{id}", &format!("{:08x}", rng.next_u64() as u32)),
         ),
-        1 => kv_str("http.user_agent", *rng.pick(&USER_AGENTS)),
+        1 => kv_str("http.user_agent", rng.one_of(&USER_AGENTS)),
         2 => kv_str(
             "net.peer.ip",
             format!("10.{}.{}.{}", rng.below(256), rng.below(256), rng.range(1, 254)),
@@ -653,11 +655,11 @@ fn optional_log_attribute(rng: &mut Prng, world: &World, service: usize, key: us
         12 => kv_str("session.id", format!("{:016x}", rng.next_u64())),
         13 => kv_str(
             "db.system",
-            *rng.pick(&["postgresql", "postgresql", "redis", "mongodb"]),
+            rng.one_of(&["postgresql", "postgresql", "redis", "mongodb"]),
         ),
         14 => kv_str(
             "db.operation",
-            *rng.pick(&["SELECT", "SELECT", "SELECT", "INSERT", "UPDATE", "DELETE"]),
+            rng.one_of(&["SELECT", "SELECT", "SELECT", "INSERT", "UPDATE", "DELETE"]),
         ),
         15 => kv_str("messaging.system", "kafka"),
         16 => kv("feature_flag.checkout_v2", any_value::Value::BoolValue(rng.chance(0.3))),
@@ -696,11 +698,10 @@ impl LogBatches {
         LogBatches {
             rng: Prng::derived(config.seed, LOGS_PURPOSE),
             rare_token: config.rare_token(),
-            rare_stride: if config.rare_bodies == 0 {
-                u64::MAX
-            } else {
-                (config.logs / config.rare_bodies).max(1)
-            },
+            rare_stride: config
+                .logs
+                .checked_div(config.rare_bodies)
+                .map_or(u64::MAX, |s| s.max(1)),
             needle_at: config.logs / 2,
             needle,
             world,
@@ -933,6 +934,7 @@ impl TraceBuilder<'_> {
         hosts[self.rng.index(hosts.len())]
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         service: usize,
@@ -950,11 +952,11 @@ impl TraceBuilder<'_> {
             for a in &mut attributes {
                 if a.key == "http.status_code" {
                     a.value = Some(AnyValue {
-                        value: Some(any_value::Value::IntValue(*self.rng.pick(&[500, 502, 503, 504]))),
+                        value: Some(any_value::Value::IntValue(self.rng.one_of(&[500, 502, 503, 504]))),
                     });
                 }
             }
-            let (exception, message) = *self.rng.pick(&[
+            let (exception, message) = self.rng.one_of(&[
                 ("java.net.SocketTimeoutException", "Read timed out"),
                 ("io.grpc.StatusRuntimeException", "UNAVAILABLE: upstream connect error"),
                 ("PSQLException", "deadlock detected"),
@@ -1003,7 +1005,7 @@ impl TraceBuilder<'_> {
         let route = s.routes[pick_weighted(self.rng, &s.route_weights)].clone();
         let method = method_for(self.rng, &route);
         let status = if self.rng.chance(0.03) {
-            *self.rng.pick(&[400, 401, 404, 409])
+            self.rng.one_of(&[400, 401, 404, 409])
         } else {
             200
         };
@@ -1016,7 +1018,7 @@ impl TraceBuilder<'_> {
             kv_int("server.port", 8080),
         ];
         if parent.is_none() {
-            attributes.push(kv_str("user_agent.original", *self.rng.pick(&USER_AGENTS)));
+            attributes.push(kv_str("user_agent.original", self.rng.one_of(&USER_AGENTS)));
             attributes.push(kv_str(
                 "client.address",
                 format!(
@@ -1084,8 +1086,8 @@ impl TraceBuilder<'_> {
                 );
             }
         } else if x < 0.7 {
-            let table = *self.rng.pick(&TABLES);
-            let op = *self.rng.pick(&["SELECT", "SELECT", "SELECT", "INSERT", "UPDATE"]);
+            let table = self.rng.one_of(&TABLES);
+            let op = self.rng.one_of(&["SELECT", "SELECT", "SELECT", "INSERT", "UPDATE"]);
             let attributes = vec![
                 kv_str("db.system", "postgresql"),
                 kv_str("db.name", world.services[p_service].name.replace('-', "_")),
@@ -1104,7 +1106,7 @@ impl TraceBuilder<'_> {
                 attributes,
             );
         } else if x < 0.8 {
-            let queue = *self.rng.pick(&QUEUES);
+            let queue = self.rng.one_of(&QUEUES);
             let attributes = vec![
                 kv_str("messaging.system", "kafka"),
                 kv_str("messaging.destination.name", queue),
@@ -1120,8 +1122,8 @@ impl TraceBuilder<'_> {
                 attributes,
             );
         } else {
-            let entity = *self.rng.pick(&ENTITIES);
-            let op = *self.rng.pick(&["load", "validate", "render", "compute", "serialize"]);
+            let entity = self.rng.one_of(&ENTITIES);
+            let op = self.rng.one_of(&["load", "validate", "render", "compute", "serialize"]);
             let attributes = vec![
                 kv_str("code.function", format!("{op}_{entity}")),
                 kv_int("thread.id", self.rng.range(1, 512) as i64),
@@ -1403,9 +1405,9 @@ mod tests {
         for span in &spans {
             traces.entry(span.trace_id.clone()).or_default().push(span);
         }
-        let needle = traces.get(&config.needle_trace_id().to_vec()).map_or(0, Vec::len);
+        let needle = traces.get(config.needle_trace_id().as_slice()).map_or(0, Vec::len);
         assert_eq!(needle, NEEDLE_SPANS);
-        for (_, trace) in &traces {
+        for trace in traces.values() {
             assert!((1..=30).contains(&trace.len()));
             let roots = trace.iter().filter(|s| s.parent_span_id.is_empty()).count();
             assert_eq!(roots, 1);

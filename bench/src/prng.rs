@@ -61,6 +61,11 @@ impl Prng {
         &items[self.index(items.len())]
     }
 
+    /// A copy of a uniformly chosen item.
+    pub fn one_of<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.index(items.len())]
+    }
+
     /// An exponentially distributed value with the given mean.
     pub fn exponential(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()

@@ -29,11 +29,7 @@ pub struct KqlAggregate {
 
 impl KqlAggregate {
     pub fn kind_of(&self, index: usize) -> Option<ArgKind> {
-        match self.params.get(index) {
-            Some(kind) => Some(*kind),
-            None if self.variadic => self.params.last().copied(),
-            None => None,
-        }
+        crate::registry::kind_at(self.params, self.variadic, index)
     }
 
     pub fn max_args(&self) -> Option<usize> {

@@ -59,14 +59,19 @@ pub struct KqlFunction {
     pub udf: fn() -> ScalarUDF,
 }
 
+/// The kind of argument `index` of a parameter list whose last kind repeats when `variadic`.
+pub fn kind_at(params: &[ArgKind], variadic: bool, index: usize) -> Option<ArgKind> {
+    match params.get(index) {
+        Some(kind) => Some(*kind),
+        None if variadic => params.last().copied(),
+        None => None,
+    }
+}
+
 impl KqlFunction {
     /// The kind of argument `index`, or `None` past the end.
     pub fn kind_of(&self, index: usize) -> Option<ArgKind> {
-        match self.params.get(index) {
-            Some(kind) => Some(*kind),
-            None if self.variadic => self.params.last().copied(),
-            None => None,
-        }
+        kind_at(self.params, self.variadic, index)
     }
 
     pub fn max_args(&self) -> Option<usize> {
@@ -75,35 +80,36 @@ impl KqlFunction {
 }
 
 /// A [`KqlFunction`] evaluated row by row by a [`crate::rowfn::RowFn`]:
-/// `f!(name, [kinds], min_args, variadic, returns, body)`.
+/// `f!(name, [kinds], min_args, variadic, returns, body)`. Shared with `registry_more`.
 macro_rules! f {
     ($name:literal, [$($kind:ident),*], $min:expr, $variadic:expr, $returns:expr, $body:path) => {
-        KqlFunction {
+        $crate::registry::KqlFunction {
             name: $name,
-            params: &[$(ArgKind::$kind),*],
+            params: &[$($crate::registry::ArgKind::$kind),*],
             min_args: $min,
             variadic: $variadic,
             returns: $returns,
             udf: {
-                fn build() -> ScalarUDF {
-                    crate::rowfn::RowUdf::udf(concat!("kql_", $name), $returns, $body)
+                fn build() -> ::datafusion::logical_expr::ScalarUDF {
+                    $crate::rowfn::RowUdf::udf(concat!("kql_", $name), $returns, $body)
                 }
                 build
             },
         }
     };
 }
+pub(crate) use f as registry_entry;
 
-const DYNAMIC: ReturnRule = ReturnRule::Fixed(KqlType::Dynamic);
-const STRING: ReturnRule = ReturnRule::Fixed(KqlType::String);
-const LONG: ReturnRule = ReturnRule::Fixed(KqlType::Long);
-const INT: ReturnRule = ReturnRule::Fixed(KqlType::Int);
-const REAL: ReturnRule = ReturnRule::Fixed(KqlType::Real);
-const BOOL: ReturnRule = ReturnRule::Fixed(KqlType::Bool);
-const DATETIME: ReturnRule = ReturnRule::Fixed(KqlType::DateTime);
-const TIMESPAN: ReturnRule = ReturnRule::Fixed(KqlType::Timespan);
-const GUID: ReturnRule = ReturnRule::Fixed(KqlType::Guid);
-const SAME: ReturnRule = ReturnRule::SameAsArg(0);
+pub(crate) const DYNAMIC: ReturnRule = ReturnRule::Fixed(KqlType::Dynamic);
+pub(crate) const STRING: ReturnRule = ReturnRule::Fixed(KqlType::String);
+pub(crate) const LONG: ReturnRule = ReturnRule::Fixed(KqlType::Long);
+pub(crate) const INT: ReturnRule = ReturnRule::Fixed(KqlType::Int);
+pub(crate) const REAL: ReturnRule = ReturnRule::Fixed(KqlType::Real);
+pub(crate) const BOOL: ReturnRule = ReturnRule::Fixed(KqlType::Bool);
+pub(crate) const DATETIME: ReturnRule = ReturnRule::Fixed(KqlType::DateTime);
+pub(crate) const TIMESPAN: ReturnRule = ReturnRule::Fixed(KqlType::Timespan);
+pub(crate) const GUID: ReturnRule = ReturnRule::Fixed(KqlType::Guid);
+pub(crate) const SAME: ReturnRule = ReturnRule::SameAsArg(0);
 
 use crate::{
     arrays as a, bags as b, datetime as t, datetime_format as tf, encoding as e, hll, ip, math as m, strings_more as s,

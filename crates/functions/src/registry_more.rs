@@ -2,37 +2,10 @@
 //! [`crate::registry::FUNCTIONS`] so both lists can grow independently. Same contract as
 //! `registry.rs`; [`crate::registry::lookup`] searches both. Keep sorted by name.
 
-use datafusion::logical_expr::ScalarUDF;
-use trawl_common::KqlType;
-
-use crate::registry::{ArgKind, KqlFunction, ReturnRule};
+use crate::registry::{ArgKind, KqlFunction};
 use crate::{compress as cz, conversions as cv, ipv6 as v6, series as se};
 
-/// A [`KqlFunction`] evaluated row by row by a [`crate::rowfn::RowFn`]:
-/// `f!(name, [kinds], min_args, variadic, returns, body)`.
-macro_rules! f {
-    ($name:literal, [$($kind:ident),*], $min:expr, $variadic:expr, $returns:expr, $body:path) => {
-        KqlFunction {
-            name: $name,
-            params: &[$(ArgKind::$kind),*],
-            min_args: $min,
-            variadic: $variadic,
-            returns: $returns,
-            udf: {
-                fn build() -> ScalarUDF {
-                    crate::rowfn::RowUdf::udf(concat!("kql_", $name), $returns, $body)
-                }
-                build
-            },
-        }
-    };
-}
-
-const DYNAMIC: ReturnRule = ReturnRule::Fixed(KqlType::Dynamic);
-const STRING: ReturnRule = ReturnRule::Fixed(KqlType::String);
-const LONG: ReturnRule = ReturnRule::Fixed(KqlType::Long);
-const REAL: ReturnRule = ReturnRule::Fixed(KqlType::Real);
-const BOOL: ReturnRule = ReturnRule::Fixed(KqlType::Bool);
+use crate::registry::{BOOL, DYNAMIC, LONG, REAL, STRING, registry_entry as f};
 
 pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     f!("around", [Any, Any, Any], 3, false, BOOL, cv::around),
