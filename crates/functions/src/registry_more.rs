@@ -3,7 +3,7 @@
 //! `registry.rs`; [`crate::registry::lookup`] searches both. Keep sorted by name.
 
 use crate::registry::{ArgKind, KqlFunction};
-use crate::{compress as cz, conversions as cv, ipv6 as v6, series as se};
+use crate::{bytes as by, compress as cz, conversions as cv, ipv6 as v6, series as se};
 
 use crate::registry::{BOOL, DYNAMIC, LONG, REAL, STRING, registry_entry as f};
 
@@ -49,6 +49,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         returns: LONG,
         udf: cv::EstimateDataSizeUdf::udf,
     },
+    f!("format_bytes", [Real, Long, String], 1, false, STRING, by::format_bytes),
     f!(
         "gzip_compress_to_base64_string",
         [String],

@@ -48,6 +48,7 @@ const AGGREGATES: &[&str] = &[
     "varianceif",
     "variancep",
     "make_list_with_nulls",
+    "percentiles_array",
 ];
 
 pub fn is_aggregate(name: &str) -> bool {
@@ -353,19 +354,45 @@ impl Planner<'_> {
                         None if name == "percentile" && item.name().is_some() => out_name.clone(),
                         None => format!("percentile_{column_name}_{label}"),
                     };
-                    let sort = SortExpr::new(numeric.clone(), true, false);
-                    let aggregate = agg::approx_percentile_cont(sort, lit(percent / 100.0), None);
-                    let result_type = if finish_is_cast(&finish) {
-                        kql_type
-                    } else {
-                        KqlType::Real
+                    // Kusto's percentile is nearest-rank over a t-digest: the registered
+                    // `percentilew` with weight 1 computes exactly that.
+                    let weighted = KExpr::new(
+                        ExprKind::Call {
+                            function: trawl_kql::ast::Ident::new("percentilew", p.span),
+                            args: vec![
+                                args[0].clone(),
+                                KExpr::new(ExprKind::Literal(Literal::Long(1)), p.span),
+                                p.clone(),
+                            ],
+                        },
+                        p.span,
+                    );
+                    let named = NamedExpr {
+                        names: Vec::new(),
+                        expr: weighted,
+                        span: p.span,
                     };
-                    outputs.push(AggregateOutput {
-                        name: out,
-                        aggregate,
-                        finish: finish.clone(),
-                        kql_type: result_type,
-                    });
+                    let mut produced = match trawl_functions::aggregate_registry::lookup("percentilew") {
+                        Some(_) => self.aggregate_outputs(&named, input, group_names)?,
+                        None => {
+                            let sort = SortExpr::new(numeric.clone(), true, false);
+                            let aggregate = agg::approx_percentile_cont(sort, lit(percent / 100.0), None);
+                            let result_type = if finish_is_cast(&finish) {
+                                kql_type
+                            } else {
+                                KqlType::Real
+                            };
+                            vec![AggregateOutput {
+                                name: String::new(),
+                                aggregate,
+                                finish: finish.clone(),
+                                kql_type: result_type,
+                            }]
+                        }
+                    };
+                    let mut output = produced.remove(0);
+                    output.name = out;
+                    outputs.push(output);
                 }
                 outputs
             }

@@ -382,6 +382,8 @@ impl Planner<'_> {
         let mut internals: Vec<(String, Finish, KqlType)> = Vec::new();
         let mut outputs: Vec<(String, SummarizeOutput)> = Vec::new();
         for (position, item) in aggregates.iter().enumerate() {
+            let rewritten_item = percentiles_array_sugar(item);
+            let item = rewritten_item.as_ref().unwrap_or(item);
             let direct = matches!(&item.expr.kind, ExprKind::Call { function, .. } if is_aggregate(&function.name));
             if direct {
                 for output in self.aggregate_outputs(item, &input, &group_names)? {
@@ -528,4 +530,60 @@ impl Planner<'_> {
         }
         Ok(out)
     }
+}
+
+/// `percentiles_array(x, p1, p2, ...)` (or `percentiles_array(x, dynamic([p1, ...]))`) is
+/// `percentiles_x = pack_array(percentile(x, p1), percentile(x, p2), ...)`.
+fn percentiles_array_sugar(item: &NamedExpr) -> Option<NamedExpr> {
+    let ExprKind::Call { function, args } = &item.expr.kind else {
+        return None;
+    };
+    if function.name != "percentiles_array" {
+        return None;
+    }
+    let (value, percents) = args.split_first()?;
+    let span = item.expr.span;
+    let percents: Vec<KExpr> = match percents {
+        [single] => match &single.kind {
+            ExprKind::Literal(trawl_kql::ast::Literal::Dynamic(trawl_kql::ast::DynamicValue::Array(items))) => items
+                .iter()
+                .filter_map(|i| match i {
+                    trawl_kql::ast::DynamicValue::Long(n) => Some(trawl_kql::ast::Literal::Long(*n)),
+                    trawl_kql::ast::DynamicValue::Real(x) => Some(trawl_kql::ast::Literal::Real(*x)),
+                    _ => None,
+                })
+                .map(|l| KExpr::new(ExprKind::Literal(l), single.span))
+                .collect(),
+            _ => vec![single.clone()],
+        },
+        many => many.to_vec(),
+    };
+    let calls: Vec<KExpr> = percents
+        .into_iter()
+        .map(|p| {
+            KExpr::new(
+                ExprKind::Call {
+                    function: trawl_kql::ast::Ident::new("percentile", span),
+                    args: vec![value.clone(), p],
+                },
+                span,
+            )
+        })
+        .collect();
+    let name = match (item.name(), &value.kind) {
+        (Some(ident), _) => ident.clone(),
+        (None, ExprKind::Name(column)) => trawl_kql::ast::Ident::new(format!("percentiles_{}", column.name), span),
+        (None, _) => trawl_kql::ast::Ident::new("percentiles_", span),
+    };
+    Some(NamedExpr {
+        names: vec![name],
+        expr: KExpr::new(
+            ExprKind::Call {
+                function: trawl_kql::ast::Ident::new("pack_array", span),
+                args: calls,
+            },
+            span,
+        ),
+        span: item.span,
+    })
 }
