@@ -12,17 +12,13 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf, BufMut};
 use futures::future::BoxFuture;
-use prost::Message;
 use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 use trawl_common::{ErrorCode, TrawlError};
 use trawl_intake::otlp::PayloadFormat;
-use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
-use trawl_proto::otlp::collector::metrics::v1::{ExportMetricsPartialSuccess, ExportMetricsServiceResponse};
-use trawl_proto::otlp::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 
-use crate::otlp_http::{Signal, map_request};
+use crate::otlp_http::{ExportResponse, Signal, map_request};
 use crate::state::IngestState;
 
 /// Maps a Trawl error to a gRPC status.
@@ -231,35 +227,9 @@ impl UnaryService<Vec<u8>> for ExportHandler {
             }
             counters.rows.fetch_add(rows, Relaxed);
             counters.rejected_rows.fetch_add(rejected.max(0) as u64, Relaxed);
-            Ok(Response::new(export_response(signal, rejected, error_message)))
+            Ok(Response::new(
+                ExportResponse::new(signal, rejected, error_message).encode_to_vec(),
+            ))
         })
-    }
-}
-
-/// The encoded `Export*ServiceResponse` of a signal.
-fn export_response(signal: Signal, rejected: i64, error_message: String) -> Vec<u8> {
-    let partial = rejected > 0 || !error_message.is_empty();
-    match signal {
-        Signal::Logs => ExportLogsServiceResponse {
-            partial_success: partial.then_some(ExportLogsPartialSuccess {
-                rejected_log_records: rejected,
-                error_message,
-            }),
-        }
-        .encode_to_vec(),
-        Signal::Traces => ExportTraceServiceResponse {
-            partial_success: partial.then_some(ExportTracePartialSuccess {
-                rejected_spans: rejected,
-                error_message,
-            }),
-        }
-        .encode_to_vec(),
-        Signal::Metrics => ExportMetricsServiceResponse {
-            partial_success: partial.then_some(ExportMetricsPartialSuccess {
-                rejected_data_points: rejected,
-                error_message,
-            }),
-        }
-        .encode_to_vec(),
     }
 }

@@ -162,40 +162,56 @@ fn encoded(
 }
 
 fn success_response(signal: Signal, format: PayloadFormat, rejected: i64, error_message: String) -> Response {
-    let partial = rejected > 0 || !error_message.is_empty();
-    match signal {
-        Signal::Logs => {
-            let response = ExportLogsServiceResponse {
+    let response = ExportResponse::new(signal, rejected, error_message);
+    encoded(StatusCode::OK, format, response.encode_to_vec(), || response.to_json())
+}
+
+/// The `Export*ServiceResponse` of a signal, with partial success when items were refused.
+#[derive(Debug, Clone)]
+pub enum ExportResponse {
+    Logs(ExportLogsServiceResponse),
+    Traces(ExportTraceServiceResponse),
+    Metrics(ExportMetricsServiceResponse),
+}
+
+impl ExportResponse {
+    pub fn new(signal: Signal, rejected: i64, error_message: String) -> ExportResponse {
+        let partial = rejected > 0 || !error_message.is_empty();
+        match signal {
+            Signal::Logs => ExportResponse::Logs(ExportLogsServiceResponse {
                 partial_success: partial.then_some(ExportLogsPartialSuccess {
                     rejected_log_records: rejected,
                     error_message,
                 }),
-            };
-            encoded(StatusCode::OK, format, response.encode_to_vec(), || {
-                serde_json::to_vec(&response)
-            })
-        }
-        Signal::Traces => {
-            let response = ExportTraceServiceResponse {
+            }),
+            Signal::Traces => ExportResponse::Traces(ExportTraceServiceResponse {
                 partial_success: partial.then_some(ExportTracePartialSuccess {
                     rejected_spans: rejected,
                     error_message,
                 }),
-            };
-            encoded(StatusCode::OK, format, response.encode_to_vec(), || {
-                serde_json::to_vec(&response)
-            })
-        }
-        Signal::Metrics => {
-            let response = ExportMetricsServiceResponse {
+            }),
+            Signal::Metrics => ExportResponse::Metrics(ExportMetricsServiceResponse {
                 partial_success: partial.then_some(ExportMetricsPartialSuccess {
                     rejected_data_points: rejected,
                     error_message,
                 }),
-            };
-            encoded(StatusCode::OK, format, response.encode_to_vec(), || {
-                serde_json::to_vec(&response)
-            })
+            }),
+        }
+    }
+
+    pub fn encode_to_vec(&self) -> Vec<u8> {
+        match self {
+            ExportResponse::Logs(r) => r.encode_to_vec(),
+            ExportResponse::Traces(r) => r.encode_to_vec(),
+            ExportResponse::Metrics(r) => r.encode_to_vec(),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        match self {
+            ExportResponse::Logs(r) => serde_json::to_vec(r),
+            ExportResponse::Traces(r) => serde_json::to_vec(r),
+            ExportResponse::Metrics(r) => serde_json::to_vec(r),
         }
     }
 }
