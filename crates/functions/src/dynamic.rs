@@ -11,7 +11,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature, Volatility,
 };
 
-use crate::util::{StringArg, all_scalar, rows_of};
+use crate::util::{all_scalar, map_strings};
 
 /// If `text` is a JSON string literal, its content (unescaped); else `None`.
 pub fn unquote_json_string(text: &str) -> Option<Cow<'_, str>> {
@@ -76,17 +76,9 @@ impl ScalarUDFImpl for DynamicToStringUdf {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = rows_of(&args.args, args.number_rows);
-        let input = StringArg::from_columnar(&args.args[0])?;
-        if all_scalar(&args.args) {
-            let text = input.with_value(0, |v| dynamic_to_string(v).into_owned());
-            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8View(Some(text))));
-        }
-        let mut builder = StringViewBuilder::with_capacity(rows);
-        for i in 0..rows {
-            input.with_value(i, |v| builder.append_value(dynamic_to_string(v)));
-        }
-        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
+        map_strings(&args.args, args.number_rows, |v| {
+            Some(dynamic_to_string(v).into_owned())
+        })
     }
 }
 
@@ -145,20 +137,9 @@ impl ScalarUDFImpl for ToJsonStringUdf {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = rows_of(&args.args, args.number_rows);
-        let input = StringArg::from_columnar(&args.args[0])?;
-        let quote = |v: Option<&str>| v.map(|s| serde_json::Value::String(s.to_string()).to_string());
-        if all_scalar(&args.args) {
-            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8View(input.with_value(0, quote))));
-        }
-        let mut builder = StringViewBuilder::with_capacity(rows);
-        for i in 0..rows {
-            match input.with_value(i, quote) {
-                Some(text) => builder.append_value(text),
-                None => builder.append_null(),
-            }
-        }
-        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
+        map_strings(&args.args, args.number_rows, |v| {
+            v.map(|s| serde_json::Value::String(s.to_string()).to_string())
+        })
     }
 }
 

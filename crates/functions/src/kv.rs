@@ -5,16 +5,12 @@
 //! `quote` (one character, or two: open and close), `greedy` (a value runs until the next
 //! key), `regex` (a pattern whose first two groups are key and value, applied repeatedly).
 
-use std::sync::Arc;
-
-use datafusion::arrow::array::StringViewBuilder;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::ScalarValue;
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::{Map, Value};
 
-use crate::util::{StringArg, all_scalar, rows_of};
+use crate::util::{StringArg, map_strings};
 
 /// Parsing options.
 #[derive(Debug, Clone)]
@@ -156,19 +152,11 @@ impl ScalarUDFImpl for ParseKvUdf {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = rows_of(&args.args, args.number_rows);
-        let text = StringArg::from_columnar(&args.args[0])?;
         let options = StringArg::from_columnar(&args.args[1])?;
         let options = options.with_value(0, |o| KvOptions::from_json(o.unwrap_or("{}")));
-        let one = |i: usize| text.with_value(i, |t| Value::Object(parse_kv(t.unwrap_or(""), &options)).to_string());
-        if all_scalar(&args.args) {
-            return Ok(ColumnarValue::Scalar(ScalarValue::Utf8View(Some(one(0)))));
-        }
-        let mut builder = StringViewBuilder::with_capacity(rows);
-        for i in 0..rows {
-            builder.append_value(one(i));
-        }
-        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
+        map_strings(&args.args, args.number_rows, |text| {
+            Some(Value::Object(parse_kv(text.unwrap_or(""), &options)).to_string())
+        })
     }
 }
 

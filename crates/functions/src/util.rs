@@ -66,3 +66,26 @@ pub fn rows_of(args: &[ColumnarValue], number_rows: usize) -> usize {
 pub fn all_scalar(args: &[ColumnarValue]) -> bool {
     args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)))
 }
+
+/// Applies `f` to the first argument's strings, row by row (once when every argument is a
+/// scalar), and returns Utf8View; `f` returning `None` gives null.
+pub fn map_strings(
+    args: &[ColumnarValue],
+    number_rows: usize,
+    f: impl Fn(Option<&str>) -> Option<String>,
+) -> Result<ColumnarValue> {
+    use datafusion::arrow::array::StringViewBuilder;
+    let rows = rows_of(args, number_rows);
+    let input = StringArg::from_columnar(&args[0])?;
+    if all_scalar(args) {
+        return Ok(ColumnarValue::Scalar(ScalarValue::Utf8View(input.with_value(0, &f))));
+    }
+    let mut builder = StringViewBuilder::with_capacity(rows);
+    for i in 0..rows {
+        match input.with_value(i, &f) {
+            Some(text) => builder.append_value(text),
+            None => builder.append_null(),
+        }
+    }
+    Ok(ColumnarValue::Array(std::sync::Arc::new(builder.finish())))
+}

@@ -142,7 +142,10 @@ impl Planner<'_> {
         let mut stage_group = group_exprs.clone();
         stage_group.push(bin_index.alias("__trawl_bin"));
         let mut outputs: Vec<(String, String, KqlType)> = Vec::new(); // (name, default JSON, value type)
-        for item in &series.aggregates {
+        let mut first_aggregates = Vec::new();
+        let mut finishes = Vec::new();
+        for (index, item) in series.aggregates.iter().enumerate() {
+            // A plain expression is the value of any row in the bin.
             let named: NamedExpr = match &item.aggregate.expr.kind {
                 ExprKind::Call { function, .. } if is_aggregate(&function.name) => item.aggregate.clone(),
                 _ => NamedExpr {
@@ -175,30 +178,10 @@ impl Planner<'_> {
                 }
                 None => "0".to_string(),
             };
-            outputs.push((output.name, default, output.kql_type));
-        }
-        // Aggregates may need finishing: apply finishes after the first aggregation instead.
-        let mut first_aggregates = Vec::new();
-        let mut finishes = Vec::new();
-        for (index, item) in series.aggregates.iter().enumerate() {
-            let named: NamedExpr = match &item.aggregate.expr.kind {
-                ExprKind::Call { function, .. } if is_aggregate(&function.name) => item.aggregate.clone(),
-                _ => NamedExpr {
-                    names: item.aggregate.names.clone(),
-                    expr: KExpr::new(
-                        ExprKind::Call {
-                            function: Ident::new("take_any", item.span),
-                            args: vec![item.aggregate.expr.clone()],
-                        },
-                        item.span,
-                    ),
-                    span: item.span,
-                },
-            };
-            let output = self.aggregate_outputs(&named, &input, &group_names)?.remove(0);
             let internal_name = format!("__trawl_series_{index}");
             first_aggregates.push(output.aggregate.alias(&internal_name));
             finishes.push((internal_name, output.finish, output.kql_type));
+            outputs.push((output.name, default, output.kql_type));
         }
         let stage1 = input
             .builder()
