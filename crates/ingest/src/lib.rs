@@ -39,7 +39,7 @@ impl Default for IngestConfig {
         IngestConfig {
             flush_interval: Duration::from_secs(1),
             max_batch_rows: 250_000,
-            max_buffered_rows: 2_000_000,
+            max_buffered_rows: 500_000,
             concurrent_flushes: 2,
         }
     }
