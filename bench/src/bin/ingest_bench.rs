@@ -399,9 +399,9 @@ async fn main() -> anyhow::Result<()> {
             let payloads: Vec<Payload> = payloads(&args, (args.distinct.max(1) * args.batch.max(1)) as u64).collect();
             let bytes: usize = payloads.iter().map(|p| p.body.len()).sum();
             eprintln!(
-                "generated {} requests ({} records each, {} of protobuf) in {:.1} s",
+                "generated {} requests ({} records, {} of protobuf) in {:.1} s",
                 payloads.len(),
-                args.batch,
+                payloads.iter().map(|p| p.records).sum::<u64>(),
                 human_bytes(bytes as u64),
                 began.elapsed().as_secs_f64()
             );
