@@ -2,6 +2,8 @@
 
 use std::io::Read;
 
+use bytes::Bytes;
+
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
@@ -15,17 +17,17 @@ pub enum BodyError {
 
 /// Decodes `body` per `Content-Encoding` (none, `identity` or `gzip`), refusing output
 /// larger than `limit` bytes.
-pub fn decode_body(encoding: Option<&str>, body: &[u8], limit: usize) -> Result<Vec<u8>, BodyError> {
+pub fn decode_body(encoding: Option<&str>, body: Bytes, limit: usize) -> Result<Bytes, BodyError> {
     match encoding.map(|e| e.trim().to_ascii_lowercase()).as_deref() {
         None | Some("") | Some("identity") => {
             if body.len() > limit {
                 return Err(BodyError::TooLarge(limit));
             }
-            Ok(body.to_vec())
+            Ok(body)
         }
         Some("gzip") | Some("x-gzip") => {
             let mut out = Vec::with_capacity(body.len() * 4);
-            let decoder = flate2::read::MultiGzDecoder::new(body);
+            let decoder = flate2::read::MultiGzDecoder::new(&body[..]);
             decoder
                 .take(limit as u64 + 1)
                 .read_to_end(&mut out)
@@ -33,7 +35,7 @@ pub fn decode_body(encoding: Option<&str>, body: &[u8], limit: usize) -> Result<
             if out.len() > limit {
                 return Err(BodyError::TooLarge(limit));
             }
-            Ok(out)
+            Ok(Bytes::from(out))
         }
         Some(other) => Err(BodyError::UnsupportedEncoding(other.to_string())),
     }
@@ -49,20 +51,20 @@ mod tests {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         encoder.write_all(&[7u8; 1000])?;
         let gz = encoder.finish()?;
-        assert_eq!(decode_body(Some("gzip"), &gz, 1000)?.len(), 1000);
+        assert_eq!(decode_body(Some("gzip"), Bytes::from(gz.clone()), 1000)?.len(), 1000);
         assert!(matches!(
-            decode_body(Some("gzip"), &gz, 999),
+            decode_body(Some("gzip"), Bytes::from(gz), 999),
             Err(BodyError::TooLarge(_))
         ));
         assert!(matches!(
-            decode_body(Some("gzip"), b"not gzip", 10),
+            decode_body(Some("gzip"), Bytes::from_static(b"not gzip"), 10),
             Err(BodyError::Corrupt(_))
         ));
         assert!(matches!(
-            decode_body(Some("br"), b"x", 10),
+            decode_body(Some("br"), Bytes::from_static(b"x"), 10),
             Err(BodyError::UnsupportedEncoding(_))
         ));
-        assert_eq!(decode_body(None, b"abc", 3)?, b"abc");
+        assert_eq!(decode_body(None, Bytes::from_static(b"abc"), 3)?, &b"abc"[..]);
         Ok(())
     }
 }

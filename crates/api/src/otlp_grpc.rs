@@ -219,6 +219,7 @@ impl UnaryService<Vec<u8>> for ExportHandler {
                 counters.failed_requests.fetch_add(1, Relaxed);
                 status_of(&error)
             })?;
+            drop(request); // the rows own everything they need; free the payload while they wait
             let rows = mapped.rows.len() as u64;
             let (rejected, error_message) = (mapped.rejected, mapped.error_message);
             if let Err(error) = state.ingestor.submit(&state.database, &state.table, mapped.rows).await {

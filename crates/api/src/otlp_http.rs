@@ -84,7 +84,7 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
         );
     };
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
-    let body = match decode_body(encoding, &body, state.max_body_bytes) {
+    let body = match decode_body(encoding, body, state.max_body_bytes) {
         Ok(body) => body,
         Err(BodyError::TooLarge(limit)) => {
             return status_response(
@@ -106,6 +106,7 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
             return status_response(StatusCode::BAD_REQUEST, format, error.message);
         }
     };
+    drop(body); // the rows own everything they need; free the payload while they wait
     let rejected = mapped.rejected;
     let message = mapped.error_message;
     let rows = mapped.rows.len() as u64;

@@ -2,10 +2,12 @@
 //! (`storage`) turns into Arrow batches. A row is an ordered list of named cells; a table is
 //! wide and sparse, so rows of different shapes live together and a missing cell reads as null.
 
+use std::sync::Arc;
+
 use crate::types::KqlType;
 
 /// One cell value, typed as KQL types it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Value {
     Bool(bool),
     Long(i64),
@@ -17,6 +19,33 @@ pub enum Value {
     Timespan(i64),
     /// A JSON-like value: property bag, array or scalar.
     Dynamic(serde_json::Value),
+    /// A dynamic value already written as JSON text. Protocol mappings write bags straight to
+    /// text, and a bag every row of a request shares (the resource) is written once and shared.
+    /// Compares equal to the [`Value::Dynamic`] it parses to.
+    JsonText(Arc<str>),
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Long(a), Value::Long(b)) => a == b,
+            (Value::Real(a), Value::Real(b)) => a == b,
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::DateTime(a), Value::DateTime(b)) => a == b,
+            (Value::Timespan(a), Value::Timespan(b)) => a == b,
+            (Value::Dynamic(a), Value::Dynamic(b)) => a == b,
+            (Value::JsonText(a), Value::JsonText(b)) => a == b || parsed(a) == parsed(b),
+            (Value::JsonText(text), Value::Dynamic(json)) | (Value::Dynamic(json), Value::JsonText(text)) => {
+                parsed(text).as_ref() == Some(json)
+            }
+            _ => false,
+        }
+    }
+}
+
+fn parsed(text: &str) -> Option<serde_json::Value> {
+    serde_json::from_str(text).ok()
 }
 
 impl Value {
@@ -28,7 +57,7 @@ impl Value {
             Value::String(_) => KqlType::String,
             Value::DateTime(_) => KqlType::DateTime,
             Value::Timespan(_) => KqlType::Timespan,
-            Value::Dynamic(_) => KqlType::Dynamic,
+            Value::Dynamic(_) | Value::JsonText(_) => KqlType::Dynamic,
         }
     }
 }
@@ -57,6 +86,21 @@ impl Row {
             Some(cell) => cell.1 = value,
             None => self.cells.push((column, value)),
         }
+    }
+    /// Rough bytes this row holds in memory (cells plus the text they own; JSON text shared by
+    /// several rows is split between them), for bounding ingest buffers.
+    pub fn approximate_bytes(&self) -> usize {
+        let owned: usize = self
+            .cells
+            .iter()
+            .map(|(_, value)| match value {
+                Value::String(text) => text.len(),
+                Value::JsonText(text) => text.len() / Arc::strong_count(text),
+                Value::Dynamic(_) => 256,
+                _ => 0,
+            })
+            .sum();
+        std::mem::size_of::<Row>() + self.cells.len() * std::mem::size_of::<(&str, Value)>() + owned
     }
     pub fn remove(&mut self, column: &str) -> Option<Value> {
         let index = self.cells.iter().position(|(name, _)| *name == column)?;

@@ -52,3 +52,46 @@ async fn merge_rewrites_small_segments_and_keeps_rows() -> TestResult {
     assert_eq!(merger.merge_once().await?.merges, 0);
     Ok(())
 }
+
+#[tokio::test]
+async fn merge_streams_overlapping_segments_into_time_order_a_few_at_a_time() -> TestResult {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::TimestampNanosecondType;
+    use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    let f = Fixture::new().await?;
+    // Ten segments whose times interleave: segment i holds minutes i, i + 10 and i + 20.
+    for i in 0..10 {
+        f.segment(vec![
+            log(i + 20, "INFO", "c", "s", None),
+            log(i, "INFO", "a", "s", None),
+            log(i + 10, "INFO", "b", "s", None),
+        ])
+        .await?;
+    }
+    let policy = MergePolicy {
+        max_inputs: 4,
+        ..MergePolicy::default()
+    };
+    let merger = Merger::new(f.catalog.clone(), f.writer.clone(), policy)?;
+    let report = merger.merge_once().await?;
+    // Groups of 4, 4 and 2; the last is under `min_inputs` and waits.
+    assert_eq!((report.merges, report.inputs, report.rows), (2, 8, 24));
+    let live = f.catalog.live_segments("default", "default", None).await?;
+    assert_eq!(live.len(), 4);
+    assert_eq!(f.rows("default | count").await?, vec![vec![json!(30)]]);
+    for merged in live.iter().filter(|s| s.merge_level == 1) {
+        let bytes = f.writer.store().get(&merged.path).await?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
+        let mut times = Vec::new();
+        for batch in reader {
+            let batch = batch?;
+            let column = batch.column_by_name("timestamp").ok_or("no timestamp column")?;
+            let column = column.as_primitive::<TimestampNanosecondType>();
+            times.extend((0..column.len()).map(|i| column.value(i)));
+        }
+        assert_eq!(times.len(), 12);
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "not time-sorted: {times:?}");
+    }
+    Ok(())
+}

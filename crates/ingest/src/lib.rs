@@ -5,8 +5,8 @@
 //! by default 1 s) or holds `max_batch_rows`, puts it durably, registers it in the catalog,
 //! and only then answers every waiting request. Any failure before the catalog commit
 //! answers `Unavailable` (503 / UNAVAILABLE), and the sender retries: nothing acknowledged is
-//! ever lost. When more than `max_buffered_rows` wait, new requests are refused with
-//! `Unavailable` (backpressure) instead of growing memory.
+//! ever lost. When more than `max_buffered_rows` rows or `max_buffered_bytes` bytes wait, new
+//! requests are refused with `Unavailable` (backpressure) instead of growing memory.
 //!
 //! This crate knows nothing of HTTP or gRPC.
 
@@ -30,6 +30,8 @@ pub struct IngestConfig {
     pub max_batch_rows: usize,
     /// Rows waiting in all buffers beyond which new requests are refused.
     pub max_buffered_rows: usize,
+    /// Approximate bytes of rows waiting in all buffers beyond which new requests are refused.
+    pub max_buffered_bytes: usize,
     /// Flushes running at the same time.
     pub concurrent_flushes: usize,
 }
@@ -40,6 +42,7 @@ impl Default for IngestConfig {
             flush_interval: Duration::from_secs(1),
             max_batch_rows: 250_000,
             max_buffered_rows: 500_000,
+            max_buffered_bytes: 256 << 20,
             concurrent_flushes: 2,
         }
     }
@@ -50,6 +53,7 @@ type Waiter = oneshot::Sender<Result<(), TrawlError>>;
 #[derive(Debug)]
 struct Buffer {
     rows: Vec<Row>,
+    bytes: usize,
     waiters: Vec<Waiter>,
     opened_at: Instant,
 }
@@ -63,6 +67,7 @@ struct Inner {
     wake: Notify,
     flush_slots: Arc<Semaphore>,
     buffered_rows: AtomicUsize,
+    buffered_bytes: AtomicUsize,
     stopping: AtomicBool,
 }
 
@@ -84,6 +89,7 @@ impl Ingestor {
             config,
             wake: Notify::new(),
             buffered_rows: AtomicUsize::new(0),
+            buffered_bytes: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
         });
         let flusher = tokio::spawn(flush_loop(inner.clone()));
@@ -103,11 +109,17 @@ impl Ingestor {
             return Err(TrawlError::unavailable("ingest is shutting down"));
         }
         let count = rows.len();
+        let bytes: usize = rows.iter().map(Row::approximate_bytes).sum();
         let waiting = inner.buffered_rows.fetch_add(count, Ordering::AcqRel);
-        if waiting + count > inner.config.max_buffered_rows && waiting > 0 {
+        let waiting_bytes = inner.buffered_bytes.fetch_add(bytes, Ordering::AcqRel);
+        let over =
+            waiting + count > inner.config.max_buffered_rows || waiting_bytes + bytes > inner.config.max_buffered_bytes;
+        if over && waiting > 0 {
             inner.buffered_rows.fetch_sub(count, Ordering::AcqRel);
+            inner.buffered_bytes.fetch_sub(bytes, Ordering::AcqRel);
             return Err(TrawlError::unavailable(format!(
-                "ingest buffers are full ({waiting} rows waiting); retry later"
+                "ingest buffers are full ({waiting} rows, {} MiB waiting); retry later",
+                waiting_bytes >> 20
             )));
         }
         let (sender, receiver) = oneshot::channel();
@@ -117,10 +129,12 @@ impl Ingestor {
                 .entry((database.to_string(), table.to_string()))
                 .or_insert_with(|| Buffer {
                     rows: Vec::new(),
+                    bytes: 0,
                     waiters: Vec::new(),
                     opened_at: Instant::now(),
                 });
             buffer.rows.extend(rows);
+            buffer.bytes += bytes;
             buffer.waiters.push(sender);
             buffer.rows.len() >= inner.config.max_batch_rows
         };
@@ -195,6 +209,7 @@ async fn flush(inner: &Inner, database: &str, table: &str, buffer: Buffer) {
     let count = buffer.rows.len();
     let result = write_and_register(inner, database, table, buffer.rows).await;
     inner.buffered_rows.fetch_sub(count, Ordering::AcqRel);
+    inner.buffered_bytes.fetch_sub(buffer.bytes, Ordering::AcqRel);
     if let Err(error) = &result {
         tracing::error!(database, table, rows = count, %error, "flush failed; senders are told to retry");
     }

@@ -2,8 +2,9 @@
 //! period (so queries in flight keep reading them).
 //!
 //! Policy: per table, live segments under `small_segment_rows` are taken in time order and
-//! cut into groups of at most `max_output_rows`; a group of at least `min_inputs` segments is
-//! rewritten as one time-sorted segment, registered together with the tombstones of its
+//! cut into groups of at most `max_output_rows` rows and `max_inputs` segments; a group of at
+//! least `min_inputs` segments is rewritten as one time-sorted segment (a streaming merge of
+//! the time-sorted inputs, encoded batch by batch), registered together with the tombstones of its
 //! inputs in one catalog transaction. A crash before that commit leaves an unregistered
 //! object (ignored by queries); after it, the inputs are tombstoned. Either way every row is
 //! counted exactly once.
@@ -12,14 +13,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::logical_expr::{SortExpr, ident};
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
 use trawl_catalog::{Catalog, SegmentMeta};
 use trawl_common::TIME_COLUMN;
 
-use crate::Result;
 use crate::schema::{table_schema, union_columns};
-use crate::segment::SegmentWriter;
+use crate::segment::{SegmentEncoder, SegmentWriter};
 use crate::table::TrawlTable;
+use crate::{Result, StorageError};
 
 /// When and how much to merge.
 #[derive(Debug, Clone)]
@@ -28,6 +30,9 @@ pub struct MergePolicy {
     pub small_segment_rows: u64,
     /// Upper bound of rows in one merged segment.
     pub max_output_rows: u64,
+    /// Most segments merged at once. A merge streams its inputs but holds the pages being
+    /// decoded of each (~20 MB per input for log rows), so this bounds its memory.
+    pub max_inputs: usize,
     /// Fewest inputs worth a merge.
     pub min_inputs: usize,
     /// How long tombstoned objects stay readable before deletion.
@@ -38,7 +43,8 @@ impl Default for MergePolicy {
     fn default() -> Self {
         MergePolicy {
             small_segment_rows: 1_000_000,
-            max_output_rows: 2_000_000,
+            max_output_rows: 1_000_000,
+            max_inputs: 6,
             min_inputs: 4,
             grace: Duration::from_secs(300),
         }
@@ -72,7 +78,13 @@ impl std::fmt::Debug for Merger {
 
 impl Merger {
     pub fn new(catalog: Arc<dyn Catalog>, writer: SegmentWriter, policy: MergePolicy) -> Result<Merger> {
-        let context = SessionContext::new();
+        // Small batches and no splitting of files: every input stays one time-ordered stream.
+        let mut config = SessionConfig::new()
+            .with_batch_size(4096)
+            .with_repartition_file_scans(false);
+        // Plain strings: a string view would keep whole decoded pages of every input alive.
+        config.options_mut().execution.parquet.schema_force_view_types = false;
+        let context = SessionContext::new_with_config(config);
         writer.store().register_with(context.runtime_env().as_ref())?;
         Ok(Merger {
             catalog,
@@ -103,7 +115,9 @@ impl Merger {
         let mut current: Vec<SegmentMeta> = Vec::new();
         let mut current_rows = 0;
         for segment in segments.into_iter().filter(|s| s.rows < self.policy.small_segment_rows) {
-            if current_rows + segment.rows > self.policy.max_output_rows && !current.is_empty() {
+            let full = current_rows + segment.rows > self.policy.max_output_rows
+                || current.len() >= self.policy.max_inputs.max(2);
+            if full && !current.is_empty() {
                 groups.push(std::mem::take(&mut current));
                 current_rows = 0;
             }
@@ -121,16 +135,33 @@ impl Merger {
         let max_time = group.iter().map(|s| s.max_time).max().unwrap_or(i64::MAX);
         let merge_level = group.iter().map(|s| s.merge_level).max().unwrap_or(0) + 1;
         let inputs: Vec<String> = group.iter().map(|s| s.id.clone()).collect();
+        let group_rows: u64 = group.iter().map(|s| s.rows).sum();
+        let input_bytes: u64 = group.iter().map(|s| s.bytes).sum();
         let provider = TrawlTable::with_segments(table_schema(&columns), group);
         let mut frame = self.context.read_table(Arc::new(provider))?;
         if columns.iter().any(|c| c.name == TIME_COLUMN) {
             frame = frame.sort(vec![SortExpr::new(ident(TIME_COLUMN), true, true)])?;
         }
-        let batches = frame.collect().await?;
-        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        let expected_rows = usize::try_from(group_rows).unwrap_or(usize::MAX);
+        // The plan is a streaming merge of the inputs (each time-sorted), not a full sort.
+        let mut stream = frame.execute_stream().await?;
+        let mut encoder = SegmentEncoder::new(stream.schema(), expected_rows)?
+            .with_capacity(usize::try_from(input_bytes + input_bytes / 16).unwrap_or(0));
+        let mut rows = 0u64;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            rows += batch.num_rows() as u64;
+            encoder.write(&batch)?;
+        }
+        if rows != group_rows {
+            return Err(StorageError::Invalid(format!(
+                "merge read {rows} rows from segments that hold {group_rows}; nothing changed"
+            )));
+        }
+        let bytes = encoder.finish()?;
         let merged = self
             .writer
-            .write_batches(database, table, batches, columns, min_time, max_time, merge_level)
+            .write_encoded(database, table, bytes, columns, min_time, max_time, rows, merge_level)
             .await?;
         self.catalog.commit_segments(&[merged], &inputs).await?;
         tracing::info!(database, table, inputs = inputs.len(), rows, "merged segments");

@@ -1,9 +1,8 @@
 //! Writing segments: rows → sorted batch → Parquet bytes → durable object → catalog row.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use chrono::{DateTime, Datelike, Utc};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
@@ -52,22 +51,19 @@ impl SegmentWriter {
             .await
     }
 
-    /// Writes already-built, time-sorted batches as one durable segment.
+    /// Writes encoded Parquet `bytes` of `row_count` time-sorted rows as one durable segment.
     #[allow(clippy::too_many_arguments)]
-    pub async fn write_batches(
+    pub async fn write_encoded(
         &self,
         database: &str,
         table: &str,
-        batches: Vec<RecordBatch>,
+        bytes: Bytes,
         columns: Vec<ColumnInfo>,
         min_time: i64,
         max_time: i64,
+        row_count: u64,
         merge_level: u32,
     ) -> Result<SegmentMeta> {
-        let row_count = batches.iter().map(|b| b.num_rows() as u64).sum();
-        let bytes = tokio::task::spawn_blocking(move || encode_parquet(&batches))
-            .await
-            .map_err(|e| StorageError::Invalid(format!("encode task failed: {e}")))??;
         self.put_segment(
             database,
             table,
@@ -146,28 +142,56 @@ pub fn encode_parquet(batches: &[RecordBatch]) -> Result<Bytes> {
     let Some(first) = batches.first() else {
         return Err(StorageError::Invalid("no batches to write".into()));
     };
-    let schema = first.schema();
-    let mut properties = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
-        .set_max_row_group_row_count(Some(CHUNK_ROWS))
-        .set_statistics_enabled(EnabledStatistics::Page);
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    for column in BLOOM_COLUMNS {
-        if schema.column_with_name(column).is_some() {
-            let path = ColumnPath::from(*column);
-            properties = properties
-                .set_column_bloom_filter_enabled(path.clone(), true)
-                .set_column_bloom_filter_fpp(path.clone(), 0.01)
-                .set_column_bloom_filter_max_ndv(path, rows.clamp(1, CHUNK_ROWS) as u64);
-        }
-    }
-    let mut buffer = Vec::with_capacity(rows * 64);
-    let mut writer = ArrowWriter::try_new(&mut buffer, Arc::clone(&schema), Some(properties.build()))?;
+    let mut encoder = SegmentEncoder::new(first.schema(), rows)?;
     for batch in batches {
-        writer.write(batch)?;
+        encoder.write(batch)?;
     }
-    writer.close()?;
-    Ok(Bytes::from(buffer))
+    encoder.finish()
+}
+
+/// Encodes batches one at a time into the Parquet bytes of a segment, so a large segment (a
+/// merge) never holds all of its rows decoded at once.
+pub struct SegmentEncoder {
+    writer: ArrowWriter<Vec<u8>>,
+}
+
+impl SegmentEncoder {
+    /// An encoder for batches of `schema`; `expected_rows` sizes the bloom filters.
+    pub fn new(schema: SchemaRef, expected_rows: usize) -> Result<SegmentEncoder> {
+        let mut properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
+            .set_max_row_group_row_count(Some(CHUNK_ROWS))
+            .set_statistics_enabled(EnabledStatistics::Page);
+        for column in BLOOM_COLUMNS {
+            if schema.column_with_name(column).is_some() {
+                let path = ColumnPath::from(*column);
+                properties = properties
+                    .set_column_bloom_filter_enabled(path.clone(), true)
+                    .set_column_bloom_filter_fpp(path.clone(), 0.01)
+                    .set_column_bloom_filter_max_ndv(path, expected_rows.clamp(1, CHUNK_ROWS) as u64);
+            }
+        }
+        let buffer = Vec::with_capacity(expected_rows.min(CHUNK_ROWS) * 64);
+        let writer = ArrowWriter::try_new(buffer, schema, Some(properties.build()))?;
+        Ok(SegmentEncoder { writer })
+    }
+
+    /// Reserves room for `bytes` of output up front, so a large segment's buffer is not
+    /// copied as it grows.
+    pub fn with_capacity(mut self, bytes: usize) -> SegmentEncoder {
+        let buffer = self.writer.inner_mut();
+        buffer.reserve(bytes.saturating_sub(buffer.len()));
+        self
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        Ok(self.writer.write(batch)?)
+    }
+
+    pub fn finish(self) -> Result<Bytes> {
+        Ok(Bytes::from(self.writer.into_inner()?))
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::{DFSchema, ScalarValue};
@@ -13,6 +14,8 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 use trawl_catalog::{Catalog, SegmentMeta, TimeRange};
@@ -25,7 +28,9 @@ use crate::store::SegmentStore;
 enum SegmentSource {
     /// Looked up in the catalog at scan time, narrowed by the query's time bounds.
     Catalog(Arc<dyn Catalog>),
-    /// A fixed list (used by merges).
+    /// A fixed list (used by merges), scanned one segment per partition in time order, so
+    /// the partitions keep the segments' time order and a sort on time becomes a streaming
+    /// merge of them.
     Fixed(Vec<SegmentMeta>),
 }
 
@@ -124,6 +129,26 @@ impl datafusion::catalog::TableProvider for TrawlTable {
             let df_schema = DFSchema::try_from(self.schema.as_ref().clone())?;
             source = source.with_predicate(state.create_physical_expr(predicate, &df_schema)?);
         }
+        let url = SegmentStore::url().map_err(|e| DataFusionError::External(Box::new(e)))?;
+        if let SegmentSource::Fixed(_) = self.segments {
+            let mut ordered = segments;
+            ordered.sort_by_key(|s| s.min_time);
+            let groups = ordered
+                .iter()
+                .map(|s| FileGroup::new(vec![PartitionedFile::new(s.path.clone(), s.bytes)]))
+                .collect();
+            let mut builder = FileScanConfigBuilder::new(url, Arc::new(source)).with_file_groups(groups);
+            if let Ok(index) = self.schema.index_of(TIME_COLUMN) {
+                let time =
+                    PhysicalSortExpr::new(Arc::new(Column::new(TIME_COLUMN, index)), SortOptions::new(false, true));
+                builder = builder.with_output_ordering(LexOrdering::new([time]).into_iter().collect());
+            }
+            let config = builder
+                .with_projection_indices(projection.cloned())?
+                .with_limit(limit)
+                .build();
+            return Ok(DataSourceExec::from_data_source(config));
+        }
         // Spread segments over partitions, balancing by bytes.
         let partitions = self.partitions.clamp(1, segments.len());
         let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); partitions];
@@ -135,7 +160,6 @@ impl datafusion::catalog::TableProvider for TrawlTable {
                 group.1.push(PartitionedFile::new(segment.path.clone(), segment.bytes));
             }
         }
-        let url = SegmentStore::url().map_err(|e| DataFusionError::External(Box::new(e)))?;
         let config = FileScanConfigBuilder::new(url, Arc::new(source))
             .with_file_groups(groups.into_iter().map(|(_, files)| FileGroup::new(files)).collect())
             .with_projection_indices(projection.cloned())?

@@ -7,6 +7,11 @@ mod serve;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: the ingest path allocates and frees many small values per row; with it the server
+/// spends less CPU in the allocator and returns freed memory instead of keeping per-thread arenas.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "trawl", version, about = "Telemetry store: OTLP in, KQL out")]
 struct Cli {

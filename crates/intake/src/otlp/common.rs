@@ -1,6 +1,9 @@
 //! Pieces every OTLP signal shares: `AnyValue` and attributes to JSON, hex ids, timestamps, trace
 //! flags, the resource and scope cells repeated on every row, and the rejection counter.
 
+use std::fmt::Write as _;
+use std::sync::Arc;
+
 use serde_json::{Map, Number, Value as Json};
 use trawl_common::{Row, Value};
 use trawl_proto::otlp::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
@@ -59,8 +62,116 @@ pub(crate) fn attributes_to_json(attributes: &[KeyValue]) -> Map<String, Json> {
 /// Pushes attributes as a property bag; an empty list pushes nothing.
 pub(crate) fn push_attributes(row: &mut Row, column: &'static str, attributes: &[KeyValue]) {
     if !attributes.is_empty() {
-        row.push(column, Value::Dynamic(Json::Object(attributes_to_json(attributes))));
+        row.push(column, Value::JsonText(attributes_text(attributes)));
     }
+}
+
+/// Key-value pairs as the JSON text of [`attributes_to_json`]'s object, written directly.
+pub(crate) fn attributes_text(attributes: &[KeyValue]) -> Arc<str> {
+    let mut out = String::with_capacity(32 * attributes.len() + 2);
+    write_attributes(&mut out, attributes);
+    Arc::from(out)
+}
+
+/// An `AnyValue` as the JSON text of [`any_value_to_json`]'s value, written directly.
+pub(crate) fn any_value_text(value: &AnyValue) -> Arc<str> {
+    let mut out = String::new();
+    write_any_value(&mut out, value);
+    Arc::from(out)
+}
+
+fn write_attributes(out: &mut String, attributes: &[KeyValue]) {
+    if has_repeated_key(attributes) {
+        // Rare: let the map settle which position and value a repeated key keeps.
+        out.push_str(&Json::Object(attributes_to_json(attributes)).to_string());
+        return;
+    }
+    out.push('{');
+    for (index, attribute) in attributes.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_json_string(out, &attribute.key);
+        out.push(':');
+        match &attribute.value {
+            Some(value) => write_any_value(out, value),
+            None => out.push_str("null"),
+        }
+    }
+    out.push('}');
+}
+
+fn has_repeated_key(attributes: &[KeyValue]) -> bool {
+    if attributes.len() <= 32 {
+        return attributes
+            .iter()
+            .enumerate()
+            .any(|(index, attribute)| attributes[..index].iter().any(|earlier| earlier.key == attribute.key));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(attributes.len());
+    !attributes.iter().all(|attribute| seen.insert(attribute.key.as_str()))
+}
+
+fn write_any_value(out: &mut String, value: &AnyValue) {
+    let Some(value) = &value.value else {
+        out.push_str("null");
+        return;
+    };
+    match value {
+        any_value::Value::StringValue(text) => write_json_string(out, text),
+        any_value::Value::BoolValue(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        any_value::Value::IntValue(number) => {
+            let _ = write!(out, "{number}");
+        }
+        any_value::Value::DoubleValue(number) => match Number::from_f64(*number) {
+            Some(number) => {
+                let _ = write!(out, "{number}");
+            }
+            None => write_json_string(out, double_to_json(*number).as_str().unwrap_or("NaN")),
+        },
+        any_value::Value::ArrayValue(array) => {
+            out.push('[');
+            for (index, item) in array.values.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_any_value(out, item);
+            }
+            out.push(']');
+        }
+        any_value::Value::KvlistValue(list) => write_attributes(out, &list.values),
+        any_value::Value::BytesValue(bytes) => write_json_string(out, &base64::encode(bytes)),
+        any_value::Value::StringValueStrindex(_) => out.push_str("null"),
+    }
+}
+
+/// Appends `text` as a JSON string, escaped as `serde_json` escapes it.
+pub(crate) fn write_json_string(out: &mut String, text: &str) {
+    out.push('"');
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (index, &byte) in bytes.iter().enumerate() {
+        let escape: &str = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[start..index]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{byte:04x}");
+        } else {
+            out.push_str(escape);
+        }
+        start = index + 1;
+    }
+    out.push_str(&text[start..]);
+    out.push('"');
 }
 
 /// Pushes a string unless it is empty.
@@ -251,6 +362,60 @@ mod tests {
         assert_eq!(any_value_to_json(&array), json!(["a", true, 1.5, null]));
         assert_eq!(any_value_to_json(&any_bytes(b"foobar")), json!("Zm9vYmFy"));
         assert_eq!(any_value_to_json(&AnyValue::default()), Json::Null);
+    }
+
+    #[test]
+    fn json_text_is_written_as_serde_json_writes_it() {
+        for text in [
+            "plain",
+            "quote \" and \\ backslash",
+            "lines\n\r\t",
+            "\u{0}\u{1f}\u{8}\u{c}\u{7f}",
+            "é 🚀",
+            "",
+        ] {
+            let mut out = String::new();
+            write_json_string(&mut out, text);
+            assert_eq!(out, Json::String(text.to_owned()).to_string());
+        }
+        let values = [
+            any_string("a\"b"),
+            any_int(i64::MIN),
+            any_bytes(b"\x00\xff"),
+            AnyValue {
+                value: Some(any_value::Value::DoubleValue(f64::NAN)),
+            },
+            AnyValue {
+                value: Some(any_value::Value::DoubleValue(0.1)),
+            },
+            AnyValue {
+                value: Some(any_value::Value::DoubleValue(3.0)),
+            },
+            AnyValue {
+                value: Some(any_value::Value::KvlistValue(KeyValueList {
+                    values: vec![
+                        key_value("k", any_int(1)),
+                        key_value("nested.key", any_string("v")),
+                        key_value("k", any_int(2)),
+                    ],
+                })),
+            },
+            AnyValue {
+                value: Some(any_value::Value::ArrayValue(ArrayValue {
+                    values: vec![any_string("x"), AnyValue::default()],
+                })),
+            },
+            AnyValue::default(),
+        ];
+        for value in &values {
+            assert_eq!(
+                &*any_value_text(value),
+                any_value_to_json(value).to_string(),
+                "{value:?}"
+            );
+        }
+        let attributes = [key_value("b", any_int(1)), key_value("a", any_string("x"))];
+        assert_eq!(&*attributes_text(&attributes), r#"{"b":1,"a":"x"}"#);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use trawl_proto::otlp::logs::v1::LogRecord;
 
 use crate::IntakeOutput;
 use crate::otlp::common::{
-    Rejections, SPAN_ID_BYTES, SharedCells, TRACE_ID_BYTES, any_value_to_json, hex_id, push_attributes,
+    Rejections, SPAN_ID_BYTES, SharedCells, TRACE_ID_BYTES, any_value_text, hex_id, push_attributes,
     push_dropped_count, push_flags, push_non_empty, timestamp_nanos,
 };
 
@@ -72,7 +72,7 @@ fn log_row(record: &LogRecord, shared: &SharedCells, ingest_time_nanos: i64) -> 
     }
     push_non_empty(&mut row, "severity_text", &record.severity_text);
     if let Some(body) = record.body.as_ref().filter(|body| body.value.is_some()) {
-        row.push("body", Value::Dynamic(any_value_to_json(body)));
+        row.push("body", Value::JsonText(any_value_text(body)));
     }
     push_flags(&mut row, "sampled", record.flags);
     push_attributes(&mut row, "attributes", &record.attributes);
