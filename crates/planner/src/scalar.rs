@@ -173,6 +173,35 @@ fn string_literal(expr: &Expr) -> Option<&str> {
     }
 }
 
+/// `a == "text"` (or `"text" == a`) on strings, where an absent `a` reads as "": written
+/// without `coalesce`, so the scan can prune chunks by statistics and bloom filters. The result
+/// is never null, as with `coalesce`.
+fn string_equals_literal(left: &Expr, right: &Expr, negated: bool) -> Option<Expr> {
+    let (value, text) = match (string_literal(left), string_literal(right)) {
+        (None, Some(text)) => (left, text),
+        (Some(text), None) => (right, text),
+        _ => return None,
+    };
+    let value = value.clone();
+    let equal = if text.is_empty() {
+        value.clone().is_null().or(value.eq(lit("")))
+    } else {
+        value.clone().is_not_null().and(value.eq(lit(text)))
+    };
+    Some(if negated { Expr::Not(Box::new(equal)) } else { equal })
+}
+
+/// For a search in a dynamic value's text: a LIKE pattern on its JSON text that every match
+/// satisfies, so cheap raw-text filtering can come before decoding. Only for needles that JSON
+/// text holds unescaped (printable ASCII without quotes or backslashes).
+fn json_text_prefilter(needle: &str) -> Option<String> {
+    let plain = !needle.is_empty()
+        && needle
+            .bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+    plain.then(|| format!("%{}%", like_escape(needle)))
+}
+
 fn like(expr: Expr, pattern: String, negated: bool, case_insensitive: bool) -> Expr {
     Expr::Like(Like::new(
         negated,
@@ -475,6 +504,13 @@ impl Planner<'_> {
         let stringish = |t: KqlType| matches!(t, String | Guid);
         let nullable_comparison =
             !matches!(l.kql_type, String | Guid | Dynamic) && !matches!(r.kql_type, String | Guid | Dynamic);
+        if matches!(op, Eq | NotEq)
+            && stringish(l.kql_type)
+            && stringish(r.kql_type)
+            && let Some(expr) = string_equals_literal(&l.expr, &r.expr, op == NotEq)
+        {
+            return Ok(Typed::new(expr, Bool));
+        }
         let (le, re) = match (l.kql_type, r.kql_type) {
             (a, b) if stringish(a) && stringish(b) => {
                 // Strings are never null: an absent string equals "".
@@ -567,16 +603,28 @@ impl Planner<'_> {
         let expr = match op {
             Has | NotHas | HasCs | NotHasCs => {
                 // The has UDF reads dynamic JSON text itself.
+                let hay_type = l.kql_type;
                 let hay = match l.kql_type {
                     KqlType::String | KqlType::Dynamic | KqlType::Guid => l.expr,
                     _ => to_string(l),
                 };
+                let prefilter = match (hay_type, string_literal(&needle)) {
+                    (KqlType::Dynamic, Some(text)) => {
+                        json_text_prefilter(text).map(|p| like(hay.clone(), p, false, true))
+                    }
+                    _ => None,
+                };
                 let udf = Arc::new(ScalarUDF::from(HasUdf::new(case_sensitive)));
-                let call = udf_call(udf, vec![hay, needle]);
+                let mut call = udf_call(udf, vec![hay, needle]);
+                if let Some(prefilter) = prefilter {
+                    // Never null either way: a null text has no terms.
+                    call = f::coalesce(vec![prefilter, lit(false)]).and(call);
+                }
                 if negated { Expr::Not(Box::new(call)) } else { call }
             }
             Contains | NotContains | ContainsCs | NotContainsCs | StartsWith | NotStartsWith | StartsWithCs
             | NotStartsWithCs | EndsWith | NotEndsWith | EndsWithCs | NotEndsWithCs => {
+                let raw = (l.kql_type == KqlType::Dynamic).then(|| l.expr.clone());
                 let hay = f::coalesce(vec![as_text(l), lit("")]);
                 match string_literal(&needle) {
                     Some(text) => {
@@ -586,7 +634,14 @@ impl Planner<'_> {
                             StartsWith | NotStartsWith | StartsWithCs | NotStartsWithCs => format!("{escaped}%"),
                             _ => format!("%{escaped}"),
                         };
-                        like(hay, pattern, negated, !case_sensitive)
+                        let found = like(hay, pattern, false, !case_sensitive);
+                        let found = match (raw, json_text_prefilter(text)) {
+                            (Some(raw), Some(prefilter)) => {
+                                f::coalesce(vec![like(raw, prefilter, false, !case_sensitive), lit(false)]).and(found)
+                            }
+                            _ => found,
+                        };
+                        if negated { Expr::Not(Box::new(found)) } else { found }
                     }
                     None => {
                         let (hay, pin) = if case_sensitive {

@@ -66,7 +66,15 @@ impl Planner<'_> {
                 let value = self.scalar(&args[0], input)?;
                 let empty = match value.kql_type {
                     KqlType::String | KqlType::Guid => value.expr.clone().is_null().or(value.expr.eq(lit(""))),
-                    KqlType::Dynamic => to_string(value).eq(lit("")),
+                    // Without decoding: the JSON text of "" and of null (stored text is
+                    // written by serde_json or Trawl's writers, never with extra spaces).
+                    KqlType::Dynamic => {
+                        let text = value.expr;
+                        text.clone()
+                            .is_null()
+                            .or(text.clone().eq(lit("\"\"")))
+                            .or(text.eq(lit("null")))
+                    }
                     _ => value.expr.is_null(),
                 };
                 let result = if name == "isempty" {
