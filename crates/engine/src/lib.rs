@@ -20,6 +20,8 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 use trawl_catalog::Catalog;
@@ -236,7 +238,9 @@ impl Engine {
                 .execute_logical_plan(result.plan)
                 .await
                 .map_err(execution_error)?;
-            let mut stream = frame.execute_stream().await.map_err(execution_error)?;
+            let physical = frame.create_physical_plan().await.map_err(execution_error)?;
+            let task = Arc::new(frame.task_ctx());
+            let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
             let mut batches = Vec::new();
             let mut rows = 0usize;
             let limit = self.config.max_result_rows;
@@ -254,6 +258,13 @@ impl Engine {
                 rows += batch.num_rows();
                 batches.push(batch);
             }
+            drop(stream);
+            tracing::debug!(
+                target: "trawl_engine::plan",
+                result = %name,
+                plan = %DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true),
+                "executed plan with metrics"
+            );
             output.push(ResultTable {
                 name,
                 columns: result.columns,

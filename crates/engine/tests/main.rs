@@ -1,5 +1,6 @@
 //! Engine tests: rows written as real segments, queried through the KQL front end.
 
+mod chunks;
 mod fixture;
 mod golden;
 mod kql_subset;

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use trawl_catalog::Catalog;
 use trawl_common::{ErrorCode, Row, TrawlError};
 use trawl_storage::SegmentWriter;
+use trawl_storage::schema::row_kind;
 
 /// Batching and admission settings.
 #[derive(Debug, Clone)]
@@ -49,6 +50,7 @@ impl Default for IngestConfig {
 }
 
 type Waiter = oneshot::Sender<Result<(), TrawlError>>;
+type BufferKey = (String, String, &'static str);
 
 #[derive(Debug)]
 struct Buffer {
@@ -60,7 +62,8 @@ struct Buffer {
 
 #[derive(Debug)]
 struct Inner {
-    buffers: Mutex<HashMap<(String, String), Buffer>>,
+    /// Per database, table and kind of rows (logs, spans and metrics go to separate segments).
+    buffers: Mutex<HashMap<BufferKey, Buffer>>,
     writer: SegmentWriter,
     catalog: Arc<dyn Catalog>,
     config: IngestConfig,
@@ -125,8 +128,11 @@ impl Ingestor {
         let (sender, receiver) = oneshot::channel();
         let full = {
             let mut buffers = inner.buffers.lock().await;
+            let kind = rows
+                .first()
+                .map_or("logs", |row| row_kind(row.cells.iter().map(|(name, _)| *name)));
             let buffer = buffers
-                .entry((database.to_string(), table.to_string()))
+                .entry((database.to_string(), table.to_string(), kind))
                 .or_insert_with(|| Buffer {
                     rows: Vec::new(),
                     bytes: 0,
@@ -168,7 +174,7 @@ async fn flush_loop(inner: Arc<Inner>) {
     loop {
         let stopping = inner.stopping.load(Ordering::Acquire);
         let due = take_due_buffers(&inner, stopping).await;
-        for ((database, table), buffer) in due {
+        for ((database, table, _), buffer) in due {
             let Ok(slot) = inner.flush_slots.clone().acquire_owned().await else {
                 return;
             };
@@ -191,9 +197,9 @@ async fn flush_loop(inner: Arc<Inner>) {
     }
 }
 
-async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<((String, String), Buffer)> {
+async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Buffer)> {
     let mut buffers = inner.buffers.lock().await;
-    let due: Vec<(String, String)> = buffers
+    let due: Vec<BufferKey> = buffers
         .iter()
         .filter(|(_, b)| {
             everything
@@ -286,6 +292,39 @@ mod tests {
         let segments = catalog.live_segments("default", "default", None).await?;
         assert_eq!(segments.iter().map(|s| s.rows).sum::<u64>(), 15);
         assert_eq!(ingestor.buffered_rows(), 0);
+        ingestor.shutdown().await;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn logs_and_spans_go_to_separate_segments() -> Result<(), Box<dyn std::error::Error>> {
+        let config = IngestConfig {
+            flush_interval: Duration::from_millis(50),
+            ..Default::default()
+        };
+        let (_dir, catalog, ingestor) = setup(config).await?;
+        let spans: Vec<Row> = (0..3)
+            .map(|i| {
+                let mut row = Row::default();
+                row.push("timestamp", Value::DateTime(i));
+                row.push("duration", Value::Timespan(1_000));
+                row
+            })
+            .collect();
+        let (a, b) = tokio::join!(
+            ingestor.submit("default", "default", rows(4)),
+            ingestor.submit("default", "default", spans)
+        );
+        a?;
+        b?;
+        let mut segments: Vec<u64> = catalog
+            .live_segments("default", "default", None)
+            .await?
+            .iter()
+            .map(|s| s.rows)
+            .collect();
+        segments.sort_unstable();
+        assert_eq!(segments, [3, 4]);
         ingestor.shutdown().await;
         Ok(())
     }

@@ -14,6 +14,7 @@
 //! This crate knows nothing of KQL or the network.
 
 mod batch;
+mod chunks;
 mod merge;
 pub mod schema;
 mod segment;

@@ -1,7 +1,8 @@
 //! Background merge of small segments, and deletion of tombstoned objects after a grace
 //! period (so queries in flight keep reading them).
 //!
-//! Policy: per table, live segments under `small_segment_rows` are taken in time order and
+//! Policy: per table and kind of rows, live segments under `small_segment_rows` are taken in
+//! time order and
 //! cut into groups of at most `max_output_rows` rows and `max_inputs` segments; a group of at
 //! least `min_inputs` segments is rewritten as one time-sorted segment (a streaming merge of
 //! the time-sorted inputs, encoded batch by batch), registered together with the tombstones of its
@@ -9,6 +10,7 @@
 //! object (ignored by queries); after it, the inputs are tombstoned. Either way every row is
 //! counted exactly once.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +20,7 @@ use futures::StreamExt;
 use trawl_catalog::{Catalog, SegmentMeta};
 use trawl_common::TIME_COLUMN;
 
-use crate::schema::{table_schema, union_columns};
+use crate::schema::{row_kind, table_schema, union_columns};
 use crate::segment::{SegmentEncoder, SegmentWriter};
 use crate::table::TrawlTable;
 use crate::{Result, StorageError};
@@ -110,11 +112,24 @@ impl Merger {
         Ok(report)
     }
 
+    /// Groups of small segments to merge: per kind of rows (see [`row_kind`]), in time order.
     fn plan_groups(&self, segments: Vec<SegmentMeta>) -> Vec<Vec<SegmentMeta>> {
+        let mut by_kind: BTreeMap<&'static str, Vec<SegmentMeta>> = BTreeMap::new();
+        for segment in segments.into_iter().filter(|s| s.rows < self.policy.small_segment_rows) {
+            let kind = row_kind(segment.columns.iter().map(|c| c.name.as_str()));
+            by_kind.entry(kind).or_default().push(segment);
+        }
+        by_kind
+            .into_values()
+            .flat_map(|kind| self.plan_kind_groups(kind))
+            .collect()
+    }
+
+    fn plan_kind_groups(&self, segments: Vec<SegmentMeta>) -> Vec<Vec<SegmentMeta>> {
         let mut groups = Vec::new();
         let mut current: Vec<SegmentMeta> = Vec::new();
         let mut current_rows = 0;
-        for segment in segments.into_iter().filter(|s| s.rows < self.policy.small_segment_rows) {
+        for segment in segments {
             let full = current_rows + segment.rows > self.policy.max_output_rows
                 || current.len() >= self.policy.max_inputs.max(2);
             if full && !current.is_empty() {

@@ -32,3 +32,19 @@ pub fn union_columns<'a>(sets: impl IntoIterator<Item = &'a [ColumnInfo]>) -> Ve
     }
     union
 }
+
+/// The kind of telemetry rows with these columns hold: `"metrics"`, `"spans"` or `"logs"`,
+/// told apart by a column only that kind has. Segments hold one kind each (ingest buffers and
+/// merges never mix kinds), so a filter on a column of one kind (`isnotempty(body)`,
+/// `isnotempty(span_name)`) skips whole segments of the others by their null counts.
+pub fn row_kind<'a>(mut columns: impl Iterator<Item = &'a str>) -> &'static str {
+    let mut kind = "logs";
+    for name in columns.by_ref() {
+        match name {
+            "metric_type" => return "metrics",
+            "duration" => kind = "spans",
+            _ => {}
+        }
+    }
+    kind
+}

@@ -6,21 +6,31 @@ use async_trait::async_trait;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::common::{DFSchema, ScalarValue, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::limit::GlobalLimitExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::union::UnionExec;
 use trawl_catalog::{Catalog, SegmentMeta, TimeRange};
 use trawl_common::TIME_COLUMN;
 
+use crate::chunks::{Chunks, access_plan, classify};
 use crate::store::SegmentStore;
 
 /// Where a table's segments come from.
@@ -95,6 +105,136 @@ impl TrawlTable {
     }
 }
 
+impl TrawlTable {
+    /// Spreads files over the scan partitions, balancing by bytes.
+    fn file_groups(&self, mut files: Vec<(u64, PartitionedFile)>) -> Vec<FileGroup> {
+        let partitions = self.partitions.clamp(1, files.len().max(1));
+        let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); partitions];
+        files.sort_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
+        for (bytes, file) in files {
+            if let Some(group) = groups.iter_mut().min_by_key(|g| g.0) {
+                group.0 += bytes;
+                group.1.push(file);
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(_, files)| {
+                let rows = exact_rows(files.iter());
+                let group = FileGroup::new(files);
+                match rows {
+                    Some(rows) => group.with_statistics(Arc::new(self.statistics_of(rows))),
+                    None => group,
+                }
+            })
+            .collect()
+    }
+
+    /// Statistics that know only the row count, exactly.
+    fn statistics_of(&self, rows: usize) -> Statistics {
+        let mut statistics = Statistics::new_unknown(&self.schema);
+        statistics.num_rows = Precision::Exact(rows);
+        statistics
+    }
+
+    /// `file` with its exact row count: `count()` over full chunks is then answered from
+    /// the statistics, without reading the chunks at all.
+    fn with_row_count(&self, file: PartitionedFile, rows: u64) -> PartitionedFile {
+        let rows = usize::try_from(rows).unwrap_or(usize::MAX);
+        file.with_statistics(Arc::new(self.statistics_of(rows)))
+    }
+
+    /// Reads `files` with the filters applied: inside the scan (pruning, and row filtering
+    /// with `pushdown_filters`) and again above it, so the answer is exact whatever the scan
+    /// could push down. Columns only the filters need are dropped after filtering.
+    fn filtered_scan(
+        &self,
+        state: &dyn Session,
+        url: ObjectStoreUrl,
+        source: ParquetSource,
+        files: Vec<(u64, PartitionedFile)>,
+        predicate: &Expr,
+        wanted: &[usize],
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let mut read = wanted.to_vec();
+        for column in predicate.column_refs() {
+            let index = self.schema.index_of(column.name())?;
+            if !read.contains(&index) {
+                read.push(index);
+            }
+        }
+        let config = FileScanConfigBuilder::new(url, Arc::new(source))
+            .with_file_groups(self.file_groups(files))
+            .with_projection_indices(Some(read.clone()))?
+            .build();
+        let scan = DataSourceExec::from_data_source(config);
+        let read_schema = DFSchema::try_from(self.schema.project(&read)?)?;
+        let filter = Arc::new(FilterExec::try_new(
+            state.create_physical_expr(predicate.clone(), &read_schema)?,
+            scan,
+        )?);
+        if read.len() == wanted.len() {
+            return Ok(filter);
+        }
+        let columns: Vec<(Arc<dyn PhysicalExpr>, String)> = wanted
+            .iter()
+            .enumerate()
+            .map(|(position, &index)| {
+                let name = self.schema.field(index).name().clone();
+                (Arc::new(Column::new(&name, position)) as Arc<dyn PhysicalExpr>, name)
+            })
+            .collect();
+        Ok(Arc::new(ProjectionExec::try_new(columns, filter)?))
+    }
+}
+
+/// The sum of the files' exact row counts, if every file has one.
+fn exact_rows<'a>(mut files: impl Iterator<Item = &'a PartitionedFile>) -> Option<usize> {
+    files.try_fold(0usize, |sum, file| match file.statistics.as_deref()?.num_rows {
+        Precision::Exact(rows) => sum.checked_add(rows),
+        _ => None,
+    })
+}
+
+/// Whether `filter` is built only from columns, literals, comparisons, null tests, boolean
+/// logic, `IN`, `BETWEEN`, `LIKE` and casts: what row-group statistics can prove true or
+/// false for a whole chunk.
+fn statistics_can_decide(filter: &Expr) -> bool {
+    !filter
+        .exists(|expr| {
+            Ok(!matches!(
+                expr,
+                Expr::Column(_)
+                    | Expr::Literal(..)
+                    | Expr::BinaryExpr(_)
+                    | Expr::Not(_)
+                    | Expr::IsNull(_)
+                    | Expr::IsNotNull(_)
+                    | Expr::IsTrue(_)
+                    | Expr::IsFalse(_)
+                    | Expr::IsNotTrue(_)
+                    | Expr::IsNotFalse(_)
+                    | Expr::Between(_)
+                    | Expr::InList(_)
+                    | Expr::Like(_)
+                    | Expr::Cast(_)
+                    | Expr::TryCast(_)
+                    | Expr::Negative(_)
+                    | Expr::Alias(_)
+            ))
+        })
+        .unwrap_or(true)
+}
+
+/// The source of a scan without filters of its own. Filters that reach it later, such as the
+/// threshold of a `top N by x` (a dynamic filter), run inside the reader, so the other columns
+/// are decoded only for rows that pass. Scans with the query's filters keep them in a filter
+/// above the reader instead: row-level filtering in the reader is slower for filters that
+/// most rows pass or that are costly (text search, JSON), measured on the benchmark queries.
+fn unfiltered_source(schema: &SchemaRef) -> ParquetSource {
+    ParquetSource::new(schema.clone()).with_pushdown_filters(true)
+}
+
 fn default_partitions() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -149,27 +289,101 @@ impl datafusion::catalog::TableProvider for TrawlTable {
                 .build();
             return Ok(DataSourceExec::from_data_source(config));
         }
-        // Spread segments over partitions, balancing by bytes.
-        let partitions = self.partitions.clamp(1, segments.len());
-        let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); partitions];
-        let mut ordered = segments;
-        ordered.sort_by_key(|s| std::cmp::Reverse(s.bytes));
-        for segment in ordered {
-            if let Some(group) = groups.iter_mut().min_by_key(|g| g.0) {
-                group.0 += segment.bytes;
-                group.1.push(PartitionedFile::new(segment.path.clone(), segment.bytes));
+        let files: Vec<(u64, PartitionedFile)> = segments
+            .iter()
+            .map(|s| (s.bytes, PartitionedFile::new(s.path.clone(), s.bytes)))
+            .collect();
+        // The filters this scan applies itself (answered `Exact`); DataFusion applies the others
+        // above it, after eliminating their common subexpressions.
+        let exact: Vec<Expr> = filters.iter().filter(|f| statistics_can_decide(f)).cloned().collect();
+        let Some(predicate) = conjunction(exact) else {
+            let source = if filters.is_empty() {
+                unfiltered_source(&self.schema)
+            } else {
+                source
+            };
+            let config = FileScanConfigBuilder::new(url, Arc::new(source))
+                .with_file_groups(self.file_groups(files))
+                .with_projection_indices(projection.cloned())?
+                .with_limit(limit)
+                .build();
+            return Ok(DataSourceExec::from_data_source(config));
+        };
+        // Chunks whose statistics prove every row passes are read without the filters.
+        let (mut full, mut partial) = (Vec::new(), Vec::new());
+        for (segment, (bytes, file)) in segments.iter().zip(files) {
+            match classify(state, &self.schema, segment, &predicate).await? {
+                Chunks::None => {}
+                Chunks::AllFull => full.push((bytes, self.with_row_count(file, segment.rows))),
+                Chunks::Unknown => partial.push((bytes, file)),
+                Chunks::Some {
+                    count,
+                    full: full_chunks,
+                    full_rows,
+                    partial: partial_chunks,
+                } => {
+                    let share = |n: usize| bytes * n as u64 / count.max(1) as u64;
+                    if !full_chunks.is_empty() {
+                        let plan = access_plan(count, &full_chunks);
+                        let counted = self.with_row_count(file.clone(), full_rows);
+                        full.push((share(full_chunks.len()), counted.with_extension(plan)));
+                    }
+                    if !partial_chunks.is_empty() {
+                        let plan = access_plan(count, &partial_chunks);
+                        partial.push((share(partial_chunks.len()), file.with_extension(plan)));
+                    }
+                }
             }
         }
-        let config = FileScanConfigBuilder::new(url, Arc::new(source))
-            .with_file_groups(groups.into_iter().map(|(_, files)| FileGroup::new(files)).collect())
-            .with_projection_indices(projection.cloned())?
-            .with_limit(limit)
-            .build();
-        Ok(DataSourceExec::from_data_source(config))
+        let wanted: Vec<usize> = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let mut parts: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
+        if !full.is_empty() {
+            let rows = exact_rows(full.iter().map(|(_, file)| file));
+            let mut builder = FileScanConfigBuilder::new(url.clone(), Arc::new(unfiltered_source(&self.schema)));
+            if let Some(rows) = rows {
+                builder = builder.with_statistics(self.statistics_of(rows));
+            }
+            let config = builder
+                .with_file_groups(self.file_groups(full))
+                .with_projection_indices(Some(wanted.clone()))?
+                .with_limit(limit)
+                .build();
+            parts.push(DataSourceExec::from_data_source(config));
+        }
+        if !partial.is_empty() {
+            parts.push(self.filtered_scan(state, url, source, partial, &predicate, &wanted)?);
+        }
+        let plan: Arc<dyn ExecutionPlan> = match parts.len() {
+            0 => Arc::new(EmptyExec::new(Arc::new(self.schema.project(&wanted)?))),
+            1 => parts.remove(0),
+            _ => UnionExec::try_new(parts)?,
+        };
+        Ok(match limit {
+            Some(fetch) => Arc::new(GlobalLimitExec::new(
+                Arc::new(CoalescePartitionsExec::new(plan)),
+                0,
+                Some(fetch),
+            )),
+            None => plan,
+        })
     }
 
+    /// `Exact` for filters whose truth statistics can decide (see `scan`): the scan applies
+    /// them itself and leaves them out for chunks proven to pass. The others (functions,
+    /// JSON, text search) are `Inexact`: used for pruning, applied by DataFusion above.
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+        Ok(filters
+            .iter()
+            .map(|filter| {
+                if statistics_can_decide(filter) {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Inexact
+                }
+            })
+            .collect())
     }
 }
 

@@ -1,0 +1,125 @@
+//! Chunks whose statistics prove that every row passes the filters are read without them.
+
+use std::sync::Arc;
+
+use datafusion::physical_plan::displayable;
+use datafusion::prelude::SessionContext;
+use serde_json::json;
+use trawl_storage::TrawlTable;
+use trawl_storage::schema::table_schema;
+
+use crate::fixture::{Fixture, TestResult, log, span};
+
+/// A log segment, a span segment and a segment with both kinds.
+async fn fixture() -> Result<Fixture, Box<dyn std::error::Error>> {
+    let f = Fixture::new().await?;
+    f.segment(vec![
+        log(0, "INFO", "a", "s", Some("/r")),
+        log(1, "ERROR", "b", "s", None),
+        log(2, "INFO", "c", "t", None),
+    ])
+    .await?;
+    f.segment(vec![span(3, "op", "t1", 5, "s"), span(4, "op2", "t2", 7, "s")])
+        .await?;
+    f.segment(vec![log(5, "WARN", "d", "s", None), span(6, "op3", "t3", 9, "t")])
+        .await?;
+    Ok(f)
+}
+
+/// The physical plan of `sql` over table `t` (all of `default`'s segments) and its answer.
+async fn plan_and_count(f: &Fixture, sql: &str) -> Result<(String, i64), Box<dyn std::error::Error>> {
+    let info = f
+        .catalog
+        .tables("default")
+        .await?
+        .into_iter()
+        .find(|t| t.name == "default")
+        .ok_or("no table")?;
+    let table = TrawlTable::new("default", "default", table_schema(&info.columns), f.catalog.clone());
+    let context = SessionContext::new();
+    f.writer.store().register_with(context.runtime_env().as_ref())?;
+    context.register_table("t", Arc::new(table))?;
+    let frame = context.sql(sql).await?;
+    let plan = frame.clone().create_physical_plan().await?;
+    let text = displayable(plan.as_ref()).indent(true).to_string();
+    let batches = frame.collect().await?;
+    let count = batches
+        .first()
+        .and_then(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::Int64Array>()
+        })
+        .map_or(-1, |a| a.value(0));
+    Ok((text, count))
+}
+
+#[tokio::test]
+async fn filters_proven_by_statistics_are_not_evaluated() -> TestResult {
+    let f = fixture().await?;
+    // The log segment is full, the span segment is skipped, the mixed one is filtered.
+    let (plan, count) = plan_and_count(&f, "SELECT count(*) FROM t WHERE severity_text IS NOT NULL").await?;
+    assert_eq!(count, 4);
+    assert!(plan.contains("UnionExec"), "{plan}");
+    assert_eq!(plan.matches("FilterExec").count(), 1, "{plan}");
+    // Only log segments hold a severity that is not null: no filter at all when the mixed
+    // segment is not in the table.
+    let (plan, count) = plan_and_count(&f, "SELECT count(*) FROM t WHERE span_name = 'op'").await?;
+    assert_eq!(count, 1);
+    assert!(plan.contains("FilterExec"), "{plan}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn kql_answers_are_the_same_through_full_partial_and_skipped_chunks() -> TestResult {
+    let f = fixture().await?;
+    assert_eq!(
+        f.rows("default | where isnotempty(body) | count").await?,
+        vec![vec![json!(4)]]
+    );
+    assert_eq!(
+        f.rows("default | where isnotempty(body) | summarize count() by severity_text | sort by severity_text asc")
+            .await?,
+        vec![
+            vec![json!("ERROR"), json!(1)],
+            vec![json!("INFO"), json!(2)],
+            vec![json!("WARN"), json!(1)]
+        ]
+    );
+    assert_eq!(
+        f.rows("default | where isnotempty(span_name) | count").await?,
+        vec![vec![json!(3)]]
+    );
+    assert_eq!(
+        f.rows("default | where isempty(body) | count").await?,
+        vec![vec![json!(3)]]
+    );
+    assert_eq!(
+        f.rows("default | where isnotempty(body) | take 2 | count").await?,
+        vec![vec![json!(2)]]
+    );
+    assert_eq!(
+        f.rows(
+            "default | where isnotempty(body) and severity_text == 'INFO' | project body | sort by tostring(body) asc"
+        )
+        .await?,
+        vec![vec![json!("a")], vec![json!("c")]]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_count_over_full_chunks_comes_from_the_statistics() -> TestResult {
+    let f = Fixture::new().await?;
+    f.segment(vec![log(0, "INFO", "a", "s", None), log(1, "ERROR", "b", "s", None)])
+        .await?;
+    f.segment(vec![span(2, "op", "t1", 5, "s")]).await?;
+    let (plan, count) = plan_and_count(&f, "SELECT count(*) FROM t WHERE body IS NOT NULL").await?;
+    assert_eq!(count, 2);
+    assert!(!plan.contains("DataSourceExec"), "{plan}");
+    assert_eq!(
+        f.rows("default | where isnotempty(body) | count").await?,
+        vec![vec![json!(2)]]
+    );
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! Chunks (Parquet row groups) classified by their statistics against a query's filters:
+//! skipped when no row can pass, *full* when every row passes, *partial* otherwise.
+//!
+//! A full chunk is read without evaluating the filters, and without the columns only the
+//! filters need: `where isnotempty(body) | count` over log segments reads no column at all,
+//! and `where isnotempty(body) | summarize count() by severity_text` reads `severity_text`
+//! only. The proof comes from DataFusion's own row-group pruning
+//! ([`RowGroupAccessPlanFilter`]), which marks a group fully matched when the inverted
+//! predicate (with every referenced column possibly null) is pruned by the statistics.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::datasource::physical_plan::ParquetFileMetrics;
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use datafusion::datasource::physical_plan::parquet::{ParquetAccessPlan, RowGroupAccessPlanFilter};
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::{Expr, lit};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use object_store::ObjectMeta;
+use object_store::path::Path as ObjectPath;
+use trawl_catalog::SegmentMeta;
+
+use crate::schema::table_schema;
+use crate::store::SegmentStore;
+
+/// How a segment's chunks stand against the filters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Chunks {
+    /// No row can pass: the segment is not read.
+    None,
+    /// Every row of every chunk passes.
+    AllFull,
+    /// Chunks by index: `full` ones pass entirely (`full_rows` rows in all), `partial` ones
+    /// need the filters.
+    Some {
+        count: usize,
+        full: Vec<usize>,
+        full_rows: u64,
+        partial: Vec<usize>,
+    },
+    /// Nothing is known: read everything with the filters.
+    Unknown,
+}
+
+/// Classifies the chunks of `segment` against `predicate` (over `table`'s columns).
+pub(crate) async fn classify(
+    state: &dyn Session,
+    table: &SchemaRef,
+    segment: &SegmentMeta,
+    predicate: &Expr,
+) -> DfResult<Chunks> {
+    // Columns the segment lacks read as null in it.
+    let segment_schema = table_schema(&segment.columns);
+    let rewritten = predicate
+        .clone()
+        .transform(|expr| match &expr {
+            Expr::Column(column) if segment_schema.index_of(column.name()).is_err() => {
+                let typed_null = table
+                    .field_with_name(column.name())
+                    .ok()
+                    .and_then(|field| ScalarValue::try_from(field.data_type()).ok())
+                    .unwrap_or(ScalarValue::Null);
+                Ok(Transformed::yes(lit(typed_null)))
+            }
+            _ => Ok(Transformed::no(expr)),
+        })?
+        .data;
+    let df_schema = Arc::new(DFSchema::try_from(segment_schema.as_ref().clone())?);
+    let simplifier = ExprSimplifier::new(SimplifyContext::builder().with_schema(Arc::clone(&df_schema)).build());
+    let simplified = match simplifier.simplify(rewritten) {
+        Ok(simplified) => simplified,
+        Err(_) => return Ok(Chunks::Unknown),
+    };
+    match &simplified {
+        Expr::Literal(ScalarValue::Boolean(Some(true)), _) => return Ok(Chunks::AllFull),
+        Expr::Literal(ScalarValue::Boolean(_) | ScalarValue::Null, _) => return Ok(Chunks::None),
+        _ => {}
+    }
+    // A chunk is full when statistics rule out every row failing: `NOT p`, or a null in a
+    // column `p` reads (which makes `p` null, and a null does not pass).
+    let mut inverted = Expr::Not(Box::new(simplified.clone()));
+    for column in simplified.column_refs() {
+        inverted = inverted.or(Expr::Column(column.clone()).is_null());
+    }
+    let Ok(inverted) = simplifier.simplify(inverted) else {
+        return Ok(Chunks::Unknown);
+    };
+    let pruning = pruning_predicate(state, simplified, &df_schema, &segment_schema);
+    let full_check = pruning_predicate(state, inverted, &df_schema, &segment_schema);
+    if pruning.is_none() && full_check.is_none() {
+        return Ok(Chunks::Unknown);
+    }
+    let url = SegmentStore::url().map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+    let store = state.runtime_env().object_store(url)?;
+    let object = ObjectMeta {
+        location: ObjectPath::from(segment.path.as_str()),
+        // As `PartitionedFile::new` has it, so the scan finds this footer in the cache.
+        last_modified: chrono::DateTime::from_timestamp_nanos(0),
+        size: segment.bytes,
+        e_tag: None,
+        version: None,
+    };
+    let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+    let metadata = DFParquetMetadata::new(store.as_ref(), &object)
+        .with_file_metadata_cache(Some(cache))
+        .fetch_metadata()
+        .await?;
+    let groups = metadata.row_groups();
+    let schema_descr = metadata.file_metadata().schema_descr();
+    let metrics = ParquetFileMetrics::new(0, &segment.path, &ExecutionPlanMetricsSet::new());
+    let prune = |predicate: &Option<PruningPredicate>| {
+        let mut filter = RowGroupAccessPlanFilter::new(ParquetAccessPlan::new_all(groups.len()));
+        if let Some(predicate) = predicate {
+            filter.prune_by_statistics(segment_schema.as_ref(), schema_descr, groups, predicate, &metrics);
+        }
+        filter.build()
+    };
+    let may_pass = prune(&pruning);
+    let may_fail = prune(&full_check);
+    let (mut full, mut partial) = (Vec::new(), Vec::new());
+    for index in may_pass.row_group_index_iter() {
+        if may_fail.should_scan(index) {
+            partial.push(index);
+        } else {
+            full.push(index);
+        }
+    }
+    let full_rows = full
+        .iter()
+        .filter_map(|&index| groups.get(index))
+        .map(|group| u64::try_from(group.num_rows()).unwrap_or(0))
+        .sum();
+    Ok(Chunks::Some {
+        count: groups.len(),
+        full,
+        full_rows,
+        partial,
+    })
+}
+
+/// A pruning predicate for `expr` over a segment, if statistics can decide anything about it.
+fn pruning_predicate(
+    state: &dyn Session,
+    expr: Expr,
+    df_schema: &DFSchema,
+    segment_schema: &SchemaRef,
+) -> Option<PruningPredicate> {
+    let physical = state.create_physical_expr(expr, df_schema).ok()?;
+    let predicate = PruningPredicateBuilder::new()
+        .with_file_schema(Arc::clone(segment_schema))
+        .build(physical)?;
+    Arc::try_unwrap(predicate).ok()
+}
+
+/// An access plan reading only `chunks` of a segment of `count` chunks.
+pub(crate) fn access_plan(count: usize, chunks: &[usize]) -> ParquetAccessPlan {
+    let mut plan = ParquetAccessPlan::new_none(count);
+    for &chunk in chunks {
+        plan.scan(chunk);
+    }
+    plan
+}
