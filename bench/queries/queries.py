@@ -1,0 +1,183 @@
+"""Query benchmark: the questions Q1–Q13 of /work/shared/bench-queries.md as KQL on Trawl
+(`POST /query`) and as SQL on DuckDB over the same records exported to Parquet; median times,
+the ratio Trawl / DuckDB, and whether both gave the same answer.
+
+Run it through run.sh (which provides DuckDB); see bench/README.md, "Query benchmark".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import duckdb
+
+from dataset import LOCAL, TRAWL_BIN, TrawlServer, ensure_exported, ensure_loaded, live_segments, log, sql_string
+from questions import QUESTIONS, Question, compare, fill, parameters
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="/tmp/trawl-bench-data", help="data set directory")
+    parser.add_argument("--logs", type=int, help="log records to load (default 10,000,000)")
+    parser.add_argument("--spans", type=int, help="spans to load (default 5,000,000)")
+    parser.add_argument("--seed", type=int, help="generator seed (default 42)")
+    parser.add_argument("--runs", type=positive, default=5, help="timed runs per query and side (after 1 warm-up)")
+    parser.add_argument("--only", help="comma-separated question ids, e.g. Q5,Q9")
+    parser.add_argument("--trawl-url", help="query URL of a running server with this data set, e.g. http://127.0.0.1:9510")
+    parser.add_argument("--json-out", help="where to write all figures (default DIR/query-bench.json)")
+    return parser.parse_args()
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def selected(only: str | None) -> list[Question]:
+    if not only:
+        return QUESTIONS
+    wanted = [item.strip().upper() for item in only.split(",") if item.strip()]
+    known = {q.id for q in QUESTIONS}
+    unknown = [item for item in wanted if item not in known]
+    if unknown:
+        raise SystemExit(f"unknown question ids: {', '.join(unknown)}")
+    return [q for q in QUESTIONS if q.id in wanted]
+
+
+class QueryError(Exception):
+    pass
+
+
+def trawl_query(url: str, kql: str) -> dict:
+    """POST /query without since/until (the API then bounds no time: the whole table)."""
+    request = urllib.request.Request(
+        f"{url}/query", data=json.dumps({"query": kql}).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with LOCAL.open(request, timeout=3600) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as error:
+        raise QueryError(problem_text(error)) from None
+    except OSError as error:
+        raise QueryError(str(error)) from None
+
+
+def problem_text(error: urllib.error.HTTPError) -> str:
+    """`code: message` of an RFC 7807 answer, or the HTTP status."""
+    try:
+        problem = json.loads(error.read())
+        return f"{problem['code']}: {problem['message']}"
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {error.code} {error.reason}"
+
+
+def trawl_rows(url: str, kql: str) -> tuple[list, list]:
+    """The rows of PrimaryResult and of @Warnings."""
+    tables = {table["name"]: table["rows"] for table in trawl_query(url, kql)["Tables"]}
+    return tables["PrimaryResult"], tables.get("@Warnings", [])
+
+
+def timed(run, runs: int) -> dict:
+    """One warm-up run (whose answer is kept), then `runs` timed runs."""
+    try:
+        answer = run()
+        times = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - began) * 1000)
+    except (QueryError, duckdb.Error) as error:
+        return {"error": str(error)}
+    return {"answer": answer, "ms": [round(t, 2) for t in times], "median_ms": round(statistics.median(times), 2)}
+
+
+def measure(question: Question, params: dict, trawl_url: str, con: duckdb.DuckDBPyConnection, runs: int) -> dict:
+    kql, sql = fill(question.kql, params), fill(question.sql, params)
+    log(f"{question.id}: {question.title}")
+    trawl = timed(lambda: trawl_rows(trawl_url, kql), runs)
+    duck = timed(lambda: con.execute(sql).fetchall(), runs)
+    result = {"id": question.id, "question": question.title, "kql": kql, "sql": sql, "trawl": trawl, "duckdb": duck}
+    if "answer" in trawl and "answer" in duck:
+        rows, warnings = trawl.pop("answer")
+        answer = duck.pop("answer")
+        same, detail = compare(question, rows, answer)
+        trawl.update(rows=len(rows), warnings=warnings)
+        duck["rows"] = len(answer)
+        result.update(ratio=round(trawl["median_ms"] / duck["median_ms"], 3), same_answer=same, detail=detail)
+    return result
+
+
+def duckdb_connection(logs_file: Path, spans_file: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(config={"threads": 2})
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"CREATE VIEW logs AS SELECT * FROM read_parquet({sql_string(logs_file)})")
+    con.execute(f"CREATE VIEW spans AS SELECT * FROM read_parquet({sql_string(spans_file)})")
+    return con
+
+
+def verdict(result: dict) -> str:
+    for side, name in (("trawl", "Trawl"), ("duckdb", "DuckDB")):
+        if "error" in result[side]:
+            return f"**{name} error**: {result[side]['error']}"
+    if not result["same_answer"]:
+        return f"**NO**: {result['detail']}"
+    return f"yes ({result['detail']})" if result["detail"] else "yes"
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| id | question | trawl ms | duckdb ms | ratio | same answer |", "|---|---|---:|---:|---:|---|"]
+    for r in results:
+        ms = [f"{r[side]['median_ms']:,.1f}" if "median_ms" in r[side] else "error" for side in ("trawl", "duckdb")]
+        ratio = f"{r['ratio']:.2f}" if "ratio" in r else "–"
+        lines.append(f"| {r['id']} | {r['question']} | {ms[0]} | {ms[1]} | {ratio} | {cell(verdict(r))} |")
+    return "\n".join(lines)
+
+
+def run_all(questions: list[Question], manifest: dict, trawl_url: str, files: tuple[Path, Path], runs: int) -> list:
+    params = parameters(manifest)
+    con = duckdb_connection(*files)
+    return [measure(q, params, trawl_url, con, runs) for q in questions]
+
+
+def main() -> None:
+    args = parse_args()
+    data = Path(args.data)
+    questions = selected(args.only)
+    if args.trawl_url and not (data / "loaded.json").exists():
+        raise SystemExit(f"--trawl-url needs the data set loaded in {data}: run once without it")
+    manifest = ensure_loaded(data, {"seed": args.seed, "logs": args.logs, "spans": args.spans})
+    files = ensure_exported(data, manifest)
+    if args.trawl_url:
+        trawl = {"url": args.trawl_url.rstrip("/")}
+        results = run_all(questions, manifest, trawl["url"], files, args.runs)
+    else:
+        with TrawlServer(data / "trawl", data / "server.log", merge_interval_secs=0) as server:
+            trawl = {"url": server.query_url, "bin": TRAWL_BIN}
+            results = run_all(questions, manifest, server.query_url, files, args.runs)
+    print(table(results))
+    report = {
+        "data": {"dir": str(data), "live_segments": len(live_segments(data / "trawl")), "manifest": manifest},
+        "trawl": trawl,
+        "duckdb_version": duckdb.__version__,
+        "runs": args.runs,
+        "results": results,
+    }
+    out = Path(args.json_out) if args.json_out else data / "query-bench.json"
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    log(f"figures written to {out}")
+
+
+if __name__ == "__main__":
+    main()
