@@ -21,6 +21,7 @@ pub mod json;
 pub mod kv;
 pub mod lists;
 pub mod math;
+pub mod memo;
 pub mod registry;
 pub mod registry_more;
 pub mod rowfn;

@@ -10,6 +10,7 @@ use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{Between, Expr, Like, ScalarUDF, cast, lit, try_cast};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_functions::dynamic::DynamicToStringUdf;
+use trawl_functions::memo::DistinctValuesUdf;
 use trawl_functions::strings::HasUdf;
 use trawl_kql::ast::{BinaryOp, DynamicValue, Expr as KExpr, ExprKind, ListOp, Literal, ScalarType, UnaryOp};
 
@@ -98,7 +99,9 @@ pub fn to_string(value: Typed) -> Expr {
             if call_name(&value.expr) == Some("json_get_json")
                 && let Expr::ScalarFunction(call) = value.expr
             {
-                let text = udf_call(datafusion_functions_json::udfs::json_as_text_udf(), call.args);
+                let json_as_text = datafusion_functions_json::udfs::json_as_text_udf();
+                let per_distinct = Arc::new(ScalarUDF::from(DistinctValuesUdf::new(json_as_text)));
+                let text = udf_call(per_distinct, call.args);
                 return f::coalesce(vec![text, lit("")]);
             }
             udf_call(Arc::new(ScalarUDF::from(DynamicToStringUdf::new())), vec![value.expr])
