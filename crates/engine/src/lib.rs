@@ -168,6 +168,7 @@ impl Engine {
             .collect();
         let state = SessionStateBuilder::new_from_existing(state)
             .with_optimizer_rules(rules)
+            .with_physical_optimizer_rule(Arc::new(trawl_storage::count_by::CountByDictionary))
             .build();
         let context = SessionContext::new_with_state(state);
         store

@@ -123,3 +123,55 @@ async fn a_count_over_full_chunks_comes_from_the_statistics() -> TestResult {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn count_by_a_string_column_counts_dictionary_indices() -> TestResult {
+    let f = Fixture::new().await?;
+    f.segment(vec![
+        log(0, "INFO", "a", "s", None),
+        log(1, "ERROR", "b", "s", None),
+        log(2, "INFO", "c", "t", None),
+    ])
+    .await?;
+    let mut without_severity = log(3, "INFO", "d", "t", None);
+    without_severity.remove("severity_text");
+    f.segment(vec![log(4, "WARN", "e", "s", None), without_severity])
+        .await?;
+    let query = "default | where isnotempty(body) | summarize count() by severity_text | sort by severity_text asc";
+    let expected = vec![
+        vec![json!(""), json!(1)],
+        vec![json!("ERROR"), json!(1)],
+        vec![json!("INFO"), json!(2)],
+        vec![json!("WARN"), json!(1)],
+    ];
+    assert_eq!(f.rows(query).await?, expected);
+    // The same in SQL, and the plan uses the dictionary count.
+    let info = f
+        .catalog
+        .tables("default")
+        .await?
+        .into_iter()
+        .find(|t| t.name == "default")
+        .ok_or("no table")?;
+    let table = TrawlTable::new("default", "default", table_schema(&info.columns), f.catalog.clone());
+    let state = datafusion::execution::SessionStateBuilder::new()
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(trawl_storage::count_by::CountByDictionary))
+        .build();
+    let context = SessionContext::new_with_state(state);
+    f.writer.store().register_with(context.runtime_env().as_ref())?;
+    context.register_table("t", Arc::new(table))?;
+    let frame = context
+        .sql("SELECT severity_text, count(*) AS n FROM t WHERE body IS NOT NULL GROUP BY severity_text ORDER BY severity_text")
+        .await?;
+    let plan = displayable(frame.clone().create_physical_plan().await?.as_ref())
+        .indent(true)
+        .to_string();
+    assert!(plan.contains("CountByDictionaryExec"), "{plan}");
+    let batches = frame.collect().await?;
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&batches)?.to_string();
+    assert!(text.contains("| ERROR         | 1 |"), "{text}");
+    assert!(text.contains("| INFO          | 2 |"), "{text}");
+    assert!(text.contains("|               | 1 |"), "{text}");
+    Ok(())
+}

@@ -15,6 +15,7 @@
 
 mod batch;
 mod chunks;
+pub mod count_by;
 mod merge;
 pub mod schema;
 mod segment;

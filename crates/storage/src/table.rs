@@ -302,8 +302,18 @@ impl datafusion::catalog::TableProvider for TrawlTable {
             } else {
                 source
             };
-            let config = FileScanConfigBuilder::new(url, Arc::new(source))
-                .with_file_groups(self.file_groups(files))
+            // Whole segments: their row counts are exact, so `count()` needs no reading.
+            let counted: Vec<(u64, PartitionedFile)> = segments
+                .iter()
+                .zip(files)
+                .map(|(segment, (bytes, file))| (bytes, self.with_row_count(file, segment.rows)))
+                .collect();
+            let mut builder = FileScanConfigBuilder::new(url, Arc::new(source));
+            if let Some(rows) = exact_rows(counted.iter().map(|(_, file)| file)) {
+                builder = builder.with_statistics(self.statistics_of(rows));
+            }
+            let config = builder
+                .with_file_groups(self.file_groups(counted))
                 .with_projection_indices(projection.cloned())?
                 .with_limit(limit)
                 .build();
