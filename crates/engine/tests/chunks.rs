@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::physical_plan::displayable;
 use datafusion::prelude::SessionContext;
 use serde_json::json;
@@ -26,8 +27,8 @@ async fn fixture() -> Result<Fixture, Box<dyn std::error::Error>> {
     Ok(f)
 }
 
-/// The physical plan of `sql` over table `t` (all of `default`'s segments) and its answer.
-async fn plan_and_count(f: &Fixture, sql: &str) -> Result<(String, i64), Box<dyn std::error::Error>> {
+/// A SQL context over `state` where table `t` is `default` with all of its segments.
+async fn context_with_table(f: &Fixture, state: SessionState) -> Result<SessionContext, Box<dyn std::error::Error>> {
     let info = f
         .catalog
         .tables("default")
@@ -36,9 +37,16 @@ async fn plan_and_count(f: &Fixture, sql: &str) -> Result<(String, i64), Box<dyn
         .find(|t| t.name == "default")
         .ok_or("no table")?;
     let table = TrawlTable::new("default", "default", table_schema(&info.columns), f.catalog.clone());
-    let context = SessionContext::new();
+    let context = SessionContext::new_with_state(state);
     f.writer.store().register_with(context.runtime_env().as_ref())?;
     context.register_table("t", Arc::new(table))?;
+    Ok(context)
+}
+
+/// The physical plan of `sql` over table `t` (all of `default`'s segments) and its answer.
+async fn plan_and_count(f: &Fixture, sql: &str) -> Result<(String, i64), Box<dyn std::error::Error>> {
+    let state = SessionStateBuilder::new().with_default_features().build();
+    let context = context_with_table(f, state).await?;
     let frame = context.sql(sql).await?;
     let plan = frame.clone().create_physical_plan().await?;
     let text = displayable(plan.as_ref()).indent(true).to_string();
@@ -146,21 +154,11 @@ async fn count_by_a_string_column_counts_dictionary_indices() -> TestResult {
     ];
     assert_eq!(f.rows(query).await?, expected);
     // The same in SQL, and the plan uses the dictionary count.
-    let info = f
-        .catalog
-        .tables("default")
-        .await?
-        .into_iter()
-        .find(|t| t.name == "default")
-        .ok_or("no table")?;
-    let table = TrawlTable::new("default", "default", table_schema(&info.columns), f.catalog.clone());
-    let state = datafusion::execution::SessionStateBuilder::new()
+    let state = SessionStateBuilder::new()
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(trawl_storage::count_by::CountByDictionary))
         .build();
-    let context = SessionContext::new_with_state(state);
-    f.writer.store().register_with(context.runtime_env().as_ref())?;
-    context.register_table("t", Arc::new(table))?;
+    let context = context_with_table(&f, state).await?;
     let frame = context
         .sql("SELECT severity_text, count(*) AS n FROM t WHERE body IS NOT NULL GROUP BY severity_text ORDER BY severity_text")
         .await?;

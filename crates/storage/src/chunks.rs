@@ -115,7 +115,7 @@ pub(crate) async fn classify(
     let groups = metadata.row_groups();
     let schema_descr = metadata.file_metadata().schema_descr();
     let metrics = ParquetFileMetrics::new(0, &segment.path, &ExecutionPlanMetricsSet::new());
-    let prune = |predicate: &Option<PruningPredicate>| {
+    let prune = |predicate: &Option<Arc<PruningPredicate>>| {
         let mut filter = RowGroupAccessPlanFilter::new(ParquetAccessPlan::new_all(groups.len()));
         if let Some(predicate) = predicate {
             filter.prune_by_statistics(segment_schema.as_ref(), schema_descr, groups, predicate, &metrics);
@@ -151,12 +151,11 @@ fn pruning_predicate(
     expr: Expr,
     df_schema: &DFSchema,
     segment_schema: &SchemaRef,
-) -> Option<PruningPredicate> {
+) -> Option<Arc<PruningPredicate>> {
     let physical = state.create_physical_expr(expr, df_schema).ok()?;
-    let predicate = PruningPredicateBuilder::new()
+    PruningPredicateBuilder::new()
         .with_file_schema(Arc::clone(segment_schema))
-        .build(physical)?;
-    Arc::try_unwrap(predicate).ok()
+        .build(physical)
 }
 
 /// An access plan reading only `chunks` of a segment of `count` chunks.

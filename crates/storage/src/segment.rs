@@ -47,38 +47,14 @@ impl SegmentWriter {
         })
         .await
         .map_err(|e| StorageError::Invalid(format!("encode task failed: {e}")))??;
-        self.put_segment(database, table, bytes, columns, min_time, max_time, row_count, 0)
+        self.write_encoded(database, table, bytes, columns, min_time, max_time, row_count, 0)
             .await
     }
 
-    /// Writes encoded Parquet `bytes` of `row_count` time-sorted rows as one durable segment.
+    /// Writes encoded Parquet `bytes` of `rows` time-sorted rows as one durable segment and
+    /// returns its catalog row (not yet registered).
     #[allow(clippy::too_many_arguments)]
     pub async fn write_encoded(
-        &self,
-        database: &str,
-        table: &str,
-        bytes: Bytes,
-        columns: Vec<ColumnInfo>,
-        min_time: i64,
-        max_time: i64,
-        row_count: u64,
-        merge_level: u32,
-    ) -> Result<SegmentMeta> {
-        self.put_segment(
-            database,
-            table,
-            bytes,
-            columns,
-            min_time,
-            max_time,
-            row_count,
-            merge_level,
-        )
-        .await
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn put_segment(
         &self,
         database: &str,
         table: &str,

@@ -387,7 +387,9 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         Ok(filters
             .iter()
             .map(|filter| {
-                if statistics_can_decide(filter) {
+                // A fixed segment list (a merge) is read as it is, filters only prune.
+                let classified = matches!(self.segments, SegmentSource::Catalog(_));
+                if classified && statistics_can_decide(filter) {
                     TableProviderFilterPushDown::Exact
                 } else {
                     TableProviderFilterPushDown::Inexact

@@ -23,9 +23,18 @@ pub(crate) const FLAG_BIT_0: u32 = 0x1;
 pub(crate) fn double_to_json(value: f64) -> Json {
     match Number::from_f64(value) {
         Some(number) => Json::Number(number),
-        None if value.is_nan() => Json::String("NaN".to_owned()),
-        None if value > 0.0 => Json::String("Infinity".to_owned()),
-        None => Json::String("-Infinity".to_owned()),
+        None => Json::String(non_finite_name(value).to_owned()),
+    }
+}
+
+/// The OTLP/JSON name of a double JSON numbers cannot hold.
+fn non_finite_name(value: f64) -> &'static str {
+    if value.is_nan() {
+        "NaN"
+    } else if value > 0.0 {
+        "Infinity"
+    } else {
+        "-Infinity"
     }
 }
 
@@ -127,7 +136,7 @@ fn write_any_value(out: &mut String, value: &AnyValue) {
             Some(number) => {
                 let _ = write!(out, "{number}");
             }
-            None => write_json_string(out, double_to_json(*number).as_str().unwrap_or("NaN")),
+            None => write_json_string(out, non_finite_name(*number)),
         },
         any_value::Value::ArrayValue(array) => {
             out.push('[');
