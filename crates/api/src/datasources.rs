@@ -105,7 +105,7 @@ async fn list(state: &QueryState, params: &PageParams) -> Result<serde_json::Val
             "name": name,
             "kind": "table",
             "database": state.database,
-            "columns": table.columns.iter().map(|c| json!({"name": c.name, "data_type": c.kql_type.as_str()})).collect::<Vec<_>>(),
+            "columns": table.visible_columns().map(|c| json!({"name": c.name, "data_type": c.kql_type.as_str()})).collect::<Vec<_>>(),
             "rows": rows,
             "bytes": bytes,
             "segments": segments.len(),

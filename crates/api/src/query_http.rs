@@ -163,7 +163,7 @@ async fn catalog(State(state): State<QueryState>) -> Response {
                 .map(|t| {
                     json!({
                         "name": t.name,
-                        "schema": t.columns.iter().map(|c| json!({"name": c.name, "data_type": c.kql_type.as_str()})).collect::<Vec<_>>(),
+                        "schema": t.visible_columns().map(|c| json!({"name": c.name, "data_type": c.kql_type.as_str()})).collect::<Vec<_>>(),
                     })
                 })
                 .collect();

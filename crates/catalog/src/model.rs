@@ -72,3 +72,12 @@ pub struct TableInfo {
     pub name: String,
     pub columns: Vec<ColumnInfo>,
 }
+
+impl TableInfo {
+    /// The columns users see: all but the hidden columns of shredded keys.
+    pub fn visible_columns(&self) -> impl Iterator<Item = &ColumnInfo> {
+        self.columns
+            .iter()
+            .filter(|c| !trawl_common::shred::is_hidden_column(&c.name))
+    }
+}

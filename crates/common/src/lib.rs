@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod row;
+pub mod shred;
 pub mod time;
 pub mod types;
 

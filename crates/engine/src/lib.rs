@@ -196,8 +196,25 @@ impl Engine {
         Ok(CatalogTables { tables })
     }
 
-    /// Parses, plans and runs `request`.
-    pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
+    /// The physical plans `request` would run, one text per result table (as `EXPLAIN`
+    /// shows them).
+    pub async fn physical_plans(&self, request: &QueryRequest) -> Result<Vec<String>, TrawlError> {
+        let planned = self.plan(request).await?;
+        let mut plans = Vec::with_capacity(planned.results.len());
+        for result in planned.results {
+            let frame = self
+                .context
+                .execute_logical_plan(result.plan)
+                .await
+                .map_err(execution_error)?;
+            let physical = frame.create_physical_plan().await.map_err(execution_error)?;
+            plans.push(DisplayableExecutionPlan::new(physical.as_ref()).indent(true).to_string());
+        }
+        Ok(plans)
+    }
+
+    /// Parses and plans `request`, running the discoveries planning needs.
+    async fn plan(&self, request: &QueryRequest) -> Result<trawl_planner::PlannedQuery, TrawlError> {
         let tables = self.tables(&request.database).await?;
         let now = trawl_common::time::now_nanos();
         let mut discovered: HashMap<String, Vec<(String, KqlType)>> = HashMap::new();
@@ -225,6 +242,12 @@ impl Engine {
                 discovered.insert(discovery.key, keys);
             }
         };
+        Ok(planned)
+    }
+
+    /// Parses, plans and runs `request`.
+    pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
+        let planned = self.plan(request).await?;
         let mut warnings = planned.warnings;
         let visualization = planned.visualization;
         let mut output = Vec::with_capacity(planned.results.len());

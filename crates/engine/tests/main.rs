@@ -5,3 +5,4 @@ mod fixture;
 mod golden;
 mod kql_subset;
 mod merge;
+mod shredded;

@@ -124,9 +124,9 @@ impl<'a> Planner<'a> {
                 }
                 StatementKind::Set(_) => {}
                 StatementKind::Expr(expr) => {
-                    let tabular = self.tabular(expr)?;
+                    let tabular = crate::shredded::visible(self.tabular(expr)?)?;
                     results.push(PlannedResult {
-                        plan: tabular.plan,
+                        plan: crate::shredded::read_shredded(tabular.plan)?,
                         columns: tabular.columns,
                     });
                 }
@@ -263,8 +263,11 @@ impl<'a> Planner<'a> {
         let columns: Vec<(String, KqlType)> = schema
             .fields()
             .iter()
+            .filter(|f| !trawl_common::shred::is_hidden_column(f.name()))
             .map(|f| (f.name().clone(), trawl_functions::types::kql_type_of(f)))
             .collect();
+        // The plan keeps the hidden columns (shredded keys) until an operator builds new
+        // columns; see `shredded`.
         let source = datafusion::datasource::provider_as_source(provider);
         let mut builder = LogicalPlanBuilder::scan(name, source, None).map_err(|e| internal(&e))?;
         if columns

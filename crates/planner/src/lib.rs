@@ -21,6 +21,7 @@ mod scalar;
 mod scalar_functions;
 mod search;
 mod series;
+mod shredded;
 mod sources;
 mod top_nested;
 mod unpack;

@@ -83,6 +83,7 @@ impl Planner<'_> {
                         ..
                     }]
                 ) {
+                    let input = crate::shredded::visible(input)?;
                     let plan = build(input.builder().distinct().map_err(|e| internal(&e))?)?;
                     return Ok(Tabular {
                         plan,
@@ -130,8 +131,16 @@ impl Planner<'_> {
                             format!("unknown column '{}'", rename.old_name.name),
                         ));
                     };
-                    exprs[index] = column(&rename.old_name.name).alias(&rename.new_name.name);
-                    columns[index].0 = rename.new_name.name.clone();
+                    let new_name = &rename.new_name.name;
+                    if columns.iter().enumerate().any(|(i, (n, _))| i != index && n == new_name) {
+                        return Err(self.error(
+                            ErrorCode::BadRequest,
+                            rename.new_name.span,
+                            format!("a column named '{new_name}' already exists; project it away first"),
+                        ));
+                    }
+                    exprs[index] = column(&rename.old_name.name).alias(new_name);
+                    columns[index].0 = new_name.clone();
                 }
                 let plan = build(input.builder().project(exprs).map_err(|e| internal(&e))?)?;
                 Ok(Tabular { plan, columns })

@@ -13,6 +13,7 @@ use trawl_catalog::ColumnInfo;
 use trawl_common::{KqlType, Row, TIME_COLUMN, Value};
 
 use crate::schema::{UTC, field, segment_arrow_type};
+use crate::shred::Shredder;
 use crate::{Result, StorageError};
 
 /// What [`rows_to_batch`] made: the batch, its columns, and its time range.
@@ -32,7 +33,8 @@ fn time_of(row: &Row) -> i64 {
 }
 
 /// Sorts `rows` by `timestamp` and builds one batch. A column whose values disagree in type
-/// widens (`long`→`real`; anything else → `dynamic`).
+/// widens (`long`→`real`; anything else → `dynamic`). The hidden columns of shredded keys
+/// (`trawl_common::shred`) come last; cells named like hidden columns are dropped.
 pub fn rows_to_batch(mut rows: Vec<Row>) -> Result<RowsBatch> {
     if rows.is_empty() {
         return Err(StorageError::Invalid("no rows to write".into()));
@@ -78,13 +80,17 @@ pub fn rows_to_batch(mut rows: Vec<Row>) -> Result<RowsBatch> {
         arrays.push(builder.finish(row_count));
     }
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
-    let columns = columns
+    let columns: Vec<ColumnInfo> = columns
         .into_iter()
         .map(|(name, kql_type)| ColumnInfo {
             name: name.to_string(),
             kql_type,
         })
         .collect();
+    // Hot keys of the bags get hidden columns of their own (decision 002).
+    let shredder = Shredder::new(&batch.schema());
+    let batch = shredder.shred(&batch)?;
+    let columns = shredder.columns(&columns);
     Ok(RowsBatch {
         batch,
         columns,

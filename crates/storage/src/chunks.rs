@@ -7,8 +7,11 @@
 //! only. The proof comes from DataFusion's own row-group pruning
 //! ([`RowGroupAccessPlanFilter`]), which marks a group fully matched when the inverted
 //! predicate (with every referenced column possibly null) is pruned by the statistics.
+//! The predicate work (simplifying, building pruning predicates) is done once per set of
+//! segment columns ([`Classifier`]); per segment only its cached footer is read.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
@@ -25,7 +28,7 @@ use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicate
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use object_store::ObjectMeta;
 use object_store::path::Path as ObjectPath;
-use trawl_catalog::SegmentMeta;
+use trawl_catalog::{ColumnInfo, SegmentMeta};
 
 use crate::schema::table_schema;
 use crate::store::SegmentStore;
@@ -49,15 +52,93 @@ pub(crate) enum Chunks {
     Unknown,
 }
 
-/// Classifies the chunks of `segment` against `predicate` (over `table`'s columns).
-pub(crate) async fn classify(
-    state: &dyn Session,
-    table: &SchemaRef,
-    segment: &SegmentMeta,
-    predicate: &Expr,
-) -> DfResult<Chunks> {
+/// What a predicate says about segments with one set of columns, worked out once for all
+/// segments with that set (most of a table's segments share it).
+#[derive(Debug, Clone)]
+pub(crate) enum Prepared {
+    /// The predicate is decided by the columns alone (false or null when a column it needs
+    /// is missing, true when it holds for any value).
+    Decided(Chunks),
+    /// The chunks' statistics decide: `pruning` finds chunks where some row may pass,
+    /// `full_check` chunks where some row may fail.
+    Statistics {
+        segment_schema: SchemaRef,
+        pruning: Option<Arc<PruningPredicate>>,
+        full_check: Option<Arc<PruningPredicate>>,
+    },
+}
+
+/// Most classifications remembered across queries.
+const REMEMBERED: usize = 16_384;
+
+/// Classifications of earlier queries, by segment id and predicate text. Segments never
+/// change, so an entry stays true; dashboards that run the same filters again skip the
+/// statistics work. When full, it starts over.
+static REMEMBERED_CHUNKS: LazyLock<Mutex<HashMap<(String, String), Chunks>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Prepared predicates by segment column set.
+#[derive(Debug, Default)]
+pub(crate) struct Classifier {
+    prepared: Vec<(Vec<ColumnInfo>, Prepared)>,
+    /// The predicate's text, the second half of the keys of `REMEMBERED_CHUNKS`.
+    predicate_text: Option<String>,
+}
+
+impl Classifier {
+    /// Classifies the chunks of `segment` against `predicate` (over `table`'s columns).
+    pub(crate) async fn classify(
+        &mut self,
+        state: &dyn Session,
+        table: &SchemaRef,
+        segment: &SegmentMeta,
+        predicate: &Expr,
+    ) -> DfResult<Chunks> {
+        let text = self.predicate_text.get_or_insert_with(|| predicate.to_string()).clone();
+        let key = (segment.id.clone(), text);
+        if let Some(chunks) = REMEMBERED_CHUNKS.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(chunks);
+        }
+        let chunks = self.classify_again(state, table, segment, predicate).await?;
+        if let Ok(mut remembered) = REMEMBERED_CHUNKS.lock() {
+            if remembered.len() >= REMEMBERED {
+                remembered.clear();
+            }
+            remembered.insert(key, chunks.clone());
+        }
+        Ok(chunks)
+    }
+
+    async fn classify_again(
+        &mut self,
+        state: &dyn Session,
+        table: &SchemaRef,
+        segment: &SegmentMeta,
+        predicate: &Expr,
+    ) -> DfResult<Chunks> {
+        let prepared = match self.prepared.iter().find(|(columns, _)| *columns == segment.columns) {
+            Some((_, prepared)) => prepared.clone(),
+            None => {
+                let prepared = prepare(state, table, &segment.columns, predicate)?;
+                self.prepared.push((segment.columns.clone(), prepared.clone()));
+                prepared
+            }
+        };
+        match prepared {
+            Prepared::Decided(chunks) => Ok(chunks),
+            Prepared::Statistics {
+                segment_schema,
+                pruning,
+                full_check,
+            } => classify_by_statistics(state, segment, &segment_schema, &pruning, &full_check).await,
+        }
+    }
+}
+
+/// What `predicate` (over `table`'s columns) says about segments with `columns`.
+fn prepare(state: &dyn Session, table: &SchemaRef, columns: &[ColumnInfo], predicate: &Expr) -> DfResult<Prepared> {
     // Columns the segment lacks read as null in it.
-    let segment_schema = table_schema(&segment.columns);
+    let segment_schema = table_schema(columns);
     let rewritten = predicate
         .clone()
         .transform(|expr| match &expr {
@@ -76,11 +157,11 @@ pub(crate) async fn classify(
     let simplifier = ExprSimplifier::new(SimplifyContext::builder().with_schema(Arc::clone(&df_schema)).build());
     let simplified = match simplifier.simplify(rewritten) {
         Ok(simplified) => simplified,
-        Err(_) => return Ok(Chunks::Unknown),
+        Err(_) => return Ok(Prepared::Decided(Chunks::Unknown)),
     };
     match &simplified {
-        Expr::Literal(ScalarValue::Boolean(Some(true)), _) => return Ok(Chunks::AllFull),
-        Expr::Literal(ScalarValue::Boolean(_) | ScalarValue::Null, _) => return Ok(Chunks::None),
+        Expr::Literal(ScalarValue::Boolean(Some(true)), _) => return Ok(Prepared::Decided(Chunks::AllFull)),
+        Expr::Literal(ScalarValue::Boolean(_) | ScalarValue::Null, _) => return Ok(Prepared::Decided(Chunks::None)),
         _ => {}
     }
     // A chunk is full when statistics rule out every row failing: `NOT p`, or a null in a
@@ -90,13 +171,28 @@ pub(crate) async fn classify(
         inverted = inverted.or(Expr::Column(column.clone()).is_null());
     }
     let Ok(inverted) = simplifier.simplify(inverted) else {
-        return Ok(Chunks::Unknown);
+        return Ok(Prepared::Decided(Chunks::Unknown));
     };
     let pruning = pruning_predicate(state, simplified, &df_schema, &segment_schema);
     let full_check = pruning_predicate(state, inverted, &df_schema, &segment_schema);
     if pruning.is_none() && full_check.is_none() {
-        return Ok(Chunks::Unknown);
+        return Ok(Prepared::Decided(Chunks::Unknown));
     }
+    Ok(Prepared::Statistics {
+        segment_schema,
+        pruning,
+        full_check,
+    })
+}
+
+/// Classifies the chunks of `segment` by their statistics.
+async fn classify_by_statistics(
+    state: &dyn Session,
+    segment: &SegmentMeta,
+    segment_schema: &SchemaRef,
+    pruning: &Option<Arc<PruningPredicate>>,
+    full_check: &Option<Arc<PruningPredicate>>,
+) -> DfResult<Chunks> {
     let url = SegmentStore::url().map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
     let store = state.runtime_env().object_store(url)?;
     let object = ObjectMeta {
@@ -122,8 +218,8 @@ pub(crate) async fn classify(
         }
         filter.build()
     };
-    let may_pass = prune(&pruning);
-    let may_fail = prune(&full_check);
+    let may_pass = prune(pruning);
+    let may_fail = prune(full_check);
     let (mut full, mut partial) = (Vec::new(), Vec::new());
     for index in may_pass.row_group_index_iter() {
         if may_fail.should_scan(index) {

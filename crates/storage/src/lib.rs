@@ -19,6 +19,7 @@ pub mod count_by;
 mod merge;
 pub mod schema;
 mod segment;
+pub mod shred;
 mod store;
 mod table;
 

@@ -19,9 +19,11 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 use trawl_catalog::{Catalog, SegmentMeta};
 use trawl_common::TIME_COLUMN;
+use trawl_common::shred::is_hidden_column;
 
 use crate::schema::{row_kind, table_schema, union_columns};
 use crate::segment::{SegmentEncoder, SegmentWriter};
+use crate::shred::Shredder;
 use crate::table::TrawlTable;
 use crate::{Result, StorageError};
 
@@ -152,6 +154,9 @@ impl Merger {
         let inputs: Vec<String> = group.iter().map(|s| s.id.clone()).collect();
         let group_rows: u64 = group.iter().map(|s| s.rows).sum();
         let input_bytes: u64 = group.iter().map(|s| s.bytes).sum();
+        // Hidden columns are computed again from the bags, so rows of segments written before
+        // a key was shredded get theirs too.
+        let columns: Vec<_> = columns.into_iter().filter(|c| !is_hidden_column(&c.name)).collect();
         let provider = TrawlTable::with_segments(table_schema(&columns), group);
         let mut frame = self.context.read_table(Arc::new(provider))?;
         if columns.iter().any(|c| c.name == TIME_COLUMN) {
@@ -160,13 +165,15 @@ impl Merger {
         let expected_rows = usize::try_from(group_rows).unwrap_or(usize::MAX);
         // The plan is a streaming merge of the inputs (each time-sorted), not a full sort.
         let mut stream = frame.execute_stream().await?;
-        let mut encoder = SegmentEncoder::new(stream.schema(), expected_rows)?
+        let shredder = Shredder::new(&stream.schema());
+        let columns = shredder.columns(&columns);
+        let mut encoder = SegmentEncoder::new(shredder.schema(), expected_rows)?
             .with_capacity(usize::try_from(input_bytes + input_bytes / 16).unwrap_or(0));
         let mut rows = 0u64;
         while let Some(batch) = stream.next().await {
             let batch = batch?;
             rows += batch.num_rows() as u64;
-            encoder.write(&batch)?;
+            encoder.write(&shredder.shred(&batch)?)?;
         }
         if rows != group_rows {
             return Err(StorageError::Invalid(format!(

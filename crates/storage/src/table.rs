@@ -16,7 +16,10 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::utils::conjunction;
-use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{
+    Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown, cast, ident, lit,
+};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
@@ -29,8 +32,9 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::union::UnionExec;
 use trawl_catalog::{Catalog, SegmentMeta, TimeRange};
 use trawl_common::TIME_COLUMN;
+use trawl_common::shred::parse_shredded_column;
 
-use crate::chunks::{Chunks, access_plan, classify};
+use crate::chunks::{Chunks, Classifier, access_plan};
 use crate::store::SegmentStore;
 
 /// Where a table's segments come from.
@@ -264,6 +268,158 @@ impl datafusion::catalog::TableProvider for TrawlTable {
             };
             return Ok(Arc::new(EmptyExec::new(projected)));
         }
+        let wanted: Vec<usize> = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let needed = self.needed_columns(&wanted, filters)?;
+        let (legacy, stored): (Vec<SegmentMeta>, Vec<SegmentMeta>) =
+            segments.into_iter().partition(|s| lacks_shredded(s, &self.schema, &needed));
+        if legacy.is_empty() {
+            return self.scan_stored(state, stored, projection, filters, limit).await;
+        }
+        let mut parts = Vec::new();
+        if !stored.is_empty() {
+            parts.push(self.scan_stored(state, stored, projection, filters, limit).await?);
+        }
+        parts.push(self.computed_scan(state, legacy, &wanted, &needed, filters)?);
+        let plan = match parts.len() {
+            1 => parts.remove(0),
+            _ => UnionExec::try_new(parts)?,
+        };
+        Ok(match limit {
+            Some(fetch) => Arc::new(GlobalLimitExec::new(
+                Arc::new(CoalescePartitionsExec::new(plan)),
+                0,
+                Some(fetch),
+            )),
+            None => plan,
+        })
+    }
+
+    /// `supports_filters_pushdown` answers `Exact` for filters statistics can decide (see
+    /// `scan_stored`): the scan applies them itself and leaves them out for chunks proven to
+    /// pass. The others (functions, JSON, text search) are `Inexact`: used for pruning, applied
+    /// by DataFusion above.
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|filter| {
+                // A fixed segment list (a merge) is read as it is, filters only prune.
+                let classified = matches!(self.segments, SegmentSource::Catalog(_));
+                if classified && statistics_can_decide(filter) {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Inexact
+                }
+            })
+            .collect())
+    }
+}
+
+/// Whether `segment` holds a bag but not one of the `needed` hidden columns of its keys: it
+/// was written before the key was shredded, so the column is computed from the bag.
+fn lacks_shredded(segment: &SegmentMeta, schema: &SchemaRef, needed: &[usize]) -> bool {
+    let has = |name: &str| segment.columns.iter().any(|c| c.name == name);
+    needed.iter().any(|&index| {
+        let name = schema.field(index).name();
+        parse_shredded_column(name).is_some_and(|(bag, _)| has(bag) && !has(name))
+    })
+}
+
+impl TrawlTable {
+    /// The columns `wanted` and then those only the filters read, as indices of the schema.
+    fn needed_columns(&self, wanted: &[usize], filters: &[Expr]) -> DfResult<Vec<usize>> {
+        let mut needed = wanted.to_vec();
+        for filter in filters {
+            for column in filter.column_refs() {
+                let index = self.schema.index_of(column.name())?;
+                if !needed.contains(&index) {
+                    needed.push(index);
+                }
+            }
+        }
+        Ok(needed)
+    }
+
+    /// Reads segments that lack hidden columns the query needs: their bags are read and the
+    /// hidden columns computed from them (as `json_as_text(bag, key)`, which is what they
+    /// hold), then the filters apply. No pruning: such segments predate shredding.
+    fn computed_scan(
+        &self,
+        state: &dyn Session,
+        segments: Vec<SegmentMeta>,
+        wanted: &[usize],
+        needed: &[usize],
+        filters: &[Expr],
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let stored_index = |index: usize| -> DfResult<usize> {
+            match parse_shredded_column(self.schema.field(index).name()) {
+                Some((bag, _)) => Ok(self.schema.index_of(bag)?),
+                None => Ok(index),
+            }
+        };
+        let mut read = Vec::new();
+        for &index in needed {
+            let stored = stored_index(index)?;
+            if !read.contains(&stored) {
+                read.push(stored);
+            }
+        }
+        let url = SegmentStore::url().map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let files = segments
+            .iter()
+            .map(|s| (s.bytes, PartitionedFile::new(s.path.clone(), s.bytes)))
+            .collect();
+        let config = FileScanConfigBuilder::new(url, Arc::new(ParquetSource::new(self.schema.clone())))
+            .with_file_groups(self.file_groups(files))
+            .with_projection_indices(Some(read.clone()))?
+            .build();
+        let scan = DataSourceExec::from_data_source(config);
+        let read_schema = DFSchema::try_from(self.schema.project(&read)?)?;
+        let mut columns: Vec<(Arc<dyn PhysicalExpr>, String)> = Vec::with_capacity(needed.len());
+        for &index in needed {
+            let field = self.schema.field(index);
+            let expr = match parse_shredded_column(field.name()) {
+                Some((bag, key)) => cast(
+                    Expr::ScalarFunction(ScalarFunction::new_udf(
+                        datafusion_functions_json::udfs::json_as_text_udf(),
+                        vec![ident(bag), lit(key)],
+                    )),
+                    field.data_type().clone(),
+                ),
+                None => ident(field.name()),
+            };
+            columns.push((state.create_physical_expr(expr, &read_schema)?, field.name().clone()));
+        }
+        let mut plan: Arc<dyn ExecutionPlan> = Arc::new(ProjectionExec::try_new(columns, scan)?);
+        if let Some(predicate) = conjunction(filters.to_vec()) {
+            let needed_schema = DFSchema::try_from(self.schema.project(needed)?)?;
+            let predicate = state.create_physical_expr(predicate, &needed_schema)?;
+            plan = Arc::new(FilterExec::try_new(predicate, plan)?);
+        }
+        if needed.len() > wanted.len() {
+            let columns = wanted
+                .iter()
+                .enumerate()
+                .map(|(position, &index)| {
+                    let name = self.schema.field(index).name().clone();
+                    (Arc::new(Column::new(&name, position)) as Arc<dyn PhysicalExpr>, name)
+                })
+                .collect::<Vec<_>>();
+            plan = Arc::new(ProjectionExec::try_new(columns, plan)?);
+        }
+        Ok(plan)
+    }
+
+    /// Reads segments that hold every hidden column the query needs.
+    async fn scan_stored(
+        &self,
+        state: &dyn Session,
+        segments: Vec<SegmentMeta>,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let mut source = ParquetSource::new(self.schema.clone());
         if let Some(predicate) = conjunction(filters.to_vec()) {
             let df_schema = DFSchema::try_from(self.schema.as_ref().clone())?;
@@ -321,8 +477,9 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         };
         // Chunks whose statistics prove every row passes are read without the filters.
         let (mut full, mut partial) = (Vec::new(), Vec::new());
+        let mut classifier = Classifier::default();
         for (segment, (bytes, file)) in segments.iter().zip(files) {
-            match classify(state, &self.schema, segment, &predicate).await? {
+            match classifier.classify(state, &self.schema, segment, &predicate).await? {
                 Chunks::None => {}
                 Chunks::AllFull => full.push((bytes, self.with_row_count(file, segment.rows))),
                 Chunks::Unknown => partial.push((bytes, file)),
@@ -378,24 +535,6 @@ impl datafusion::catalog::TableProvider for TrawlTable {
             )),
             None => plan,
         })
-    }
-
-    /// `Exact` for filters whose truth statistics can decide (see `scan`): the scan applies
-    /// them itself and leaves them out for chunks proven to pass. The others (functions,
-    /// JSON, text search) are `Inexact`: used for pruning, applied by DataFusion above.
-    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|filter| {
-                // A fixed segment list (a merge) is read as it is, filters only prune.
-                let classified = matches!(self.segments, SegmentSource::Catalog(_));
-                if classified && statistics_can_decide(filter) {
-                    TableProviderFilterPushDown::Exact
-                } else {
-                    TableProviderFilterPushDown::Inexact
-                }
-            })
-            .collect())
     }
 }
 

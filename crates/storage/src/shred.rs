@@ -1,0 +1,287 @@
+//! Shredding (decision 002): the hidden columns of `trawl_common::shred` computed from their
+//! bags, when a batch is written (ingest and merges).
+//!
+//! A hidden column must equal `json_as_text(bag, key)` on every row, because queries read it in
+//! place of the bag. The extraction below walks each bag once with the same parser
+//! (jiter) and the same steps as `json_as_text` (first occurrence of a key wins, a JSON string
+//! is decoded, any other value is its raw JSON text, `null` and errors give null); a test
+//! checks the two agree on awkward input. Consecutive equal bags (the resource of one
+//! request) are walked once.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use jiter::{Jiter, Peek};
+use trawl_catalog::ColumnInfo;
+use trawl_common::KqlType;
+use trawl_common::shred::{is_hidden_column, shredded_column, shredded_keys};
+
+use crate::schema::{field, kql_type_of, segment_arrow_type};
+use crate::Result;
+
+/// One bag column of a schema and the keys shredded out of it.
+#[derive(Debug, Clone)]
+struct ShreddedBag {
+    index: usize,
+    keys: &'static [&'static str],
+}
+
+/// How to add hidden columns to batches of one schema.
+#[derive(Debug, Clone)]
+pub struct Shredder {
+    bags: Vec<ShreddedBag>,
+    /// The input's columns without hidden ones, then the hidden columns.
+    schema: SchemaRef,
+    /// Positions of the input's own (not hidden) columns.
+    kept: Vec<usize>,
+}
+
+impl Shredder {
+    /// A shredder for batches of `input`. Hidden columns already in `input` are dropped and
+    /// computed again; every listed key of each `dynamic` bag column gets its column, so all
+    /// segments written with a bag have the same hidden columns.
+    pub fn new(input: &Schema) -> Shredder {
+        let kept: Vec<usize> = (0..input.fields().len())
+            .filter(|&i| !is_hidden_column(input.field(i).name()))
+            .collect();
+        let mut fields: Vec<Field> = kept.iter().map(|&i| input.field(i).clone()).collect();
+        let mut bags = Vec::new();
+        for &index in &kept {
+            let bag = input.field(index);
+            let keys = shredded_keys(bag.name());
+            let is_text = matches!(bag.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+            if keys.is_empty() || kql_type_of(bag) != KqlType::Dynamic || !is_text {
+                continue;
+            }
+            for key in keys {
+                let name = shredded_column(bag.name(), key);
+                fields.push(field(&name, KqlType::String, segment_arrow_type(KqlType::String)));
+            }
+            bags.push(ShreddedBag { index, keys });
+        }
+        Shredder {
+            bags,
+            schema: Arc::new(Schema::new(fields)),
+            kept,
+        }
+    }
+
+    /// The schema of the batches [`Shredder::shred`] makes.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// `columns` (the input's) without hidden ones, then the hidden columns.
+    pub fn columns(&self, columns: &[ColumnInfo]) -> Vec<ColumnInfo> {
+        let mut out: Vec<ColumnInfo> = columns
+            .iter()
+            .filter(|c| !is_hidden_column(&c.name))
+            .cloned()
+            .collect();
+        let hidden = self.schema.fields().iter().skip(self.kept.len());
+        out.extend(hidden.map(|f| ColumnInfo {
+            name: f.name().clone(),
+            kql_type: KqlType::String,
+        }));
+        out
+    }
+
+    /// `batch` (of the input schema) with its hidden columns.
+    pub fn shred(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let mut arrays: Vec<ArrayRef> = self.kept.iter().map(|&i| batch.column(i).clone()).collect();
+        for bag in &self.bags {
+            arrays.extend(shred_column(batch.column(bag.index).as_ref(), bag.keys));
+        }
+        Ok(RecordBatch::try_new(self.schema.clone(), arrays)?)
+    }
+}
+
+/// The hidden columns of `keys` for one bag column of JSON text.
+fn shred_column(bags: &dyn Array, keys: &[&str]) -> Vec<ArrayRef> {
+    if let Some(array) = bags.as_string_opt::<i32>() {
+        shred_texts(array.iter(), array.len(), keys)
+    } else if let Some(array) = bags.as_string_view_opt() {
+        shred_texts(array.iter(), array.len(), keys)
+    } else if let Some(array) = bags.as_string_opt::<i64>() {
+        shred_texts(array.iter(), array.len(), keys)
+    } else {
+        shred_texts(std::iter::repeat_n(None, bags.len()), bags.len(), keys)
+    }
+}
+
+fn shred_texts<'a>(texts: impl Iterator<Item = Option<&'a str>>, rows: usize, keys: &[&str]) -> Vec<ArrayRef> {
+    let mut builders: Vec<StringBuilder> = keys.iter().map(|_| StringBuilder::with_capacity(rows, 0)).collect();
+    let mut values: Vec<Option<String>> = vec![None; keys.len()];
+    let mut previous: Option<&str> = None;
+    for text in texts {
+        if text.is_none() || text != previous {
+            values.iter_mut().for_each(|v| *v = None);
+            if let Some(json) = text {
+                extract_keys(json, keys, &mut values);
+            }
+            previous = text;
+        }
+        for (builder, value) in builders.iter_mut().zip(&values) {
+            builder.append_option(value.as_deref());
+        }
+    }
+    builders
+        .into_iter()
+        .map(|mut b| Arc::new(b.finish()) as ArrayRef)
+        .collect()
+}
+
+/// `values[i] = json_as_text(json, keys[i])` for every key, in one walk over `json`.
+fn extract_keys(json: &str, keys: &[&str], values: &mut [Option<String>]) {
+    let position = |key: &str| keys.iter().position(|k| *k == key);
+    let mut jiter = Jiter::new(json.as_bytes());
+    let mut found = vec![false; keys.len()];
+    let mut left = keys.len();
+    let Ok(Peek::Object) = jiter.peek() else {
+        return;
+    };
+    let mut key = match jiter.known_object() {
+        Ok(Some(key)) => position(key),
+        _ => return,
+    };
+    loop {
+        match key.filter(|&i| !found[i]) {
+            Some(i) => {
+                found[i] = true;
+                left -= 1;
+                match read_text(json, &mut jiter) {
+                    Ok(text) => values[i] = text,
+                    Err(()) => return,
+                }
+                if left == 0 {
+                    return;
+                }
+            }
+            None => {
+                if jiter.next_skip().is_err() {
+                    return;
+                }
+            }
+        }
+        key = match jiter.next_key() {
+            Ok(Some(key)) => position(key),
+            _ => return,
+        };
+    }
+}
+
+/// The value at `jiter` as `json_as_text` gives it: a string decoded, `null` as none, any
+/// other value as its JSON text.
+fn read_text(json: &str, jiter: &mut Jiter) -> std::result::Result<Option<String>, ()> {
+    let peek = jiter.peek().map_err(|_| ())?;
+    match peek {
+        Peek::Null => jiter.known_skip(peek).map(|()| None).map_err(|_| ()),
+        Peek::String => jiter.known_str().map(|text| Some(text.to_string())).map_err(|_| ()),
+        _ => {
+            let start = jiter.current_index();
+            jiter.known_skip(peek).map_err(|_| ())?;
+            json.get(start..jiter.current_index())
+                .map(|raw| Some(raw.to_string()))
+                .ok_or(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::StringArray;
+    use datafusion::prelude::SessionContext;
+
+    fn dynamic_schema() -> Schema {
+        Schema::new(vec![
+            field("attributes", KqlType::Dynamic, DataType::Utf8),
+            field("body", KqlType::Dynamic, DataType::Utf8),
+            field(&shredded_column("attributes", "stale"), KqlType::String, DataType::Utf8),
+        ])
+    }
+
+    const AWKWARD: &[Option<&str>] = &[
+        Some(r#"{"http.route":"/a","http.status_code":500}"#),
+        Some(r#"{"http.route":"/a","http.status_code":500}"#),
+        Some(r#"{"http.route":"esc\"aped\u00e9\n","http.status_code":"404"}"#),
+        Some(r#" { "http.status_code" : 5.0e2 , "http.route" : null } "#),
+        Some(r#"{"http.route":{"nested":[1,2,{"x":true}]},"http.method":true}"#),
+        Some(r#"{"http.route":"first","http.route":"second"}"#),
+        Some(r#"{"http.route":null,"http.route":"second"}"#),
+        Some(r#"{"other":[1,2,3],"http.method":"GET","http.route":[]}"#),
+        Some(r#"{"other":"unterminated,"http.route":"/x"}"#),
+        Some(r#"{"http.route":"/ok","broken": tru}"#),
+        Some(r#"{"http.route":"/ok" "missing comma":1}"#),
+        Some(r#"["http.route","/x"]"#),
+        Some(r#""just a string""#),
+        Some("not json at all"),
+        Some(""),
+        Some("{}"),
+        Some(r#"{"http.status_code":-12,"http.response.status_code":18446744073709551616}"#),
+        None,
+        None,
+        Some(r#"{"http.route":"/a","http.status_code":500}"#),
+    ];
+
+    #[tokio::test]
+    async fn hidden_columns_equal_json_as_text() {
+        let schema = Arc::new(dynamic_schema());
+        let bags: ArrayRef = Arc::new(StringArray::from(AWKWARD.to_vec()));
+        let stale: ArrayRef = Arc::new(StringArray::from(vec![Some("old"); AWKWARD.len()]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![bags.clone(), bags, stale]).unwrap();
+        let shredder = Shredder::new(&schema);
+        let shredded = shredder.shred(&batch).unwrap();
+        // The stale hidden column is gone; `body` has no listed keys.
+        assert!(shredded.schema().field_with_name(&shredded_column("attributes", "stale")).is_err());
+        assert_eq!(shredded.num_columns(), 2 + shredded_keys("attributes").len());
+
+        let context = SessionContext::new();
+        context.register_udf(datafusion_functions_json::udfs::json_as_text_udf().as_ref().clone());
+        context.register_batch("t", shredded.clone()).unwrap();
+        for key in shredded_keys("attributes") {
+            let expected = context
+                .sql(&format!("select json_as_text(attributes, '{key}') as v from t"))
+                .await
+                .unwrap()
+                .collect()
+                .await
+                .unwrap();
+            let expected = expected[0].column(0).as_string::<i32>().clone();
+            let hidden = shredded.column_by_name(&shredded_column("attributes", key)).unwrap();
+            let hidden: Vec<Option<&str>> = hidden.as_string::<i32>().iter().collect();
+            let expected: Vec<Option<&str>> = expected.iter().collect();
+            for (row, bag) in AWKWARD.iter().enumerate() {
+                assert_eq!(hidden[row], expected[row], "key {key}, row {row}: {bag:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn columns_list_hidden_ones_last() {
+        let schema = dynamic_schema();
+        let shredder = Shredder::new(&schema);
+        let columns = vec![
+            ColumnInfo {
+                name: "attributes".into(),
+                kql_type: KqlType::Dynamic,
+            },
+            ColumnInfo {
+                name: shredded_column("attributes", "stale"),
+                kql_type: KqlType::String,
+            },
+        ];
+        let names: Vec<String> = shredder.columns(&columns).into_iter().map(|c| c.name).collect();
+        assert_eq!(names[0], "attributes");
+        assert_eq!(names[1], shredded_column("attributes", "http.route"));
+        assert_eq!(names.len(), 1 + shredded_keys("attributes").len());
+    }
+
+    #[test]
+    fn non_dynamic_bags_are_not_shredded() {
+        let schema = Schema::new(vec![field("resource", KqlType::String, DataType::Utf8)]);
+        assert_eq!(Shredder::new(&schema).schema().fields().len(), 1);
+    }
+}
