@@ -9,6 +9,8 @@
 //! - [`probes`]: `/health`, `/health/ready`, `/info`, served on every HTTP port.
 //! - [`problem`]: RFC 7807 problem details, the error body of the query service.
 
+pub mod adx;
+pub mod adx_mgmt;
 pub mod compression;
 pub mod datasources;
 pub mod operator;

@@ -37,6 +37,9 @@ pub fn router(state: QueryState) -> Router {
         .route("/catalog", get(catalog))
         .route("/v1/datasources", get(crate::datasources::datasources))
         .route("/timeline-query", post(crate::timeline::timeline))
+        .route("/v1/rest/query", post(crate::adx::v1_query))
+        .route("/v1/rest/mgmt", post(crate::adx::v1_mgmt))
+        .route("/v2/rest/query", post(crate::adx::v2_query))
         .with_state(state)
         .merge(probes)
 }

@@ -1,0 +1,463 @@
+//! The Azure Data Explorer REST faces on port 9510, so ADX clients (`azure-kusto-data`,
+//! Grafana's ADX data source, Kusto.Explorer) work unchanged: `POST /v1/rest/query`,
+//! `POST /v1/rest/mgmt` (the `.show` commands clients send) and `POST /v2/rest/query`
+//! (the v2 frame array). Shapes, key order and cell formats follow what ADX sends and what
+//! `azure-kusto-data` 6.x requires; `docs/api.md` lists them.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value as Json, json};
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_engine::{QueryOutput, QueryRequest, QueryWindow};
+
+use crate::state::QueryState;
+
+/// The database name ADX clients send when none was given.
+const CLIENT_DEFAULT_DATABASE: &str = "NetDefaultDB";
+
+/// Body of the three routes: `{db, csl, properties}`; `properties` is an object or a JSON
+/// string holding one (`azure-kusto-data` sends a string).
+#[derive(Debug, Deserialize)]
+struct AdxBody {
+    db: Option<String>,
+    csl: String,
+    #[serde(default)]
+    properties: Option<Json>,
+}
+
+impl AdxBody {
+    fn parse(body: &[u8]) -> Result<AdxBody, TrawlError> {
+        serde_json::from_slice(body).map_err(|e| TrawlError::bad_request(format!("the request body is not valid: {e}")))
+    }
+
+    /// `properties`, whichever way it was sent.
+    fn properties(&self) -> Result<Json, TrawlError> {
+        match &self.properties {
+            None | Some(Json::Null) => Ok(Json::Null),
+            Some(Json::String(text)) if text.trim().is_empty() => Ok(Json::Null),
+            Some(Json::String(text)) => serde_json::from_str(text)
+                .map_err(|e| TrawlError::bad_request(format!("'properties' is not a JSON object: {e}"))),
+            Some(value) => Ok(value.clone()),
+        }
+    }
+}
+
+/// The database a request names, or the service's default.
+fn database(state: &QueryState, body: &AdxBody) -> String {
+    match body.db.as_deref().map(str::trim) {
+        None | Some("") | Some(CLIENT_DEFAULT_DATABASE) => state.database.clone(),
+        Some(name) => name.to_string(),
+    }
+}
+
+/// The correlation id to echo: `x-ext-client-request-id`, else `x-ms-client-request-id`.
+fn client_request_id(headers: &HeaderMap) -> String {
+    ["x-ext-client-request-id", "x-ms-client-request-id"]
+        .iter()
+        .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn run(state: &QueryState, body: &AdxBody) -> Result<QueryOutput, TrawlError> {
+    let request = QueryRequest {
+        text: body.csl.clone(),
+        database: database(state, body),
+        window: QueryWindow::default(),
+    };
+    state.engine.execute(&request).await
+}
+
+/// `POST /v1/rest/query`: result tables, `@ExtendedProperties` when the query renders, a
+/// `QueryStatus` table, and the table of contents last.
+pub async fn v1_query(State(state): State<QueryState>, headers: HeaderMap, body: Bytes) -> Response {
+    let started = std::time::Instant::now();
+    let result = async {
+        let body = AdxBody::parse(&body)?;
+        let output = run(&state, &body).await?;
+        Ok::<_, TrawlError>(v1_tables(&output, &client_request_id(&headers), started.elapsed()))
+    }
+    .await;
+    match result {
+        Ok(tables) => json_response(StatusCode::OK, &tables),
+        Err(error) => AdxError(error).into_response(),
+    }
+}
+
+/// `POST /v1/rest/mgmt`: the `.show` commands ADX clients send.
+pub async fn v1_mgmt(State(state): State<QueryState>, body: Bytes) -> Response {
+    let result = async {
+        let body = AdxBody::parse(&body)?;
+        let table = crate::adx_mgmt::command(&state, &database(&state, &body), &body.csl).await?;
+        Ok::<_, TrawlError>(json!({ "Tables": [table] }))
+    }
+    .await;
+    match result {
+        Ok(tables) => json_response(StatusCode::OK, &tables),
+        Err(error) => AdxError(error).into_response(),
+    }
+}
+
+/// `POST /v2/rest/query`: the v2 frame array (DataSetHeader, QueryProperties, the result
+/// tables, QueryCompletionInformation, DataSetCompletion).
+pub async fn v2_query(State(state): State<QueryState>, headers: HeaderMap, body: Bytes) -> Response {
+    let started = std::time::Instant::now();
+    let result = async {
+        let body = AdxBody::parse(&body)?;
+        let properties = body.properties()?;
+        let progressive = properties
+            .pointer("/Options/results_progressive_enabled")
+            .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true"));
+        let output = run(&state, &body).await?;
+        let request_id = client_request_id(&headers);
+        Ok::<_, TrawlError>(v2_frames(&output, &request_id, started.elapsed(), progressive))
+    }
+    .await;
+    match result {
+        Ok(frames) => json_response(StatusCode::OK, &frames),
+        Err(error) => AdxError(error).into_response(),
+    }
+}
+
+fn json_response(status: StatusCode, body: &Json) -> Response {
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The .NET type name ADX shows as `DataType` in v1 tables.
+pub fn dotnet_type(kql_type: KqlType) -> &'static str {
+    match kql_type {
+        KqlType::Bool => "Boolean",
+        KqlType::Int => "Int32",
+        KqlType::Long => "Int64",
+        KqlType::Real => "Double",
+        KqlType::Decimal => "Decimal",
+        KqlType::String => "String",
+        KqlType::DateTime => "DateTime",
+        KqlType::Timespan => "TimeSpan",
+        KqlType::Guid => "Guid",
+        KqlType::Dynamic => "Object",
+    }
+}
+
+/// A v1 table: `{TableName, Columns: [{ColumnName, DataType, ColumnType}], Rows}`.
+pub fn v1_table(name: &str, columns: &[(&str, KqlType)], rows: Vec<Json>) -> Json {
+    json!({
+        "TableName": name,
+        "Columns": columns.iter().map(|(n, t)| json!({
+            "ColumnName": n,
+            "DataType": dotnet_type(*t),
+            "ColumnType": t.as_str(),
+        })).collect::<Vec<_>>(),
+        "Rows": rows,
+    })
+}
+
+fn v1_tables(output: &QueryOutput, request_id: &str, elapsed: std::time::Duration) -> Json {
+    let mut tables = Vec::new();
+    let mut contents = Vec::new();
+    for table in &output.tables {
+        let columns: Vec<(&str, KqlType)> = table.columns.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+        // v1 prints dynamic values as their JSON text.
+        let rows = table
+            .json_rows()
+            .into_iter()
+            .map(|row| {
+                Json::Array(
+                    row.into_iter()
+                        .zip(&table.columns)
+                        .map(|(cell, (_, kql_type))| match (kql_type, cell) {
+                            (KqlType::Dynamic, Json::Null) => Json::Null,
+                            (KqlType::Dynamic, Json::String(text)) => Json::String(text),
+                            (KqlType::Dynamic, other) => Json::String(other.to_string()),
+                            (_, cell) => cell,
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        contents.push(("QueryResult", table.name.clone()));
+        tables.push(v1_table(&format!("Table_{}", tables.len()), &columns, rows));
+    }
+    if let Some(visualization) = &output.visualization {
+        let value = crate::query_http::extended_properties(visualization).to_string();
+        contents.push(("QueryProperties", "@ExtendedProperties".into()));
+        tables.push(v1_table(
+            &format!("Table_{}", tables.len()),
+            &[("Value", KqlType::String)],
+            vec![json!([value])],
+        ));
+    }
+    let now = trawl_common::time::format_datetime(trawl_common::time::now_nanos());
+    let activity = uuid::Uuid::new_v4().to_string();
+    let mut status_rows = vec![json!([
+        now,
+        4,
+        "Info",
+        0,
+        format!("Query completed successfully in {} ms", elapsed.as_millis()),
+        1,
+        uuid::Uuid::new_v4().to_string(),
+        activity,
+        activity,
+        request_id,
+    ])];
+    for warning in &output.warnings {
+        status_rows.push(json!([
+            now,
+            3,
+            "Warning",
+            0,
+            format!("{}: {}", warning.kind, warning.message),
+            1,
+            uuid::Uuid::new_v4().to_string(),
+            activity,
+            activity,
+            request_id,
+        ]));
+    }
+    contents.push(("QueryStatus", "QueryStatus".into()));
+    tables.push(v1_table(
+        &format!("Table_{}", tables.len()),
+        &[
+            ("Timestamp", KqlType::DateTime),
+            ("Severity", KqlType::Int),
+            ("SeverityName", KqlType::String),
+            ("StatusCode", KqlType::Int),
+            ("StatusDescription", KqlType::String),
+            ("Count", KqlType::Int),
+            ("RequestId", KqlType::Guid),
+            ("ActivityId", KqlType::Guid),
+            ("SubActivityId", KqlType::Guid),
+            ("ClientActivityId", KqlType::String),
+        ],
+        status_rows,
+    ));
+    let toc_rows = contents
+        .iter()
+        .enumerate()
+        .map(|(ordinal, (kind, name))| json!([ordinal, kind, name, uuid::Uuid::new_v4().to_string(), ""]))
+        .collect();
+    tables.push(v1_table(
+        &format!("Table_{}", tables.len()),
+        &[
+            ("Ordinal", KqlType::Long),
+            ("Kind", KqlType::String),
+            ("Name", KqlType::String),
+            ("Id", KqlType::String),
+            ("PrettyName", KqlType::String),
+        ],
+        toc_rows,
+    ));
+    json!({ "Tables": tables })
+}
+
+/// A v2 `DataTable` frame, keys in the order streaming clients need (`FrameType` first,
+/// `Rows` last).
+fn data_table(id: usize, kind: &str, name: &str, columns: &[(&str, KqlType)], rows: Vec<Json>) -> Json {
+    json!({
+        "FrameType": "DataTable",
+        "TableId": id,
+        "TableKind": kind,
+        "TableName": name,
+        "Columns": v2_columns(columns),
+        "Rows": rows,
+    })
+}
+
+fn v2_columns(columns: &[(&str, KqlType)]) -> Vec<Json> {
+    columns
+        .iter()
+        .map(|(n, t)| json!({"ColumnName": n, "ColumnType": t.as_str()}))
+        .collect()
+}
+
+fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duration, progressive: bool) -> Json {
+    let mut frames = vec![if progressive {
+        json!({"FrameType": "DataSetHeader", "IsProgressive": true, "Version": "v2.0", "IsFragmented": true})
+    } else {
+        json!({"FrameType": "DataSetHeader", "IsProgressive": false, "Version": "v2.0"})
+    }];
+    let properties_rows = match &output.visualization {
+        Some(visualization) => vec![json!([
+            1,
+            "Visualization",
+            crate::query_http::extended_properties(visualization).to_string()
+        ])],
+        None => Vec::new(),
+    };
+    frames.push(data_table(
+        0,
+        "QueryProperties",
+        "@ExtendedProperties",
+        &[("TableId", KqlType::Int), ("Key", KqlType::String), ("Value", KqlType::Dynamic)],
+        properties_rows,
+    ));
+    let mut next_id = 1;
+    for table in &output.tables {
+        let columns: Vec<(&str, KqlType)> = table.columns.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+        let rows: Vec<Json> = table.json_rows().into_iter().map(Json::Array).collect();
+        if progressive {
+            let count = rows.len();
+            frames.push(json!({
+                "FrameType": "TableHeader",
+                "TableId": next_id,
+                "TableKind": "PrimaryResult",
+                "TableName": table.name,
+                "Columns": v2_columns(&columns),
+            }));
+            frames.push(json!({
+                "FrameType": "TableFragment",
+                "TableFragmentType": "DataReplace",
+                "TableId": next_id,
+                "Rows": rows,
+            }));
+            frames.push(json!({"FrameType": "TableProgress", "TableId": next_id, "TableProgress": 100.0}));
+            frames.push(json!({"FrameType": "TableCompletion", "TableId": next_id, "RowCount": count}));
+        } else {
+            frames.push(data_table(next_id, "PrimaryResult", &table.name, &columns, rows));
+        }
+        next_id += 1;
+    }
+    frames.push(completion_information(next_id, output, request_id, elapsed));
+    frames.push(json!({"FrameType": "DataSetCompletion", "HasErrors": false, "Cancelled": false}));
+    Json::Array(frames)
+}
+
+/// The `QueryCompletionInformation` table: a `QueryInfo` row, one `Warning` row per
+/// warning, and the `QueryResourceConsumption` statistics.
+fn completion_information(id: usize, output: &QueryOutput, request_id: &str, elapsed: std::time::Duration) -> Json {
+    let now = trawl_common::time::format_datetime(trawl_common::time::now_nanos());
+    let activity = uuid::Uuid::new_v4().to_string();
+    let row = |level: i32, level_name: &str, event: i32, event_name: &str, payload: Json| {
+        json!([
+            now,
+            request_id,
+            activity,
+            activity,
+            activity,
+            level,
+            level_name,
+            0,
+            "S_OK (0)",
+            event,
+            event_name,
+            payload.to_string()
+        ])
+    };
+    let mut rows = vec![row(
+        4,
+        "Info",
+        4,
+        "QueryInfo",
+        json!({"Count": 1, "Text": "Query completed successfully"}),
+    )];
+    for warning in &output.warnings {
+        rows.push(row(
+            3,
+            "Warning",
+            4,
+            "QueryInfo",
+            json!({"Count": 1, "Text": format!("{}: {}", warning.kind, warning.message)}),
+        ));
+    }
+    let result_rows: usize = output.tables.iter().map(|t| t.row_count()).sum();
+    rows.push(row(
+        6,
+        "Stats",
+        0,
+        "QueryResourceConsumption",
+        json!({
+            "ExecutionTime": elapsed.as_secs_f64(),
+            "ClientRequestId": request_id,
+            "dataset_statistics": output.tables.iter().map(|t| json!({
+                "table_row_count": t.row_count(),
+                "table_size": 0,
+            })).collect::<Vec<_>>(),
+            "result_rows": result_rows,
+        }),
+    ));
+    data_table(
+        id,
+        "QueryCompletionInformation",
+        "QueryCompletionInformation",
+        &[
+            ("Timestamp", KqlType::DateTime),
+            ("ClientRequestId", KqlType::String),
+            ("ActivityId", KqlType::Guid),
+            ("SubActivityId", KqlType::Guid),
+            ("ParentActivityId", KqlType::Guid),
+            ("Level", KqlType::Int),
+            ("LevelName", KqlType::String),
+            ("StatusCode", KqlType::Int),
+            ("StatusCodeName", KqlType::String),
+            ("EventType", KqlType::Int),
+            ("EventTypeName", KqlType::String),
+            ("Payload", KqlType::String),
+        ],
+        rows,
+    )
+}
+
+/// An error as ADX answers it: a 4xx/5xx with `{error: {code, message, @type, @message,
+/// @context, @permanent}}`, never wrapped in frames.
+pub struct AdxError(pub TrawlError);
+
+impl AdxError {
+    fn body(&self) -> Json {
+        let error = &self.0;
+        let semantic = matches!(
+            error.code,
+            ErrorCode::UnknownTable | ErrorCode::UnknownColumn | ErrorCode::UnknownFunction | ErrorCode::TypeMismatch
+        );
+        let (code, exception) = match error.code {
+            ErrorCode::SyntaxError => ("General_BadRequest", "Kusto.Data.Exceptions.SyntaxException"),
+            ErrorCode::UnknownTable | ErrorCode::UnknownColumn | ErrorCode::UnknownFunction | ErrorCode::TypeMismatch => {
+                ("General_BadRequest", "Kusto.Data.Exceptions.SemanticException")
+            }
+            ErrorCode::BadRequest | ErrorCode::PayloadTooLarge | ErrorCode::NotFound => {
+                ("General_BadRequest", "Kusto.Data.Exceptions.KustoBadRequestException")
+            }
+            ErrorCode::Unauthenticated => ("Unauthorized", "Kusto.Data.Exceptions.KustoClientAuthenticationException"),
+            ErrorCode::PermissionDenied => ("Forbidden", "Kusto.Data.Exceptions.UnauthorizedOperationException"),
+            ErrorCode::Timeout => ("RequestTimeout", "Kusto.Data.Exceptions.QueryTimeoutException"),
+            ErrorCode::Unavailable => ("ServiceUnavailable", "Kusto.Data.Exceptions.KustoServiceTimeoutException"),
+            ErrorCode::Internal => ("Internal_Error", "Kusto.Data.Exceptions.KustoServiceException"),
+        };
+        let prefix = match error.code {
+            ErrorCode::SyntaxError => "Syntax error: ",
+            _ if semantic => "Semantic error: ",
+            _ => "",
+        };
+        let mut context = serde_json::Map::new();
+        context.insert("code".into(), Json::String(error.code.as_str().into()));
+        if let Some(location) = &error.location {
+            context.insert("location".into(), serde_json::to_value(location).unwrap_or_default());
+        }
+        let permanent = !matches!(error.code, ErrorCode::Unavailable | ErrorCode::Timeout | ErrorCode::Internal);
+        json!({
+            "error": {
+                "code": code,
+                "message": error.message,
+                "@type": exception,
+                "@message": format!("{prefix}{}", error.message),
+                "@context": context,
+                "@permanent": permanent,
+            }
+        })
+    }
+}
+
+impl IntoResponse for AdxError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        json_response(status, &self.body())
+    }
+}

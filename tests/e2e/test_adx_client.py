@@ -1,0 +1,128 @@
+"""The Azure Data Explorer REST faces (`/v2/rest/query`, `/v1/rest/query`, `/v1/rest/mgmt`)
+driven by the real `azure-kusto-data` client, as a user would point it at Trawl: a
+connection string with a token provider, the database as the URL's one path segment."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from urllib.parse import urljoin
+
+import pytest
+from azure.kusto.data import KustoClient, KustoConnectionStringBuilder
+from azure.kusto.data.exceptions import KustoApiError
+
+from trawl_e2e import http_request
+
+MARKER = "adx-client-e2e"
+
+
+@pytest.fixture(scope="module")
+def loaded(trawl):
+    """Three log records of one service, one with an error, in table `default`."""
+    records = [
+        {
+            "timeUnixNano": str(1_700_000_000_000_000_000 + i * 1_000_000_000),
+            "severityText": "ERROR" if i == 2 else "INFO",
+            "body": {"stringValue": f"{MARKER} {i}"},
+            "attributes": [{"key": "n", "value": {"intValue": str(i)}}],
+        }
+        for i in range(3)
+    ]
+    payload = {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "checkout"}}]},
+                "scopeLogs": [{"logRecords": records}],
+            }
+        ]
+    }
+    status, _, answer = http_request(
+        trawl.otlp_http_url + "/v1/logs", json.dumps(payload).encode(), {"Content-Type": "application/json"}, "POST"
+    )
+    assert status == 200, answer
+    trawl.wait_for_count(f'default | where body has "{MARKER}"', 3)
+    return trawl
+
+
+def client(server, database: str = "default") -> KustoClient:
+    kcsb = KustoConnectionStringBuilder.with_token_provider(f"{server.query_url}/{database}", lambda: "any-token")
+    return KustoClient(kcsb)
+
+
+QUERY = f'default | where body has "{MARKER}" | project timestamp, severity_text, body, attributes, d = 90s | order by timestamp asc'
+
+
+def test_v2_query_converts_types(loaded):
+    response = client(loaded).execute_query("default", QUERY)
+    table = response.primary_results[0]
+    assert [c.column_name for c in table.columns] == ["timestamp", "severity_text", "body", "attributes", "d"]
+    assert [c.column_type for c in table.columns] == ["datetime", "string", "dynamic", "dynamic", "timespan"]
+    rows = list(table)
+    assert len(rows) == 3
+    assert rows[0]["timestamp"] == datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)
+    assert rows[2]["severity_text"] == "ERROR"
+    assert rows[1]["body"] == f"{MARKER} 1"
+    assert rows[1]["attributes"] == {"n": 1}
+    assert rows[0]["d"] == datetime.timedelta(seconds=90)
+
+
+def test_v2_summarize_and_render(loaded):
+    response = client(loaded).execute_query(
+        "default",
+        f'default | where body has "{MARKER}" | summarize n = count() by severity_text | order by severity_text asc '
+        "| render columnchart",
+    )
+    rows = [list(r) for r in response.primary_results[0]]
+    assert rows == [["ERROR", 1], ["INFO", 2]]
+    kinds = [t.table_kind.value for t in response.tables]
+    assert kinds[0] == "QueryProperties" and kinds[-1] == "QueryCompletionInformation"
+    properties = list(response.tables[0])
+    assert properties[0]["Key"] == "Visualization"
+    assert json.loads(properties[0]["Value"])["Visualization"] == "columnchart"
+    assert response.errors_count == 0
+
+
+def test_v2_streaming_query(loaded):
+    response = client(loaded).execute_streaming_query("default", QUERY)
+    rows = [list(r) for r in response.iter_primary_results().__next__()]
+    assert len(rows) == 3
+
+
+def test_v1_query(loaded):
+    kusto = client(loaded)
+    kusto._query_endpoint = urljoin(kusto._kusto_cluster, "v1/rest/query")
+    response = kusto.execute_query("default", QUERY)
+    table = response.primary_results[0]
+    assert table.table_name == "PrimaryResult"
+    rows = list(table)
+    assert len(rows) == 3
+    assert rows[0]["timestamp"] == datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)
+    # v1 prints dynamic values as their JSON text, as ADX does.
+    assert json.loads(rows[1]["attributes"]) == {"n": 1}
+
+
+def test_mgmt_show_commands(loaded):
+    kusto = client(loaded)
+    tables = kusto.execute_mgmt("default", ".show tables").primary_results[0]
+    assert [c.column_name for c in tables.columns] == ["TableName", "DatabaseName", "Folder", "DocString"]
+    assert ["default", "default"] in [[r["TableName"], r["DatabaseName"]] for r in tables]
+    databases = kusto.execute(None, ".show databases").primary_results[0]
+    assert "default" in [r["DatabaseName"] for r in databases]
+    schema = kusto.execute_mgmt("default", ".show table default schema as json").primary_results[0]
+    columns = {c["Name"]: c["CslType"] for c in json.loads(list(schema)[0]["Schema"])["OrderedColumns"]}
+    assert columns["timestamp"] == "datetime" and columns["attributes"] == "dynamic"
+    assert not any(name.startswith("__trawl") for name in columns), "hidden columns must not show"
+
+
+def test_errors_are_kusto_api_errors(loaded):
+    kusto = client(loaded)
+    with pytest.raises(KustoApiError) as error:
+        kusto.execute_query("default", "default | where nosuchcolumn == 1")
+    assert "Semantic error" in str(error.value)
+    with pytest.raises(KustoApiError) as error:
+        kusto.execute_query("default", "default | where (")
+    assert "Syntax error" in str(error.value)
+    with pytest.raises(KustoApiError) as error:
+        kusto.execute_mgmt("default", ".drop table default")
+    assert "not supported" in str(error.value)
