@@ -297,7 +297,11 @@ fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duratio
         0,
         "QueryProperties",
         "@ExtendedProperties",
-        &[("TableId", KqlType::Int), ("Key", KqlType::String), ("Value", KqlType::Dynamic)],
+        &[
+            ("TableId", KqlType::Int),
+            ("Key", KqlType::String),
+            ("Value", KqlType::Dynamic),
+        ],
         properties_rows,
     ));
     let mut next_id = 1;
@@ -419,16 +423,23 @@ impl AdxError {
         );
         let (code, exception) = match error.code {
             ErrorCode::SyntaxError => ("General_BadRequest", "Kusto.Data.Exceptions.SyntaxException"),
-            ErrorCode::UnknownTable | ErrorCode::UnknownColumn | ErrorCode::UnknownFunction | ErrorCode::TypeMismatch => {
-                ("General_BadRequest", "Kusto.Data.Exceptions.SemanticException")
-            }
+            ErrorCode::UnknownTable
+            | ErrorCode::UnknownColumn
+            | ErrorCode::UnknownFunction
+            | ErrorCode::TypeMismatch => ("General_BadRequest", "Kusto.Data.Exceptions.SemanticException"),
             ErrorCode::BadRequest | ErrorCode::PayloadTooLarge | ErrorCode::NotFound => {
                 ("General_BadRequest", "Kusto.Data.Exceptions.KustoBadRequestException")
             }
-            ErrorCode::Unauthenticated => ("Unauthorized", "Kusto.Data.Exceptions.KustoClientAuthenticationException"),
+            ErrorCode::Unauthenticated => (
+                "Unauthorized",
+                "Kusto.Data.Exceptions.KustoClientAuthenticationException",
+            ),
             ErrorCode::PermissionDenied => ("Forbidden", "Kusto.Data.Exceptions.UnauthorizedOperationException"),
             ErrorCode::Timeout => ("RequestTimeout", "Kusto.Data.Exceptions.QueryTimeoutException"),
-            ErrorCode::Unavailable => ("ServiceUnavailable", "Kusto.Data.Exceptions.KustoServiceTimeoutException"),
+            ErrorCode::Unavailable => (
+                "ServiceUnavailable",
+                "Kusto.Data.Exceptions.KustoServiceTimeoutException",
+            ),
             ErrorCode::Internal => ("Internal_Error", "Kusto.Data.Exceptions.KustoServiceException"),
         };
         let prefix = match error.code {
@@ -441,7 +452,10 @@ impl AdxError {
         if let Some(location) = &error.location {
             context.insert("location".into(), serde_json::to_value(location).unwrap_or_default());
         }
-        let permanent = !matches!(error.code, ErrorCode::Unavailable | ErrorCode::Timeout | ErrorCode::Internal);
+        let permanent = !matches!(
+            error.code,
+            ErrorCode::Unavailable | ErrorCode::Timeout | ErrorCode::Internal
+        );
         json!({
             "error": {
                 "code": code,

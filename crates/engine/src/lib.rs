@@ -202,15 +202,30 @@ impl Engine {
         let planned = self.plan(request).await?;
         let mut plans = Vec::with_capacity(planned.results.len());
         for result in planned.results {
-            let frame = self
-                .context
-                .execute_logical_plan(result.plan)
-                .await
-                .map_err(execution_error)?;
-            let physical = frame.create_physical_plan().await.map_err(execution_error)?;
-            plans.push(DisplayableExecutionPlan::new(physical.as_ref()).indent(true).to_string());
+            let (physical, _) = self.physical_plan(result.plan).await?;
+            plans.push(
+                DisplayableExecutionPlan::new(physical.as_ref())
+                    .indent(true)
+                    .to_string(),
+            );
         }
         Ok(plans)
+    }
+
+    /// The optimized physical plan of `plan`, and the task context to run it in.
+    async fn physical_plan(
+        &self,
+        plan: datafusion::logical_expr::LogicalPlan,
+    ) -> Result<
+        (
+            Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+            Arc<datafusion::execution::TaskContext>,
+        ),
+        TrawlError,
+    > {
+        let frame = self.context.execute_logical_plan(plan).await.map_err(execution_error)?;
+        let physical = frame.create_physical_plan().await.map_err(execution_error)?;
+        Ok((physical, Arc::new(frame.task_ctx())))
     }
 
     /// Parses and plans `request`, running the discoveries planning needs.
@@ -257,13 +272,7 @@ impl Engine {
             } else {
                 format!("ExtraTable_{}", index - 1)
             };
-            let frame = self
-                .context
-                .execute_logical_plan(result.plan)
-                .await
-                .map_err(execution_error)?;
-            let physical = frame.create_physical_plan().await.map_err(execution_error)?;
-            let task = Arc::new(frame.task_ctx());
+            let (physical, task) = self.physical_plan(result.plan).await?;
             let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
             let mut batches = Vec::new();
             let mut rows = 0usize;

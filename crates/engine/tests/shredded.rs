@@ -26,10 +26,26 @@ fn row(minute: i64, resource: serde_json::Value, attributes: serde_json::Value) 
 
 fn rows(first_minute: i64) -> Vec<Row> {
     vec![
-        row(first_minute, json!({"service.name": "api"}), json!({"http.route": "/a", "http.status_code": 500})),
-        row(first_minute + 1, json!({"service.name": "api"}), json!({"http.route": "/b", "http.status_code": "503"})),
-        row(first_minute + 2, json!({"service.name": 42}), json!({"http.route": {"nested": true}})),
-        row(first_minute + 3, json!({"host.name": "h"}), json!({"http.status_code": 200})),
+        row(
+            first_minute,
+            json!({"service.name": "api"}),
+            json!({"http.route": "/a", "http.status_code": 500}),
+        ),
+        row(
+            first_minute + 1,
+            json!({"service.name": "api"}),
+            json!({"http.route": "/b", "http.status_code": "503"}),
+        ),
+        row(
+            first_minute + 2,
+            json!({"service.name": 42}),
+            json!({"http.route": {"nested": true}}),
+        ),
+        row(
+            first_minute + 3,
+            json!({"host.name": "h"}),
+            json!({"http.status_code": 200}),
+        ),
         row(first_minute + 4, json!({"service.name": "x"}), json!("not a bag")),
     ]
 }
@@ -41,7 +57,11 @@ async fn legacy_segment(f: &Fixture, rows: Vec<Row>) -> TestResult {
         .filter(|&i| !is_hidden_column(made.batch.schema().field(i).name()))
         .collect();
     let batch: RecordBatch = made.batch.project(&keep)?;
-    let columns: Vec<_> = made.columns.into_iter().filter(|c| !is_hidden_column(&c.name)).collect();
+    let columns: Vec<_> = made
+        .columns
+        .into_iter()
+        .filter(|c| !is_hidden_column(&c.name))
+        .collect();
     let mut bytes = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut bytes, batch.schema(), None)?;
     writer.write(&batch)?;
@@ -49,7 +69,16 @@ async fn legacy_segment(f: &Fixture, rows: Vec<Row>) -> TestResult {
     let rows = batch.num_rows() as u64;
     let meta = f
         .writer
-        .write_encoded("default", "default", bytes.into(), columns, made.min_time, made.max_time, rows, 0)
+        .write_encoded(
+            "default",
+            "default",
+            bytes.into(),
+            columns,
+            made.min_time,
+            made.max_time,
+            rows,
+            0,
+        )
         .await?;
     f.catalog.commit_segments(&[meta], &[]).await?;
     Ok(())
@@ -106,10 +135,7 @@ async fn hidden_columns_give_the_answers_of_the_bags_on_new_legacy_and_mixed_seg
 
     let expected = answers(&legacy).await?;
     // What the bags say, checked by hand for the first two questions.
-    assert_eq!(
-        expected[0].1["rows"],
-        json!([["", 2], ["42", 2], ["api", 4], ["x", 2]])
-    );
+    assert_eq!(expected[0].1["rows"], json!([["", 2], ["42", 2], ["api", 4], ["x", 2]]));
     assert_eq!(expected[1].1["rows"], json!([[2]]));
     assert_eq!(answers(&shredded).await?, expected);
     assert_eq!(answers(&mixed).await?, expected);

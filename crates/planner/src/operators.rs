@@ -132,7 +132,11 @@ impl Planner<'_> {
                         ));
                     };
                     let new_name = &rename.new_name.name;
-                    if columns.iter().enumerate().any(|(i, (n, _))| i != index && n == new_name) {
+                    if columns
+                        .iter()
+                        .enumerate()
+                        .any(|(i, (n, _))| i != index && n == new_name)
+                    {
                         return Err(self.error(
                             ErrorCode::BadRequest,
                             rename.new_name.span,

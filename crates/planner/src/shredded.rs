@@ -114,9 +114,7 @@ fn replace_key_read(expr: Expr, hidden: &[Hidden]) -> Transformed<Expr> {
         Expr::ScalarFunction(call) if KEY_AS_TEXT.contains(&call.func.name()) => match call.args.as_slice() {
             [Expr::Column(bag), Expr::Literal(key, _)] => text_of(key).and_then(|key| {
                 hidden.iter().find(|h| {
-                    h.bag == bag.name
-                        && h.key == key
-                        && (bag.relation.is_none() || bag.relation == h.relation)
+                    h.bag == bag.name && h.key == key && (bag.relation.is_none() || bag.relation == h.relation)
                 })
             }),
             _ => None,

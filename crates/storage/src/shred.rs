@@ -18,8 +18,8 @@ use trawl_catalog::ColumnInfo;
 use trawl_common::KqlType;
 use trawl_common::shred::{is_hidden_column, shredded_column, shredded_keys};
 
-use crate::schema::{field, kql_type_of, segment_arrow_type};
 use crate::Result;
+use crate::schema::{field, kql_type_of, segment_arrow_type};
 
 /// One bag column of a schema and the keys shredded out of it.
 #[derive(Debug, Clone)]
@@ -51,7 +51,10 @@ impl Shredder {
         for &index in &kept {
             let bag = input.field(index);
             let keys = shredded_keys(bag.name());
-            let is_text = matches!(bag.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+            let is_text = matches!(
+                bag.data_type(),
+                DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+            );
             if keys.is_empty() || kql_type_of(bag) != KqlType::Dynamic || !is_text {
                 continue;
             }
@@ -75,11 +78,7 @@ impl Shredder {
 
     /// `columns` (the input's) without hidden ones, then the hidden columns.
     pub fn columns(&self, columns: &[ColumnInfo]) -> Vec<ColumnInfo> {
-        let mut out: Vec<ColumnInfo> = columns
-            .iter()
-            .filter(|c| !is_hidden_column(&c.name))
-            .cloned()
-            .collect();
+        let mut out: Vec<ColumnInfo> = columns.iter().filter(|c| !is_hidden_column(&c.name)).cloned().collect();
         let hidden = self.schema.fields().iter().skip(self.kept.len());
         out.extend(hidden.map(|f| ColumnInfo {
             name: f.name().clone(),
@@ -135,10 +134,11 @@ fn shred_texts<'a>(texts: impl Iterator<Item = Option<&'a str>>, rows: usize, ke
 
 /// `values[i] = json_as_text(json, keys[i])` for every key, in one walk over `json`.
 fn extract_keys(json: &str, keys: &[&str], values: &mut [Option<String>]) {
-    let position = |key: &str| keys.iter().position(|k| *k == key);
+    let position = |key: &str| keys.iter().take(64).position(|k| *k == key);
     let mut jiter = Jiter::new(json.as_bytes());
-    let mut found = vec![false; keys.len()];
-    let mut left = keys.len();
+    // Keys already met, as bits (a bag column has a handful of listed keys).
+    let mut found: u64 = 0;
+    let mut left = keys.len().min(64);
     let Ok(Peek::Object) = jiter.peek() else {
         return;
     };
@@ -147,9 +147,9 @@ fn extract_keys(json: &str, keys: &[&str], values: &mut [Option<String>]) {
         _ => return,
     };
     loop {
-        match key.filter(|&i| !found[i]) {
+        match key.filter(|&i| found & (1 << i) == 0) {
             Some(i) => {
-                found[i] = true;
+                found |= 1 << i;
                 left -= 1;
                 match read_text(json, &mut jiter) {
                     Ok(text) => values[i] = text,
@@ -227,36 +227,42 @@ mod tests {
     ];
 
     #[tokio::test]
-    async fn hidden_columns_equal_json_as_text() {
+    async fn hidden_columns_equal_json_as_text() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let schema = Arc::new(dynamic_schema());
         let bags: ArrayRef = Arc::new(StringArray::from(AWKWARD.to_vec()));
         let stale: ArrayRef = Arc::new(StringArray::from(vec![Some("old"); AWKWARD.len()]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![bags.clone(), bags, stale]).unwrap();
+        let batch = RecordBatch::try_new(schema.clone(), vec![bags.clone(), bags, stale])?;
         let shredder = Shredder::new(&schema);
-        let shredded = shredder.shred(&batch).unwrap();
+        let shredded = shredder.shred(&batch)?;
         // The stale hidden column is gone; `body` has no listed keys.
-        assert!(shredded.schema().field_with_name(&shredded_column("attributes", "stale")).is_err());
+        assert!(
+            shredded
+                .schema()
+                .field_with_name(&shredded_column("attributes", "stale"))
+                .is_err()
+        );
         assert_eq!(shredded.num_columns(), 2 + shredded_keys("attributes").len());
 
         let context = SessionContext::new();
         context.register_udf(datafusion_functions_json::udfs::json_as_text_udf().as_ref().clone());
-        context.register_batch("t", shredded.clone()).unwrap();
+        context.register_batch("t", shredded.clone())?;
         for key in shredded_keys("attributes") {
             let expected = context
                 .sql(&format!("select json_as_text(attributes, '{key}') as v from t"))
-                .await
-                .unwrap()
+                .await?
                 .collect()
-                .await
-                .unwrap();
+                .await?;
             let expected = expected[0].column(0).as_string::<i32>().clone();
-            let hidden = shredded.column_by_name(&shredded_column("attributes", key)).unwrap();
+            let hidden = shredded
+                .column_by_name(&shredded_column("attributes", key))
+                .ok_or("no hidden column")?;
             let hidden: Vec<Option<&str>> = hidden.as_string::<i32>().iter().collect();
             let expected: Vec<Option<&str>> = expected.iter().collect();
             for (row, bag) in AWKWARD.iter().enumerate() {
                 assert_eq!(hidden[row], expected[row], "key {key}, row {row}: {bag:?}");
             }
         }
+        Ok(())
     }
 
     #[test]

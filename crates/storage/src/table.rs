@@ -15,11 +15,9 @@ use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, Pa
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::object_store::ObjectStoreUrl;
-use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{
-    Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown, cast, ident, lit,
-};
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown, cast, ident, lit};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
@@ -177,8 +175,18 @@ impl TrawlTable {
             state.create_physical_expr(predicate.clone(), &read_schema)?,
             scan,
         )?);
-        if read.len() == wanted.len() {
-            return Ok(filter);
+        self.leading_columns(filter, read.len(), wanted)
+    }
+
+    /// `plan`, whose `width` columns start with `wanted`, cut to those.
+    fn leading_columns(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        width: usize,
+        wanted: &[usize],
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if width == wanted.len() {
+            return Ok(plan);
         }
         let columns: Vec<(Arc<dyn PhysicalExpr>, String)> = wanted
             .iter()
@@ -188,8 +196,29 @@ impl TrawlTable {
                 (Arc::new(Column::new(&name, position)) as Arc<dyn PhysicalExpr>, name)
             })
             .collect();
-        Ok(Arc::new(ProjectionExec::try_new(columns, filter)?))
+        Ok(Arc::new(ProjectionExec::try_new(columns, plan)?))
     }
+}
+
+/// `parts` as one plan (empty: no rows of `schema`), at most `limit` rows.
+fn combined(
+    mut parts: Vec<Arc<dyn ExecutionPlan>>,
+    schema: SchemaRef,
+    limit: Option<usize>,
+) -> DfResult<Arc<dyn ExecutionPlan>> {
+    let plan: Arc<dyn ExecutionPlan> = match parts.len() {
+        0 => Arc::new(EmptyExec::new(schema)),
+        1 => parts.remove(0),
+        _ => UnionExec::try_new(parts)?,
+    };
+    Ok(match limit {
+        Some(fetch) => Arc::new(GlobalLimitExec::new(
+            Arc::new(CoalescePartitionsExec::new(plan)),
+            0,
+            Some(fetch),
+        )),
+        None => plan,
+    })
 }
 
 /// The sum of the files' exact row counts, if every file has one.
@@ -272,8 +301,9 @@ impl datafusion::catalog::TableProvider for TrawlTable {
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         let needed = self.needed_columns(&wanted, filters)?;
-        let (legacy, stored): (Vec<SegmentMeta>, Vec<SegmentMeta>) =
-            segments.into_iter().partition(|s| lacks_shredded(s, &self.schema, &needed));
+        let (legacy, stored): (Vec<SegmentMeta>, Vec<SegmentMeta>) = segments
+            .into_iter()
+            .partition(|s| lacks_shredded(s, &self.schema, &needed));
         if legacy.is_empty() {
             return self.scan_stored(state, stored, projection, filters, limit).await;
         }
@@ -282,18 +312,7 @@ impl datafusion::catalog::TableProvider for TrawlTable {
             parts.push(self.scan_stored(state, stored, projection, filters, limit).await?);
         }
         parts.push(self.computed_scan(state, legacy, &wanted, &needed, filters)?);
-        let plan = match parts.len() {
-            1 => parts.remove(0),
-            _ => UnionExec::try_new(parts)?,
-        };
-        Ok(match limit {
-            Some(fetch) => Arc::new(GlobalLimitExec::new(
-                Arc::new(CoalescePartitionsExec::new(plan)),
-                0,
-                Some(fetch),
-            )),
-            None => plan,
-        })
+        combined(parts, Arc::new(self.schema.project(&wanted)?), limit)
     }
 
     /// `supports_filters_pushdown` answers `Exact` for filters statistics can decide (see
@@ -397,18 +416,7 @@ impl TrawlTable {
             let predicate = state.create_physical_expr(predicate, &needed_schema)?;
             plan = Arc::new(FilterExec::try_new(predicate, plan)?);
         }
-        if needed.len() > wanted.len() {
-            let columns = wanted
-                .iter()
-                .enumerate()
-                .map(|(position, &index)| {
-                    let name = self.schema.field(index).name().clone();
-                    (Arc::new(Column::new(&name, position)) as Arc<dyn PhysicalExpr>, name)
-                })
-                .collect::<Vec<_>>();
-            plan = Arc::new(ProjectionExec::try_new(columns, plan)?);
-        }
-        Ok(plan)
+        self.leading_columns(plan, needed.len(), wanted)
     }
 
     /// Reads segments that hold every hidden column the query needs.
@@ -522,19 +530,7 @@ impl TrawlTable {
         if !partial.is_empty() {
             parts.push(self.filtered_scan(state, url, source, partial, &predicate, &wanted)?);
         }
-        let plan: Arc<dyn ExecutionPlan> = match parts.len() {
-            0 => Arc::new(EmptyExec::new(Arc::new(self.schema.project(&wanted)?))),
-            1 => parts.remove(0),
-            _ => UnionExec::try_new(parts)?,
-        };
-        Ok(match limit {
-            Some(fetch) => Arc::new(GlobalLimitExec::new(
-                Arc::new(CoalescePartitionsExec::new(plan)),
-                0,
-                Some(fetch),
-            )),
-            None => plan,
-        })
+        combined(parts, Arc::new(self.schema.project(&wanted)?), limit)
     }
 }
 
