@@ -126,3 +126,64 @@ def test_errors_are_kusto_api_errors(loaded):
     with pytest.raises(KustoApiError) as error:
         kusto.execute_mgmt("default", ".drop table default")
     assert "not supported" in str(error.value)
+
+
+def progressive(server, csl: str) -> tuple[dict, list[dict]]:
+    """POST /v2/rest/query in progressive mode; (headers, frames)."""
+    body = {
+        "db": "default",
+        "csl": csl,
+        "properties": json.dumps({"Options": {"results_progressive_enabled": True}}),
+    }
+    status, headers, answer = http_request(
+        server.query_url + "/v2/rest/query", json.dumps(body).encode(), {"Content-Type": "application/json"}, "POST"
+    )
+    assert status == 200, answer
+    return headers, json.loads(answer)
+
+
+def test_v2_progressive_frames_stream_in_order(loaded):
+    headers, frames = progressive(loaded, QUERY)
+    assert headers.get("transfer-encoding") == "chunked"
+    kinds = [f["FrameType"] for f in frames if f["FrameType"] != "TableProgress"]
+    assert kinds == [
+        "DataSetHeader",
+        "DataTable",
+        "TableHeader",
+        "TableFragment",
+        "TableCompletion",
+        "DataTable",
+        "DataSetCompletion",
+    ]
+    header = frames[0]
+    assert header["IsProgressive"] is True and header["IsFragmented"] is True and header["Version"] == "v2.0"
+    assert frames[1]["TableKind"] == "QueryProperties"
+    table_header = next(f for f in frames if f["FrameType"] == "TableHeader")
+    assert table_header["TableName"] == "PrimaryResult"
+    assert [c["ColumnName"] for c in table_header["Columns"]][:2] == ["timestamp", "severity_text"]
+    fragment = next(f for f in frames if f["FrameType"] == "TableFragment")
+    assert fragment["TableFragmentType"] == "DataReplace" and fragment["TableId"] == table_header["TableId"]
+    assert len(fragment["Rows"]) == 3
+    completion = next(f for f in frames if f["FrameType"] == "TableCompletion")
+    assert completion["RowCount"] == 3
+    for progress in (f for f in frames if f["FrameType"] == "TableProgress"):
+        assert 0 <= progress["TableProgress"] <= 100
+    assert frames[-2]["TableKind"] == "QueryCompletionInformation"
+    assert frames[-1] == {"FrameType": "DataSetCompletion", "HasErrors": False, "Cancelled": False}
+
+
+def test_v2_progressive_errors(loaded):
+    # Planning fails: an error status, as in non-progressive mode.
+    body = {"db": "default", "csl": "nope | take 1", "properties": {"Options": {"results_progressive_enabled": True}}}
+    status, _, answer = http_request(
+        loaded.query_url + "/v2/rest/query", json.dumps(body).encode(), {"Content-Type": "application/json"}, "POST"
+    )
+    assert status == 400, answer
+    assert json.loads(answer)["error"]["code"]
+    # Running fails after the stream began: the completion frame says so.
+    _, frames = progressive(
+        loaded, f'default | where body has "{MARKER}" | extend x = 1 / (toint(attributes.n) - toint(attributes.n))'
+    )
+    last = frames[-1]
+    assert last["FrameType"] == "DataSetCompletion" and last["HasErrors"] is True
+    assert "divides" in last["OneApiErrors"][0]["error"]["message"]

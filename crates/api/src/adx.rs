@@ -8,10 +8,11 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
-use trawl_engine::{QueryOutput, QueryRequest, QueryWindow};
+use trawl_engine::{QueryEvent, QueryOutput, QueryRequest, QueryWarning, QueryWindow, RunOptions, Visualization};
 
 use crate::state::QueryState;
 
@@ -111,14 +112,185 @@ pub async fn v2_query(State(state): State<QueryState>, headers: HeaderMap, body:
         let progressive = properties
             .pointer("/Options/results_progressive_enabled")
             .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true"));
-        let output = run(&state, &body).await?;
         let request_id = client_request_id(&headers);
-        Ok::<_, TrawlError>(v2_frames(&output, &request_id, started.elapsed(), progressive))
+        if progressive {
+            return progressive_response(&state, &body, request_id, started).await;
+        }
+        let output = run(&state, &body).await?;
+        Ok::<_, TrawlError>(json_response(
+            StatusCode::OK,
+            &v2_frames(&output, &request_id, started.elapsed()),
+        ))
     }
     .await;
-    match result {
-        Ok(frames) => json_response(StatusCode::OK, &frames),
-        Err(error) => AdxError(error).into_response(),
+    result.unwrap_or_else(|error| AdxError(error).into_response())
+}
+
+/// Progressive mode: frames stream as the query runs. The response starts once planning
+/// succeeded (a query that cannot be planned gets an error status, as ADX answers); each
+/// table then gets its header at once, `TableProgress` frames while it is read, and its
+/// rows in one `DataReplace` fragment when complete.
+async fn progressive_response(
+    state: &QueryState,
+    body: &AdxBody,
+    request_id: String,
+    started: std::time::Instant,
+) -> Result<Response, TrawlError> {
+    let request = QueryRequest {
+        text: body.csl.clone(),
+        database: database(state, body),
+        window: QueryWindow::default(),
+    };
+    let options = RunOptions {
+        progress_every: Some(crate::query_grpc::PROGRESS_EVERY),
+        deadline: None,
+    };
+    let mut events = state.engine.run(request, options);
+    let mut streamer = ProgressiveFrames::new(request_id, started);
+    let head = loop {
+        match events.next_event().await {
+            Some(QueryEvent::Failed(error)) => return Err(error),
+            Some(event @ QueryEvent::Planned { .. }) => break streamer.on_event(event),
+            Some(_) => continue,
+            None => return Err(TrawlError::internal("the query ended without an answer")),
+        }
+    };
+    let rest = events.map(move |event| streamer.on_event(event));
+    let chunks = futures::stream::iter([head])
+        .chain(rest)
+        .filter(|text| std::future::ready(!text.is_empty()))
+        .map(|text| Ok::<_, std::convert::Infallible>(Bytes::from(text)));
+    Ok((
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        axum::body::Body::from_stream(chunks),
+    )
+        .into_response())
+}
+
+/// Builds the text of progressive v2 frames from engine events.
+struct ProgressiveFrames {
+    request_id: String,
+    started: std::time::Instant,
+    next_id: usize,
+    /// The table being read: its id, rows so far and column types.
+    table: Option<(usize, Vec<Json>, Vec<KqlType>)>,
+    row_counts: Vec<usize>,
+    warnings: Vec<QueryWarning>,
+    first: bool,
+}
+
+impl ProgressiveFrames {
+    fn new(request_id: String, started: std::time::Instant) -> ProgressiveFrames {
+        ProgressiveFrames {
+            request_id,
+            started,
+            next_id: 1,
+            table: None,
+            row_counts: Vec::new(),
+            warnings: Vec::new(),
+            first: true,
+        }
+    }
+
+    /// Frames as text: `[` before the first, `,` between, `]` after the last.
+    fn text(&mut self, frames: Vec<Json>) -> String {
+        let mut text = String::new();
+        for frame in frames {
+            text.push_str(if self.first { "[" } else { ",\n" });
+            self.first = false;
+            text.push_str(&frame.to_string());
+        }
+        text
+    }
+
+    fn on_event(&mut self, event: QueryEvent) -> String {
+        let mut frames = Vec::new();
+        let mut end = false;
+        match event {
+            QueryEvent::Planned {
+                warnings,
+                visualization,
+            } => {
+                self.warnings = warnings;
+                frames.push(
+                    json!({"FrameType": "DataSetHeader", "IsProgressive": true, "Version": "v2.0", "IsFragmented": true}),
+                );
+                frames.push(query_properties(visualization.as_ref()));
+            }
+            QueryEvent::TableStarted { name, columns } => {
+                let id = self.next_id;
+                self.next_id += 1;
+                let named: Vec<(&str, KqlType)> = columns.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+                frames.push(json!({
+                    "FrameType": "TableHeader",
+                    "TableId": id,
+                    "TableKind": "PrimaryResult",
+                    "TableName": name,
+                    "Columns": v2_columns(&named),
+                }));
+                self.table = Some((id, Vec::new(), columns.into_iter().map(|(_, t)| t).collect()));
+            }
+            QueryEvent::Rows(batch) => {
+                if let Some((_, rows, types)) = &mut self.table {
+                    for row in 0..batch.num_rows() {
+                        let cells = types
+                            .iter()
+                            .enumerate()
+                            .map(|(i, t)| trawl_engine::cells::cell(batch.column(i), row, *t))
+                            .collect();
+                        rows.push(Json::Array(cells));
+                    }
+                }
+            }
+            QueryEvent::Progress(progress) => {
+                if let Some((id, _, _)) = &self.table {
+                    frames.push(
+                        json!({"FrameType": "TableProgress", "TableId": id, "TableProgress": progress.percent()}),
+                    );
+                }
+            }
+            QueryEvent::TableFinished { .. } => {
+                if let Some((id, rows, _)) = self.table.take() {
+                    let count = rows.len();
+                    self.row_counts.push(count);
+                    frames.push(json!({
+                        "FrameType": "TableFragment",
+                        "TableFragmentType": "DataReplace",
+                        "TableId": id,
+                        "Rows": rows,
+                    }));
+                    frames.push(json!({"FrameType": "TableCompletion", "TableId": id, "RowCount": count}));
+                }
+            }
+            QueryEvent::Warning(warning) => self.warnings.push(warning),
+            QueryEvent::Finished => {
+                frames.push(completion_information(
+                    self.next_id,
+                    &self.warnings,
+                    &self.row_counts,
+                    &self.request_id,
+                    self.started.elapsed(),
+                ));
+                frames.push(json!({"FrameType": "DataSetCompletion", "HasErrors": false, "Cancelled": false}));
+                end = true;
+            }
+            QueryEvent::Failed(error) => {
+                let body = AdxError(error).body();
+                frames.push(json!({
+                    "FrameType": "DataSetCompletion",
+                    "HasErrors": true,
+                    "Cancelled": false,
+                    "OneApiErrors": [body],
+                }));
+                end = true;
+            }
+        }
+        let mut text = self.text(frames);
+        if end {
+            text.push_str("]\n");
+        }
+        text
     }
 }
 
@@ -279,13 +451,9 @@ fn v2_columns(columns: &[(&str, KqlType)]) -> Vec<Json> {
         .collect()
 }
 
-fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duration, progressive: bool) -> Json {
-    let mut frames = vec![if progressive {
-        json!({"FrameType": "DataSetHeader", "IsProgressive": true, "Version": "v2.0", "IsFragmented": true})
-    } else {
-        json!({"FrameType": "DataSetHeader", "IsProgressive": false, "Version": "v2.0"})
-    }];
-    let properties_rows = match &output.visualization {
+/// The `QueryProperties` table: `@ExtendedProperties` with the visualization, if any.
+fn query_properties(visualization: Option<&Visualization>) -> Json {
+    let properties_rows = match visualization {
         Some(visualization) => vec![json!([
             1,
             "Visualization",
@@ -293,7 +461,7 @@ fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duratio
         ])],
         None => Vec::new(),
     };
-    frames.push(data_table(
+    data_table(
         0,
         "QueryProperties",
         "@ExtendedProperties",
@@ -303,41 +471,43 @@ fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duratio
             ("Value", KqlType::Dynamic),
         ],
         properties_rows,
-    ));
+    )
+}
+
+/// The non-progressive frame array.
+fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duration) -> Json {
+    let mut frames = vec![
+        json!({"FrameType": "DataSetHeader", "IsProgressive": false, "Version": "v2.0"}),
+        query_properties(output.visualization.as_ref()),
+    ];
     let mut next_id = 1;
     for table in &output.tables {
         let columns: Vec<(&str, KqlType)> = table.columns.iter().map(|(n, t)| (n.as_str(), *t)).collect();
         let rows: Vec<Json> = table.json_rows().into_iter().map(Json::Array).collect();
-        if progressive {
-            let count = rows.len();
-            frames.push(json!({
-                "FrameType": "TableHeader",
-                "TableId": next_id,
-                "TableKind": "PrimaryResult",
-                "TableName": table.name,
-                "Columns": v2_columns(&columns),
-            }));
-            frames.push(json!({
-                "FrameType": "TableFragment",
-                "TableFragmentType": "DataReplace",
-                "TableId": next_id,
-                "Rows": rows,
-            }));
-            frames.push(json!({"FrameType": "TableProgress", "TableId": next_id, "TableProgress": 100.0}));
-            frames.push(json!({"FrameType": "TableCompletion", "TableId": next_id, "RowCount": count}));
-        } else {
-            frames.push(data_table(next_id, "PrimaryResult", &table.name, &columns, rows));
-        }
+        frames.push(data_table(next_id, "PrimaryResult", &table.name, &columns, rows));
         next_id += 1;
     }
-    frames.push(completion_information(next_id, output, request_id, elapsed));
+    let row_counts: Vec<usize> = output.tables.iter().map(|t| t.row_count()).collect();
+    frames.push(completion_information(
+        next_id,
+        &output.warnings,
+        &row_counts,
+        request_id,
+        elapsed,
+    ));
     frames.push(json!({"FrameType": "DataSetCompletion", "HasErrors": false, "Cancelled": false}));
     Json::Array(frames)
 }
 
 /// The `QueryCompletionInformation` table: a `QueryInfo` row, one `Warning` row per
 /// warning, and the `QueryResourceConsumption` statistics.
-fn completion_information(id: usize, output: &QueryOutput, request_id: &str, elapsed: std::time::Duration) -> Json {
+fn completion_information(
+    id: usize,
+    warnings: &[QueryWarning],
+    row_counts: &[usize],
+    request_id: &str,
+    elapsed: std::time::Duration,
+) -> Json {
     let now = trawl_common::time::format_datetime(trawl_common::time::now_nanos());
     let activity = uuid::Uuid::new_v4().to_string();
     let row = |level: i32, level_name: &str, event: i32, event_name: &str, payload: Json| {
@@ -363,7 +533,7 @@ fn completion_information(id: usize, output: &QueryOutput, request_id: &str, ela
         "QueryInfo",
         json!({"Count": 1, "Text": "Query completed successfully"}),
     )];
-    for warning in &output.warnings {
+    for warning in warnings {
         rows.push(row(
             3,
             "Warning",
@@ -372,7 +542,7 @@ fn completion_information(id: usize, output: &QueryOutput, request_id: &str, ela
             json!({"Count": 1, "Text": format!("{}: {}", warning.kind, warning.message)}),
         ));
     }
-    let result_rows: usize = output.tables.iter().map(|t| t.row_count()).sum();
+    let result_rows: usize = row_counts.iter().sum();
     rows.push(row(
         6,
         "Stats",
@@ -381,8 +551,8 @@ fn completion_information(id: usize, output: &QueryOutput, request_id: &str, ela
         json!({
             "ExecutionTime": elapsed.as_secs_f64(),
             "ClientRequestId": request_id,
-            "dataset_statistics": output.tables.iter().map(|t| json!({
-                "table_row_count": t.row_count(),
+            "dataset_statistics": row_counts.iter().map(|count| json!({
+                "table_row_count": count,
                 "table_size": 0,
             })).collect::<Vec<_>>(),
             "result_rows": result_rows,

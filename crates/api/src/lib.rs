@@ -4,7 +4,8 @@
 //!
 //! - [`otlp_http`]: OTLP/HTTP on 4318 (`/v1/logs`, `/v1/traces`, `/v1/metrics`).
 //! - [`otlp_grpc`]: OTLP/gRPC `Export` services on 4317.
-//! - [`query_http`]: the query service's HTTP routes on 9510 (`/query`, `/catalog`).
+//! - [`query_http`]: the query service's HTTP routes on 9510 (`/query`, `/catalog`, ADX REST).
+//! - [`query_grpc`]: `QueryService.ExecuteQuery` on the same port.
 //! - [`operator`]: the operator port 9511 (`/metrics`).
 //! - [`probes`]: `/health`, `/health/ready`, `/info`, served on every HTTP port.
 //! - [`problem`]: RFC 7807 problem details, the error body of the query service.
@@ -18,6 +19,7 @@ pub mod otlp_grpc;
 pub mod otlp_http;
 pub mod probes;
 pub mod problem;
+pub mod query_grpc;
 pub mod query_http;
 pub mod state;
 pub mod timeline;

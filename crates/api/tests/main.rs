@@ -1,4 +1,7 @@
-//! OTLP faces against a real ingestor and catalog on a temporary directory.
+//! OTLP faces against a real ingestor and catalog on a temporary directory, and the query
+//! service's gRPC stream.
+
+mod query_grpc;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -166,11 +166,56 @@ impl TrawlError {
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Unavailable, message)
     }
+
+    /// The message, and when it has a location, the query line it is on with carets under
+    /// the span:
+    ///
+    /// ```text
+    /// unknown table 'Nope'
+    ///   1 | Nope | take 1
+    ///     | ^^^^
+    /// ```
+    pub fn annotated(&self, query: &str) -> String {
+        let Some(location) = self.location else {
+            return self.message.clone();
+        };
+        let line_number = location.start_line.max(1);
+        let Some(line) = query.lines().nth(line_number as usize - 1) else {
+            return self.message.clone();
+        };
+        let start = location.start_column.max(1) as usize;
+        let width = line.chars().count();
+        let end = if location.end_line == location.start_line {
+            (location.end_column as usize).clamp(start + 1, width.max(start) + 1)
+        } else {
+            width.max(start) + 1
+        };
+        let gutter = line_number.to_string();
+        let pad = " ".repeat(gutter.len());
+        format!(
+            "{}\n  {gutter} | {line}\n  {pad} | {}{}",
+            self.message,
+            " ".repeat(start - 1),
+            "^".repeat(end - start)
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn annotations_point_at_the_span() {
+        let query = "T\n| where x > 1";
+        let error = TrawlError::new(ErrorCode::UnknownColumn, "unknown column 'x'")
+            .at(Location::from_byte_range(query, 10, 11));
+        assert_eq!(
+            error.annotated(query),
+            "unknown column 'x'\n  2 | | where x > 1\n    |         ^"
+        );
+        assert_eq!(TrawlError::bad_request("plain").annotated(query), "plain");
+    }
 
     #[test]
     fn location_counts_lines_and_columns() {

@@ -78,52 +78,115 @@ fn typed_cell(array: &ArrayRef, row: usize) -> Json {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
             Json::String(string_value(array, row).unwrap_or_default().to_string())
         }
-        DataType::Timestamp(unit, _) => {
-            let nanos = match unit {
-                TimeUnit::Nanosecond => array.as_primitive::<TimestampNanosecondType>().value(row),
-                TimeUnit::Microsecond => array
-                    .as_primitive::<TimestampMicrosecondType>()
-                    .value(row)
-                    .saturating_mul(1_000),
-                TimeUnit::Millisecond => array
-                    .as_primitive::<TimestampMillisecondType>()
-                    .value(row)
-                    .saturating_mul(1_000_000),
-                TimeUnit::Second => array
-                    .as_primitive::<TimestampSecondType>()
-                    .value(row)
-                    .saturating_mul(1_000_000_000),
-            };
-            Json::String(format_datetime(nanos))
+        DataType::Timestamp(..) | DataType::Date32 | DataType::Date64 => {
+            Json::String(format_datetime(timestamp_nanos(array, row).unwrap_or_default()))
         }
-        DataType::Date32 => {
-            let days = i64::from(array.as_primitive::<Date32Type>().value(row));
-            Json::String(format_datetime(days.saturating_mul(86_400_000_000_000)))
-        }
-        DataType::Date64 => {
-            let millis = array.as_primitive::<Date64Type>().value(row);
-            Json::String(format_datetime(millis.saturating_mul(1_000_000)))
-        }
-        DataType::Duration(unit) => {
-            let nanos = match unit {
-                TimeUnit::Nanosecond => array.as_primitive::<DurationNanosecondType>().value(row),
-                TimeUnit::Microsecond => array
-                    .as_primitive::<DurationMicrosecondType>()
-                    .value(row)
-                    .saturating_mul(1_000),
-                TimeUnit::Millisecond => array
-                    .as_primitive::<DurationMillisecondType>()
-                    .value(row)
-                    .saturating_mul(1_000_000),
-                TimeUnit::Second => array
-                    .as_primitive::<DurationSecondType>()
-                    .value(row)
-                    .saturating_mul(1_000_000_000),
-            };
-            Json::String(format_timespan(nanos))
-        }
+        DataType::Duration(_) => Json::String(format_timespan(duration_nanos(array, row).unwrap_or_default())),
         _ => Json::String(display(array, row)),
     }
+}
+
+/// Nanoseconds since the Unix epoch of a timestamp or date cell.
+fn timestamp_nanos(array: &ArrayRef, row: usize) -> Option<i64> {
+    Some(match array.data_type() {
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => array.as_primitive::<TimestampNanosecondType>().value(row),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => array
+            .as_primitive::<TimestampMicrosecondType>()
+            .value(row)
+            .saturating_mul(1_000),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => array
+            .as_primitive::<TimestampMillisecondType>()
+            .value(row)
+            .saturating_mul(1_000_000),
+        DataType::Timestamp(TimeUnit::Second, _) => array
+            .as_primitive::<TimestampSecondType>()
+            .value(row)
+            .saturating_mul(1_000_000_000),
+        DataType::Date32 => i64::from(array.as_primitive::<Date32Type>().value(row)).saturating_mul(86_400_000_000_000),
+        DataType::Date64 => array.as_primitive::<Date64Type>().value(row).saturating_mul(1_000_000),
+        _ => return None,
+    })
+}
+
+/// Nanoseconds of a duration cell.
+fn duration_nanos(array: &ArrayRef, row: usize) -> Option<i64> {
+    let DataType::Duration(unit) = array.data_type() else {
+        return None;
+    };
+    Some(match unit {
+        TimeUnit::Nanosecond => array.as_primitive::<DurationNanosecondType>().value(row),
+        TimeUnit::Microsecond => array
+            .as_primitive::<DurationMicrosecondType>()
+            .value(row)
+            .saturating_mul(1_000),
+        TimeUnit::Millisecond => array
+            .as_primitive::<DurationMillisecondType>()
+            .value(row)
+            .saturating_mul(1_000_000),
+        TimeUnit::Second => array
+            .as_primitive::<DurationSecondType>()
+            .value(row)
+            .saturating_mul(1_000_000_000),
+    })
+}
+
+/// A cell as a typed value, for protocols that carry types (gRPC).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    Bool(bool),
+    Int(i32),
+    Long(i64),
+    Real(f64),
+    String(String),
+    /// Nanoseconds since the Unix epoch.
+    DateTime(i64),
+    /// Nanoseconds.
+    Timespan(i64),
+    Guid(String),
+    /// Exact decimal text.
+    Decimal(String),
+    Dynamic(Json),
+}
+
+/// The typed value of row `row` of `array`, a column of KQL type `kql_type`. Strings are
+/// never null, as in [`cell`].
+pub fn cell_value(array: &ArrayRef, row: usize, kql_type: KqlType) -> Cell {
+    if array.is_null(row) {
+        return match kql_type {
+            KqlType::String => Cell::String(String::new()),
+            _ => Cell::Null,
+        };
+    }
+    let integer = || match cell(array, row, kql_type) {
+        Json::Number(n) => n.as_i64(),
+        _ => None,
+    };
+    let typed = match kql_type {
+        KqlType::Bool => match array.data_type() {
+            DataType::Boolean => Some(Cell::Bool(array.as_boolean().value(row))),
+            _ => None,
+        },
+        KqlType::Int => integer().and_then(|n| i32::try_from(n).ok()).map(Cell::Int),
+        KqlType::Long => integer().map(Cell::Long),
+        KqlType::Real => match cell(array, row, kql_type) {
+            Json::Number(n) => n.as_f64().map(Cell::Real),
+            Json::String(s) => s.parse::<f64>().ok().map(Cell::Real),
+            _ => None,
+        },
+        KqlType::DateTime => timestamp_nanos(array, row).map(Cell::DateTime),
+        KqlType::Timespan => duration_nanos(array, row).map(Cell::Timespan),
+        KqlType::String | KqlType::Guid | KqlType::Decimal => match cell(array, row, kql_type) {
+            Json::String(s) if kql_type == KqlType::String => Some(Cell::String(s)),
+            Json::String(s) if kql_type == KqlType::Guid => Some(Cell::Guid(s)),
+            other => Some(Cell::Decimal(match other {
+                Json::String(s) => s,
+                other => other.to_string(),
+            })),
+        },
+        KqlType::Dynamic => Some(Cell::Dynamic(dynamic_cell(array, row))),
+    };
+    typed.unwrap_or_else(|| Cell::Dynamic(cell(array, row, kql_type)))
 }
 
 fn display(array: &ArrayRef, row: usize) -> String {

@@ -8,30 +8,34 @@
 //! Must not know HTTP or gRPC.
 
 pub mod cells;
+pub mod progress;
+mod run;
 pub mod time_range;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::record_batch::RecordBatch;
+pub use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::error::DataFusionError;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
-use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 use trawl_catalog::Catalog;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 pub use trawl_planner::Visualization;
-use trawl_planner::{PlanOptions, QueryWarning, TableLookup};
+use trawl_planner::{PlanOptions, TableLookup};
 use trawl_storage::schema::table_schema;
-use trawl_storage::{SegmentStore, TrawlTable};
+use trawl_storage::{ScanCounters, SegmentStore, TrawlTable};
 
+pub use progress::{BinProgress, OperatorDiagnostics, PlanningProgress, Progress};
+pub use run::{QueryEvent, QueryEvents, RunOptions};
 pub use time_range::{QueryWindow, resolve_window, resolve_window_now};
+pub use trawl_planner::QueryWarning;
 
 /// DataFusion optimizer rules the engine leaves out (see `Engine::new`).
 const DISABLED_OPTIMIZER_RULES: &[&str] = &["extract_leaf_expressions", "push_down_leaf_projections"];
@@ -47,6 +51,10 @@ pub struct EngineConfig {
     pub max_result_rows: usize,
     /// Scan and execution parallelism.
     pub target_partitions: usize,
+    /// Queries that run at once; more wait in line.
+    pub max_concurrent_queries: usize,
+    /// Queries that may wait for a slot; more are refused as unavailable.
+    pub max_queued_queries: usize,
 }
 
 impl Default for EngineConfig {
@@ -56,8 +64,15 @@ impl Default for EngineConfig {
             spill_dir: None,
             max_result_rows: 500_000,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            max_concurrent_queries: default_concurrent_queries(),
+            max_queued_queries: 1_000,
         }
     }
+}
+
+/// Queries run at once by default: two per core, at least four.
+pub fn default_concurrent_queries() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| (2 * n.get()).max(4))
 }
 
 /// One query to run.
@@ -114,6 +129,7 @@ pub struct Engine {
     context: SessionContext,
     catalog: Arc<dyn Catalog>,
     config: EngineConfig,
+    admission: Arc<run::Admission>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -174,10 +190,15 @@ impl Engine {
         store
             .register_with(context.runtime_env().as_ref())
             .map_err(TrawlError::from)?;
+        let admission = Arc::new(run::Admission::new(
+            config.max_concurrent_queries,
+            config.max_queued_queries,
+        ));
         Ok(Engine {
             context,
             catalog,
             config,
+            admission,
         })
     }
 
@@ -185,12 +206,13 @@ impl Engine {
         &self.catalog
     }
 
-    async fn tables(&self, database: &str) -> Result<CatalogTables, TrawlError> {
+    async fn tables(&self, database: &str, counters: &Arc<ScanCounters>) -> Result<CatalogTables, TrawlError> {
         let infos = self.catalog.tables(database).await?;
         let mut tables: HashMap<String, Arc<dyn TableProvider>> = HashMap::with_capacity(infos.len());
         for info in infos {
             let schema = table_schema(&info.columns);
-            let provider = TrawlTable::new(database, &info.name, schema, self.catalog.clone());
+            let provider =
+                TrawlTable::new(database, &info.name, schema, self.catalog.clone()).with_counters(counters.clone());
             tables.insert(info.name, Arc::new(provider));
         }
         Ok(CatalogTables { tables })
@@ -199,7 +221,7 @@ impl Engine {
     /// The physical plans `request` would run, one text per result table (as `EXPLAIN`
     /// shows them).
     pub async fn physical_plans(&self, request: &QueryRequest) -> Result<Vec<String>, TrawlError> {
-        let planned = self.plan(request).await?;
+        let planned = self.plan(request, &Arc::new(ScanCounters::default())).await?;
         let mut plans = Vec::with_capacity(planned.results.len());
         for result in planned.results {
             let (physical, _) = self.physical_plan(result.plan).await?;
@@ -229,8 +251,12 @@ impl Engine {
     }
 
     /// Parses and plans `request`, running the discoveries planning needs.
-    async fn plan(&self, request: &QueryRequest) -> Result<trawl_planner::PlannedQuery, TrawlError> {
-        let tables = self.tables(&request.database).await?;
+    async fn plan(
+        &self,
+        request: &QueryRequest,
+        counters: &Arc<ScanCounters>,
+    ) -> Result<trawl_planner::PlannedQuery, TrawlError> {
+        let tables = self.tables(&request.database, counters).await?;
         let now = trawl_common::time::now_nanos();
         let mut discovered: HashMap<String, Vec<(String, KqlType)>> = HashMap::new();
         let mut rounds = 0;
@@ -258,57 +284,6 @@ impl Engine {
             }
         };
         Ok(planned)
-    }
-
-    /// Parses, plans and runs `request`.
-    pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
-        let planned = self.plan(request).await?;
-        let mut warnings = planned.warnings;
-        let visualization = planned.visualization;
-        let mut output = Vec::with_capacity(planned.results.len());
-        for (index, result) in planned.results.into_iter().enumerate() {
-            let name = if index == 0 {
-                "PrimaryResult".to_string()
-            } else {
-                format!("ExtraTable_{}", index - 1)
-            };
-            let (physical, task) = self.physical_plan(result.plan).await?;
-            let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
-            let mut batches = Vec::new();
-            let mut rows = 0usize;
-            let limit = self.config.max_result_rows;
-            while let Some(batch) = stream.next().await {
-                let batch = batch.map_err(execution_error)?;
-                if rows + batch.num_rows() > limit {
-                    batches.push(batch.slice(0, limit - rows));
-                    warnings.push(QueryWarning {
-                        kind: "ResultTruncated".into(),
-                        message: format!("the result of {name} was cut to {limit} rows; narrow the query or use take"),
-                        location: None,
-                    });
-                    break;
-                }
-                rows += batch.num_rows();
-                batches.push(batch);
-            }
-            drop(stream);
-            tracing::debug!(
-                target: "trawl_engine::plan",
-                result = %name,
-                plan = %DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true),
-                "executed plan with metrics"
-            );
-            output.push(ResultTable {
-                name,
-                columns: result.columns,
-                batches,
-            });
-        }
-        Ok(QueryOutput {
-            tables: output,
-            warnings,
-            visualization,
-        })
     }
 }
 
@@ -355,7 +330,7 @@ impl Engine {
 }
 
 /// Maps an execution failure to a caller-facing error; internal details go to the log.
-fn execution_error(error: DataFusionError) -> TrawlError {
+pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
     match error {
         DataFusionError::ResourcesExhausted(message) => TrawlError::new(
             ErrorCode::BadRequest,

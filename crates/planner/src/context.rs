@@ -69,6 +69,8 @@ pub struct Planner<'a> {
     pub visualization: Option<crate::Visualization>,
     /// Discoveries still needed (see [`crate::Discovery`]).
     pub discoveries: Vec<crate::Discovery>,
+    /// See [`crate::PlannedQuery::time_bin`].
+    pub time_bin: Option<i64>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -82,6 +84,7 @@ impl<'a> Planner<'a> {
             call_depth: 0,
             visualization: None,
             discoveries: Vec::new(),
+            time_bin: None,
             warnings: Vec::new(),
         }
     }

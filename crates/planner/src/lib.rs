@@ -99,6 +99,9 @@ pub struct PlannedQuery {
     pub visualization: Option<Visualization>,
     /// Plans to run before this plan is final; empty when it is.
     pub discoveries: Vec<Discovery>,
+    /// The span (nanoseconds) of the first `summarize ... by bin(timestamp, span)`, for
+    /// progress reports by time bin.
+    pub time_bin: Option<i64>,
 }
 
 /// Parses and plans `text`.
@@ -124,10 +127,12 @@ pub fn plan_query(
     }
     let visualization = planner.visualization.take();
     let discoveries = std::mem::take(&mut planner.discoveries);
+    let time_bin = planner.time_bin;
     Ok(PlannedQuery {
         results,
         warnings: planner.into_warnings(),
         visualization,
         discoveries,
+        time_bin,
     })
 }

@@ -366,6 +366,27 @@ impl Planner<'_> {
         Ok(Tabular { plan, columns })
     }
 
+    /// The span of `expr` when it is `bin(timestamp, <constant timespan>)` (or `floor`).
+    fn time_bin_span(&mut self, expr: &trawl_kql::ast::Expr, input: &Tabular) -> Result<Option<i64>, TrawlError> {
+        let ExprKind::Call { function, args } = &expr.kind else {
+            return Ok(None);
+        };
+        let on_time = matches!(
+            args.first().map(|a| &a.kind),
+            Some(ExprKind::Name(name)) if name.name == trawl_common::TIME_COLUMN
+        );
+        if !matches!(function.name.as_str(), "bin" | "floor") || args.len() != 2 || !on_time {
+            return Ok(None);
+        }
+        let span = self.scalar(&args[1], input)?;
+        Ok(match span.expr {
+            Expr::Literal(datafusion::common::ScalarValue::DurationNanosecond(Some(nanos)), _) if nanos > 0 => {
+                Some(nanos)
+            }
+            _ => None,
+        })
+    }
+
     fn summarize(&mut self, input: Tabular, aggregates: &[NamedExpr], by: &[NamedExpr]) -> Result<Tabular, TrawlError> {
         let mut group_exprs = Vec::with_capacity(by.len());
         let mut columns: Vec<(String, KqlType)> = Vec::new();
@@ -384,6 +405,9 @@ impl Planner<'_> {
                     _ => default_name(&item.expr, position + 1),
                 },
             };
+            if self.time_bin.is_none() {
+                self.time_bin = self.time_bin_span(&item.expr, &input)?;
+            }
             group_exprs.push(value.expr.alias(&name));
             columns.push((name, value.kql_type));
         }

@@ -33,6 +33,7 @@ use trawl_common::TIME_COLUMN;
 use trawl_common::shred::parse_shredded_column;
 
 use crate::chunks::{Chunks, Classifier, access_plan};
+use crate::progress::{ScanCounters, chunks_of};
 use crate::store::SegmentStore;
 
 /// Where a table's segments come from.
@@ -55,6 +56,8 @@ pub struct TrawlTable {
     segments: SegmentSource,
     /// Target number of scan partitions.
     partitions: usize,
+    /// Where scans count what they decide, for the query's progress.
+    counters: Option<Arc<ScanCounters>>,
 }
 
 impl TrawlTable {
@@ -66,6 +69,7 @@ impl TrawlTable {
             schema,
             segments: SegmentSource::Catalog(catalog),
             partitions: default_partitions(),
+            counters: None,
         }
     }
 
@@ -81,11 +85,24 @@ impl TrawlTable {
             schema,
             segments: SegmentSource::Fixed(segments),
             partitions: 1,
+            counters: None,
         }
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// This table, counting what its scans decide into `counters`.
+    pub fn with_counters(mut self, counters: Arc<ScanCounters>) -> TrawlTable {
+        self.counters = Some(counters);
+        self
+    }
+
+    fn count(&self, f: impl FnOnce(&ScanCounters)) {
+        if let Some(counters) = &self.counters {
+            f(counters);
+        }
     }
 
     async fn segments_for(&self, filters: &[Expr]) -> DfResult<Vec<SegmentMeta>> {
@@ -290,6 +307,7 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let segments = self.segments_for(filters).await?;
+        self.count(|c| c.listed(segments.len() as u64, segments.iter().map(|s| chunks_of(s.rows)).sum()));
         if segments.is_empty() {
             let projected = match projection {
                 Some(indices) => Arc::new(self.schema.project(indices)?),
@@ -310,6 +328,12 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         let mut parts = Vec::new();
         if !stored.is_empty() {
             parts.push(self.scan_stored(state, stored, projection, filters, limit).await?);
+        }
+        for segment in &legacy {
+            self.count(|c| {
+                c.classified();
+                c.planned(segment, chunks_of(segment.rows));
+            });
         }
         parts.push(self.computed_scan(state, legacy, &wanted, &needed, filters)?);
         combined(parts, Arc::new(self.schema.project(&wanted)?), limit)
@@ -461,6 +485,12 @@ impl TrawlTable {
         // above it, after eliminating their common subexpressions.
         let exact: Vec<Expr> = filters.iter().filter(|f| statistics_can_decide(f)).cloned().collect();
         let Some(predicate) = conjunction(exact) else {
+            for segment in &segments {
+                self.count(|c| {
+                    c.classified();
+                    c.planned(segment, chunks_of(segment.rows));
+                });
+            }
             let source = if filters.is_empty() {
                 unfiltered_source(&self.schema)
             } else {
@@ -486,11 +516,24 @@ impl TrawlTable {
         // Chunks whose statistics prove every row passes are read without the filters.
         let (mut full, mut partial) = (Vec::new(), Vec::new());
         let mut classifier = Classifier::default();
+        let predicate_columns = predicate.column_refs();
         for (segment, (bytes, file)) in segments.iter().zip(files) {
-            match classifier.classify(state, &self.schema, segment, &predicate).await? {
-                Chunks::None => {}
-                Chunks::AllFull => full.push((bytes, self.with_row_count(file, segment.rows))),
-                Chunks::Unknown => partial.push((bytes, file)),
+            let chunks = classifier.classify(state, &self.schema, segment, &predicate).await?;
+            self.count(|c| c.classified());
+            match chunks {
+                Chunks::None => {
+                    let lacks = |name: &str| !segment.columns.iter().any(|c| c.name == name);
+                    let required = predicate_columns.iter().any(|column| lacks(column.name()));
+                    self.count(|c| c.skipped(chunks_of(segment.rows), bytes, required));
+                }
+                Chunks::AllFull | Chunks::Unknown => {
+                    self.count(|c| c.planned(segment, chunks_of(segment.rows)));
+                    if chunks == Chunks::AllFull {
+                        full.push((bytes, self.with_row_count(file, segment.rows)));
+                    } else {
+                        partial.push((bytes, file));
+                    }
+                }
                 Chunks::Some {
                     count,
                     full: full_chunks,
@@ -498,6 +541,12 @@ impl TrawlTable {
                     partial: partial_chunks,
                 } => {
                     let share = |n: usize| bytes * n as u64 / count.max(1) as u64;
+                    let read = full_chunks.len() + partial_chunks.len();
+                    let skipped = count.saturating_sub(read);
+                    self.count(|c| {
+                        c.planned(segment, read as u64);
+                        c.skipped(skipped as u64, share(skipped), false);
+                    });
                     if !full_chunks.is_empty() {
                         let plan = access_plan(count, &full_chunks);
                         let counted = self.with_row_count(file.clone(), full_rows);

@@ -46,6 +46,12 @@ pub struct ServeArgs {
     /// Seconds between background merges of small segments (0 turns merging off).
     #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 30)]
     pub merge_interval_secs: u64,
+    /// Queries that run at once; more wait in line (default: two per core, at least four).
+    #[arg(long, env = "QUERY_MAX_CONCURRENT")]
+    pub max_concurrent_queries: Option<usize>,
+    /// Queries that may wait for a slot; more are refused (HTTP 503, gRPC error frame Unavailable).
+    #[arg(long, env = "QUERY_MAX_QUEUED", default_value_t = 1000)]
+    pub max_queued_queries: usize,
 }
 
 /// Validated settings.
@@ -61,6 +67,9 @@ impl ServeConfig {
                 "--flush-interval-ms must be between 1 and 2000, found {}",
                 args.flush_interval_ms
             );
+        }
+        if args.max_concurrent_queries == Some(0) {
+            anyhow::bail!("--max-concurrent-queries must be at least 1");
         }
         if args.max_body_bytes < 1024 {
             anyhow::bail!("--max-body-bytes must be at least 1024");
@@ -116,6 +125,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         EngineConfig {
             memory_limit_bytes: args.query_memory_limit_bytes,
             spill_dir: Some(args.data_dir.join("spill")),
+            max_concurrent_queries: args
+                .max_concurrent_queries
+                .unwrap_or_else(trawl_engine::default_concurrent_queries),
+            max_queued_queries: args.max_queued_queries,
             ..EngineConfig::default()
         },
     )?;
@@ -153,7 +166,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut servers = tokio::task::JoinSet::new();
     servers.spawn(serve_http(
         query_listener,
-        trawl_api::query_http::router(query_state),
+        trawl_api::query_http::router(query_state.clone()).merge(trawl_api::query_grpc::routes(query_state)),
         stop.clone(),
     ));
     servers.spawn(serve_http(

@@ -1,0 +1,365 @@
+//! A query run as a stream of events: admission under the concurrency limit, planning,
+//! then each result table's schema and row batches, with progress reports at a steady pace
+//! and a deadline. Dropping the [`QueryEvents`] stops the query (its scans are cancelled).
+//!
+//! Faces turn the events into their protocol: gRPC frames, v2 progressive frames, or one
+//! collected [`QueryOutput`] ([`Engine::execute`]).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::execute_stream;
+use futures::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_planner::{QueryWarning, Visualization};
+use trawl_storage::ScanCounters;
+
+use crate::progress::{Progress, Tracker};
+use crate::{Engine, QueryOutput, QueryRequest, ResultTable, execution_error};
+
+/// How a query is run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Report progress this often (and once at the start and the end); none: never.
+    pub progress_every: Option<Duration>,
+    /// Stop the query with a `Timeout` error at this instant.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+/// What happens while a query runs, in order: progress at any time; `Planned` once; per
+/// result table `TableStarted`, its `Rows`, `TableFinished`; then `Finished` or `Failed`.
+#[derive(Debug, Clone)]
+pub enum QueryEvent {
+    Progress(Box<Progress>),
+    /// Planning succeeded: the warnings and visualization known before running.
+    Planned {
+        warnings: Vec<QueryWarning>,
+        visualization: Option<Visualization>,
+    },
+    /// A result table starts: `PrimaryResult`, then `ExtraTable_0`, ...
+    TableStarted {
+        name: String,
+        columns: Vec<(String, KqlType)>,
+    },
+    /// Rows of the table last started.
+    Rows(RecordBatch),
+    /// The table last started has all its rows.
+    TableFinished {
+        rows: usize,
+    },
+    /// A warning found while running (such as a truncated result).
+    Warning(QueryWarning),
+    /// The query succeeded; nothing follows.
+    Finished,
+    /// The query failed; nothing follows.
+    Failed(TrawlError),
+}
+
+/// The events of a running query. Dropping it cancels the query.
+#[derive(Debug)]
+pub struct QueryEvents {
+    receiver: mpsc::Receiver<QueryEvent>,
+    ended: bool,
+}
+
+impl QueryEvents {
+    /// The next event; `None` after `Finished` or `Failed`.
+    pub async fn next_event(&mut self) -> Option<QueryEvent> {
+        futures::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<QueryEvent>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match self.receiver.poll_recv(cx) {
+            Poll::Ready(Some(event)) => {
+                self.ended = matches!(event, QueryEvent::Finished | QueryEvent::Failed(_));
+                Poll::Ready(Some(event))
+            }
+            // The run ended without saying so: it panicked.
+            Poll::Ready(None) => {
+                self.ended = true;
+                Poll::Ready(Some(QueryEvent::Failed(TrawlError::internal(
+                    "the query stopped unexpectedly; the server log has details",
+                ))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl futures::Stream for QueryEvents {
+    type Item = QueryEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<QueryEvent>> {
+        self.get_mut().poll_event(cx)
+    }
+}
+
+/// The concurrent-query limit: `slots` queries run, up to `max_waiting` more wait in line.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    slots: Arc<Semaphore>,
+    waiting: AtomicUsize,
+    max_waiting: usize,
+}
+
+impl Admission {
+    pub(crate) fn new(slots: usize, max_waiting: usize) -> Admission {
+        Admission {
+            slots: Arc::new(Semaphore::new(slots.max(1))),
+            waiting: AtomicUsize::new(0),
+            max_waiting,
+        }
+    }
+
+    /// A slot now, or `None` when the query must wait.
+    fn try_admit(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.clone().try_acquire_owned().ok()
+    }
+
+    /// Waits in line for a slot.
+    async fn admit(&self) -> Result<OwnedSemaphorePermit, TrawlError> {
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.max_waiting {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(TrawlError::unavailable(format!(
+                "too many queries are running and {} are waiting; try again shortly",
+                self.max_waiting
+            )));
+        }
+        let permit = self.slots.clone().acquire_owned().await;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        permit.map_err(|_| TrawlError::unavailable("the query service is shutting down"))
+    }
+
+    /// Queries waiting for a slot now.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+}
+
+/// Events a run could not deliver: the receiver is gone.
+struct Gone;
+
+/// Sends events of one run, with progress at the set pace.
+struct Run {
+    sender: mpsc::Sender<QueryEvent>,
+    tracker: Tracker,
+    ticker: Option<tokio::time::Interval>,
+}
+
+impl Run {
+    async fn send(&self, event: QueryEvent) -> Result<(), Gone> {
+        self.sender.send(event).await.map_err(|_| Gone)
+    }
+
+    async fn progress(&self, finished: bool) -> Result<(), Gone> {
+        if self.ticker.is_some() {
+            self.send(QueryEvent::Progress(Box::new(self.tracker.snapshot(finished))))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Awaits `work`, reporting progress meanwhile.
+    async fn ticking<T>(&mut self, work: impl Future<Output = T>) -> Result<T, Gone> {
+        let mut work = std::pin::pin!(work);
+        loop {
+            let tick = async {
+                match &mut self.ticker {
+                    Some(ticker) => ticker.tick().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                // The tick first: a scan that always has rows ready must still report.
+                biased;
+                _ = tick => self.progress(false).await?,
+                output = &mut work => return Ok(output),
+            }
+        }
+    }
+}
+
+/// Why a run stopped early.
+enum Stop {
+    Gone,
+    Failed(TrawlError),
+}
+
+impl From<Gone> for Stop {
+    fn from(_: Gone) -> Self {
+        Stop::Gone
+    }
+}
+
+impl From<TrawlError> for Stop {
+    fn from(error: TrawlError) -> Self {
+        Stop::Failed(error)
+    }
+}
+
+impl Engine {
+    /// Starts `request`; its events arrive on the returned stream.
+    pub fn run(&self, request: QueryRequest, options: RunOptions) -> QueryEvents {
+        let (sender, receiver) = mpsc::channel(4);
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let arrived = Instant::now();
+            let deadline = async {
+                match options.deadline {
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let mut run = Run {
+                sender: sender.clone(),
+                tracker: Tracker::new(Arc::new(ScanCounters::default()), arrived),
+                ticker: options.progress_every.map(|every| {
+                    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+                    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    ticker
+                }),
+            };
+            let outcome = tokio::select! {
+                biased;
+                _ = sender.closed() => return,
+                _ = deadline => Err(Stop::Failed(TrawlError::new(
+                    ErrorCode::Timeout,
+                    format!("the query ran longer than its {:.0} s limit", elapsed_limit(&options, arrived)),
+                ))),
+                outcome = engine.run_events(&request, &mut run) => outcome,
+            };
+            let last = match outcome {
+                Ok(()) => QueryEvent::Finished,
+                Err(Stop::Failed(error)) => QueryEvent::Failed(error),
+                Err(Stop::Gone) => return,
+            };
+            let _ = sender.send(last).await;
+        });
+        QueryEvents { receiver, ended: false }
+    }
+
+    async fn run_events(&self, request: &QueryRequest, run: &mut Run) -> Result<(), Stop> {
+        let _permit = match self.admission.try_admit() {
+            Some(permit) => permit,
+            None => {
+                run.tracker.queued();
+                run.progress(false).await?;
+                let permit = run.ticking(self.admission.admit()).await??;
+                run.tracker.admitted();
+                permit
+            }
+        };
+        let counters = run.tracker.counters();
+        run.progress(false).await?;
+        let planned = run.ticking(self.plan(request, &counters)).await??;
+        run.tracker.time_bin = planned.time_bin;
+        run.send(QueryEvent::Planned {
+            warnings: planned.warnings,
+            visualization: planned.visualization,
+        })
+        .await?;
+        for (index, result) in planned.results.into_iter().enumerate() {
+            let name = if index == 0 {
+                "PrimaryResult".to_string()
+            } else {
+                format!("ExtraTable_{}", index - 1)
+            };
+            run.tracker.planning = true;
+            let (physical, task) = run.ticking(self.physical_plan(result.plan)).await??;
+            run.tracker.planning = false;
+            run.tracker.running(physical.clone());
+            run.send(QueryEvent::TableStarted {
+                name: name.clone(),
+                columns: result.columns,
+            })
+            .await?;
+            let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
+            let mut rows = 0usize;
+            let limit = self.config.max_result_rows;
+            while let Some(batch) = run.ticking(stream.next()).await? {
+                let batch = batch.map_err(execution_error)?;
+                if rows + batch.num_rows() > limit {
+                    run.send(QueryEvent::Rows(batch.slice(0, limit - rows))).await?;
+                    rows = limit;
+                    run.send(QueryEvent::Warning(QueryWarning {
+                        kind: "ResultTruncated".into(),
+                        message: format!("the result of {name} was cut to {limit} rows; narrow the query or use take"),
+                        location: None,
+                    }))
+                    .await?;
+                    break;
+                }
+                rows += batch.num_rows();
+                if batch.num_rows() > 0 {
+                    run.send(QueryEvent::Rows(batch)).await?;
+                }
+            }
+            drop(stream);
+            tracing::debug!(
+                target: "trawl_engine::plan",
+                result = %name,
+                plan = %DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true),
+                "executed plan with metrics"
+            );
+            run.send(QueryEvent::TableFinished { rows }).await?;
+        }
+        run.progress(true).await?;
+        Ok(())
+    }
+
+    /// Parses, plans and runs `request`, and gathers its result tables.
+    pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
+        let mut events = self.run(request.clone(), RunOptions::default());
+        let mut output = QueryOutput {
+            tables: Vec::new(),
+            warnings: Vec::new(),
+            visualization: None,
+        };
+        while let Some(event) = events.next_event().await {
+            match event {
+                QueryEvent::Planned {
+                    warnings,
+                    visualization,
+                } => {
+                    output.warnings = warnings;
+                    output.visualization = visualization;
+                }
+                QueryEvent::TableStarted { name, columns } => output.tables.push(ResultTable {
+                    name,
+                    columns,
+                    batches: Vec::new(),
+                }),
+                QueryEvent::Rows(batch) => {
+                    if let Some(table) = output.tables.last_mut() {
+                        table.batches.push(batch);
+                    }
+                }
+                QueryEvent::Warning(warning) => output.warnings.push(warning),
+                QueryEvent::Failed(error) => return Err(error),
+                QueryEvent::Progress(_) | QueryEvent::TableFinished { .. } | QueryEvent::Finished => {}
+            }
+        }
+        Ok(output)
+    }
+
+    /// Queries waiting for a slot under the concurrency limit.
+    pub fn queries_waiting(&self) -> usize {
+        self.admission.waiting()
+    }
+}
+
+fn elapsed_limit(options: &RunOptions, arrived: Instant) -> f64 {
+    options
+        .deadline
+        .map(|deadline| deadline.into_std().saturating_duration_since(arrived).as_secs_f64())
+        .unwrap_or_default()
+}

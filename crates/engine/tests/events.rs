@@ -1,0 +1,240 @@
+//! Queries run as event streams: order of events, progress counters that match what the
+//! scans did, the concurrency limit and its queue, deadlines and cancellation.
+
+use std::time::Duration;
+
+use trawl_common::ErrorCode;
+use trawl_engine::{EngineConfig, Progress, QueryEvent, QueryEvents, QueryRequest, QueryWindow, RunOptions};
+
+use crate::fixture::{Fixture, MINUTE, T0, TestResult, log, span};
+
+fn request(text: &str) -> QueryRequest {
+    QueryRequest {
+        text: text.to_string(),
+        database: "default".into(),
+        window: QueryWindow::default(),
+    }
+}
+
+fn with_progress() -> RunOptions {
+    RunOptions {
+        progress_every: Some(Duration::from_millis(1)),
+        deadline: None,
+    }
+}
+
+/// Every event of a run, until it ends.
+async fn drain(mut events: QueryEvents) -> Vec<QueryEvent> {
+    let mut all = Vec::new();
+    while let Some(event) = events.next_event().await {
+        all.push(event);
+    }
+    all
+}
+
+fn last_progress(events: &[QueryEvent]) -> Result<Progress, String> {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            QueryEvent::Progress(p) => Some((**p).clone()),
+            _ => None,
+        })
+        .ok_or_else(|| "no progress event".to_string())
+}
+
+/// Kinds of the events, with consecutive progress reports shown once.
+fn shape(events: &[QueryEvent]) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for event in events {
+        let kind = match event {
+            QueryEvent::Progress(_) => "progress",
+            QueryEvent::Planned { .. } => "planned",
+            QueryEvent::TableStarted { .. } => "table",
+            QueryEvent::Rows(_) => "rows",
+            QueryEvent::TableFinished { .. } => "table-finished",
+            QueryEvent::Warning(_) => "warning",
+            QueryEvent::Finished => "finished",
+            QueryEvent::Failed(_) => "failed",
+        };
+        if kinds.last() != Some(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds
+}
+
+/// Three log segments (ERROR, ERROR, WARN) and one span segment.
+async fn four_segments() -> Result<Fixture, Box<dyn std::error::Error>> {
+    let f = Fixture::new().await?;
+    f.segment((0..50).map(|m| log(m, "ERROR", "disk full", "api", None)).collect())
+        .await?;
+    f.segment((100..150).map(|m| log(m, "ERROR", "timeout", "db", None)).collect())
+        .await?;
+    f.segment((200..230).map(|m| log(m, "WARN", "slow", "db", None)).collect())
+        .await?;
+    f.segment((300..310).map(|m| span(m, "GET", "t1", 5, "api")).collect())
+        .await?;
+    Ok(f)
+}
+
+#[tokio::test]
+async fn events_come_in_order_and_progress_counts_what_the_scan_did() -> TestResult {
+    let f = four_segments().await?;
+    let events = drain(
+        f.engine
+            .run(request("default | where body has 'o' | count"), with_progress()),
+    )
+    .await;
+    let kinds = shape(&events);
+    assert_eq!(kinds.first(), Some(&"progress"), "{kinds:?}");
+    assert_eq!(kinds[kinds.len() - 2..], ["progress", "finished"], "{kinds:?}");
+    let without_progress: Vec<_> = kinds.into_iter().filter(|k| *k != "progress").collect();
+    assert_eq!(
+        without_progress,
+        ["planned", "table", "rows", "table-finished", "finished"]
+    );
+    let progress = last_progress(&events)?;
+    assert_eq!(progress.chunks_total, 4);
+    // The span segment has no body: the filter cannot pass there.
+    assert_eq!(progress.chunks_skipped_required_fields, 1);
+    assert_eq!(progress.chunks_scanned, 3);
+    assert_eq!(progress.rows_processed, 130);
+    assert_eq!(progress.predicate_checks, 130);
+    assert!(progress.chunk_scanned_compressed_size > 0);
+    assert!(progress.query_time_nanos > 0);
+    assert_eq!(progress.queue_wait_nanos, None);
+    assert_eq!(progress.planning, None);
+    assert!((progress.percent() - 100.0).abs() < f64::EPSILON);
+    assert!(progress.operators.iter().any(|o| o.kind == "DataSourceExec"));
+    // Planning reports list the segments being classified.
+    let planning = events.iter().find_map(|e| match e {
+        QueryEvent::Progress(p) => p.planning,
+        _ => None,
+    });
+    assert!(planning.is_some(), "the first report is made while planning");
+    Ok(())
+}
+
+#[tokio::test]
+async fn skipped_chunks_are_counted_by_reason() -> TestResult {
+    let f = four_segments().await?;
+    let events = drain(
+        f.engine
+            .run(request("default | where severity_text == 'WARN'"), with_progress()),
+    )
+    .await;
+    let progress = last_progress(&events)?;
+    assert_eq!(progress.chunks_total, 4);
+    // The two ERROR segments: statistics rule them out. The span segment lacks the column.
+    assert_eq!(progress.chunks_skipped_range, 2);
+    assert_eq!(progress.chunks_skipped_required_fields, 1);
+    assert_eq!(progress.chunks_scanned, 1);
+    assert!(progress.chunk_skipped_compressed_size > 0);
+    let rows: usize = events
+        .iter()
+        .map(|e| match e {
+            QueryEvent::Rows(batch) => batch.num_rows(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(rows, 30);
+    Ok(())
+}
+
+#[tokio::test]
+async fn bin_queries_report_completion_by_time_bin() -> TestResult {
+    let f = four_segments().await?;
+    let text = "default | summarize count() by bin(timestamp, 1h)";
+    let events = drain(f.engine.run(request(text), with_progress())).await;
+    let bins = last_progress(&events)?.bins.ok_or("a bin query reports bins")?;
+    let hour = 3_600_000_000_000;
+    assert_eq!(bins.bin_span, hour);
+    // Segments span minutes 0 to 309 after T0: the hours they touch, all read.
+    assert_eq!(bins.first_bin_start, T0.div_euclid(hour) * hour);
+    let last = T0 + 309 * MINUTE;
+    assert_eq!(bins.completion.len() as i64, (last - bins.first_bin_start) / hour + 1);
+    assert!(bins.completion.iter().all(|&c| c == 100), "{bins:?}");
+    // Other queries have none.
+    let events = drain(f.engine.run(request("default | count"), with_progress())).await;
+    assert_eq!(last_progress(&events)?.bins, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_take_completes_early() -> TestResult {
+    let f = four_segments().await?;
+    let events = drain(f.engine.run(request("default | take 3"), with_progress())).await;
+    let progress = last_progress(&events)?;
+    assert!(progress.short_circuit_completion, "{progress:?}");
+    assert!(progress.chunks_scanned < progress.chunks_total, "{progress:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn queued_queries_wait_and_report_how_long() -> TestResult {
+    let config = EngineConfig {
+        max_concurrent_queries: 1,
+        ..EngineConfig::default()
+    };
+    let f = Fixture::with_config(config).await?;
+    f.segment((0..20).map(|m| log(m, "ERROR", "x", "api", None)).collect())
+        .await?;
+    // The first query fills its event queue with progress reports and then waits for a
+    // reader, holding the only slot.
+    let mut first = f.engine.run(request("default | count"), with_progress());
+    let Some(QueryEvent::Progress(_)) = first.next_event().await else {
+        return Err("the first query should report progress".into());
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut second = f.engine.run(request("default | count"), with_progress());
+    let Some(QueryEvent::Progress(waiting)) = second.next_event().await else {
+        return Err("the second query should report progress while it waits".into());
+    };
+    assert!(waiting.queue_wait_nanos.is_some(), "{waiting:?}");
+    assert_eq!(f.engine.queries_waiting(), 1);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    drop(first);
+    let events = drain(second).await;
+    assert!(matches!(events.last(), Some(QueryEvent::Finished)), "{events:?}");
+    let waited = last_progress(&events)?.queue_wait_nanos.unwrap_or(0);
+    assert!(waited >= 20_000_000, "waited {waited} ns");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_full_queue_refuses_more_queries() -> TestResult {
+    let config = EngineConfig {
+        max_concurrent_queries: 1,
+        max_queued_queries: 0,
+        ..EngineConfig::default()
+    };
+    let f = Fixture::with_config(config).await?;
+    f.segment(vec![log(0, "ERROR", "x", "api", None)]).await?;
+    let mut first = f.engine.run(request("default | count"), with_progress());
+    let Some(QueryEvent::Progress(_)) = first.next_event().await else {
+        return Err("the first query should report progress".into());
+    };
+    let error = match f.engine.execute(&request("default | count")).await {
+        Err(error) => error,
+        Ok(_) => return Err("the second query should be refused".into()),
+    };
+    assert_eq!(error.code, ErrorCode::Unavailable);
+    drop(first);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_passed_deadline_stops_the_query() -> TestResult {
+    let f = four_segments().await?;
+    let options = RunOptions {
+        progress_every: None,
+        deadline: Some(tokio::time::Instant::now()),
+    };
+    let events = drain(f.engine.run(request("default | count"), options)).await;
+    match events.last() {
+        Some(QueryEvent::Failed(error)) => assert_eq!(error.code, ErrorCode::Timeout),
+        other => return Err(format!("expected a timeout, got {other:?}").into()),
+    }
+    Ok(())
+}
