@@ -79,7 +79,7 @@ class TrawlServer:
     """`trawl serve` on free loopback ports; a context manager that stops it on exit."""
 
     def __init__(self, data_dir: Path, log_path: Path, merge_interval_secs: int):
-        ports = dict(zip(("otlp-grpc", "otlp-http", "query", "operator"), free_ports(4)))
+        ports = dict(zip(("otlp-grpc", "otlp-http", "query", "operator", "gateway"), free_ports(5)))
         command = [TRAWL_BIN, "serve", "--data-dir", str(data_dir)]
         for name, port in ports.items():
             command += [f"--{name}-bind", f"127.0.0.1:{port}"]
@@ -89,7 +89,14 @@ class TrawlServer:
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env)
         self.otlp_url = f"http://127.0.0.1:{ports['otlp-http']}"
         self.query_url = f"http://127.0.0.1:{ports['query']}"
+        # Queries go through the gateway (the query service answers only signed requests).
+        self.gateway_url = f"http://127.0.0.1:{ports['gateway']}"
+        self.data_dir = data_dir
         self.log_path = log_path
+
+    def secret(self, name: str) -> str:
+        """A day-one secret of the server (`admin_token`, `ingest_token`)."""
+        return json.loads((self.data_dir / "bootstrap.json").read_text())[name]
 
     def __enter__(self) -> TrawlServer:
         self.wait_ready()
@@ -104,7 +111,7 @@ class TrawlServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"trawl serve exited ({self.process.returncode}); see {self.log_path}")
             try:
-                with LOCAL.open(f"{self.query_url}/health/ready", timeout=2):
+                with LOCAL.open(f"{self.gateway_url}/health/ready", timeout=2):
                     return
             except OSError:
                 time.sleep(0.2)
@@ -152,7 +159,8 @@ def load(data: Path, seed: int, logs: int, spans: int) -> dict:
         for signal_name, count in (("logs", logs), ("traces", spans)):
             log(f"loading {count:,} {signal_name} into {trawl_dir}")
             subprocess.run(
-                [INGEST_BENCH, "--url", server.otlp_url, "-c", "64", "--count", str(count),
+                [INGEST_BENCH, "--url", server.otlp_url, "--token", server.secret("ingest_token"),
+                 "-c", "64", "--count", str(count),
                  "--warmup", "0", "--seed", str(seed), "--signal", signal_name],
                 check=True, stdout=subprocess.DEVNULL,
             )

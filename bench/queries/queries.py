@@ -1,5 +1,5 @@
 """Query benchmark: the questions Q1–Q13 of /work/shared/bench-queries.md as KQL on Trawl
-(`POST /query`) and as SQL on DuckDB over the same records exported to Parquet; median times,
+(`POST /v2/rest/query` at the gateway) and as SQL on DuckDB over the same records exported to Parquet; median times,
 the ratio Trawl / DuckDB, and whether both gave the same answer.
 
 Run it through run.sh (which provides DuckDB); see bench/README.md, "Query benchmark".
@@ -8,6 +8,7 @@ Run it through run.sh (which provides DuckDB); see bench/README.md, "Query bench
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import statistics
 import time
@@ -29,7 +30,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, help="generator seed (default 42)")
     parser.add_argument("--runs", type=positive, default=5, help="timed runs per query and side (after 1 warm-up)")
     parser.add_argument("--only", help="comma-separated question ids, e.g. Q5,Q9")
-    parser.add_argument("--trawl-url", help="query URL of a running server with this data set, e.g. http://127.0.0.1:9510")
+    parser.add_argument(
+        "--trawl-url", help="gateway URL of a running server with this data set (token in TRAWL_TOKEN), e.g. http://127.0.0.1:9500"
+    )
     parser.add_argument("--json-out", help="where to write all figures (default DIR/query-bench.json)")
     return parser.parse_args()
 
@@ -56,33 +59,45 @@ class QueryError(Exception):
     pass
 
 
-def trawl_query(url: str, kql: str) -> dict:
-    """POST /query without since/until (the API then bounds no time: the whole table)."""
-    request = urllib.request.Request(
-        f"{url}/query", data=json.dumps({"query": kql}).encode(), headers={"Content-Type": "application/json"}
-    )
+# The bearer token of the gateway (set by main from the server's bootstrap file or --token).
+TOKEN: dict[str, str] = {}
+
+
+def trawl_query(url: str, kql: str) -> list:
+    """POST /v2/rest/query at the gateway without a time scope (the whole table): the frames."""
+    body = json.dumps({"db": "default", "csl": kql}).encode()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN.get('token', '')}"}
+    request = urllib.request.Request(f"{url}/v2/rest/query", data=body, headers=headers)
     try:
         with LOCAL.open(request, timeout=3600) as response:
             return json.load(response)
     except urllib.error.HTTPError as error:
-        raise QueryError(problem_text(error)) from None
+        raise QueryError(error_text(error)) from None
     except OSError as error:
         raise QueryError(str(error)) from None
 
 
-def problem_text(error: urllib.error.HTTPError) -> str:
-    """`code: message` of an RFC 7807 answer, or the HTTP status."""
+def error_text(error: urllib.error.HTTPError) -> str:
+    """`code: message` of an ADX error answer, or the HTTP status."""
     try:
-        problem = json.loads(error.read())
-        return f"{problem['code']}: {problem['message']}"
+        body = json.loads(error.read())["error"]
+        return f"{body.get('@context', {}).get('code', body['code'])}: {body['message']}"
     except (ValueError, KeyError, TypeError):
         return f"HTTP {error.code} {error.reason}"
 
 
 def trawl_rows(url: str, kql: str) -> tuple[list, list]:
-    """The rows of PrimaryResult and of @Warnings."""
-    tables = {table["name"]: table["rows"] for table in trawl_query(url, kql)["Tables"]}
-    return tables["PrimaryResult"], tables.get("@Warnings", [])
+    """The rows of PrimaryResult and the warnings (QueryCompletionInformation rows of level Warning)."""
+    frames = [f for f in trawl_query(url, kql) if f.get("FrameType") == "DataTable"]
+    primary = next(f["Rows"] for f in frames if f["TableKind"] == "PrimaryResult")
+    warnings = [
+        row
+        for f in frames
+        if f["TableKind"] == "QueryCompletionInformation"
+        for row in f["Rows"]
+        if row[6] == "Warning"
+    ]
+    return primary, warnings
 
 
 def timed(run, runs: int) -> dict:
@@ -161,11 +176,13 @@ def main() -> None:
     files = ensure_exported(data, manifest)
     if args.trawl_url:
         trawl = {"url": args.trawl_url.rstrip("/")}
+        TOKEN["token"] = os.environ.get("TRAWL_TOKEN", "")
         results = run_all(questions, manifest, trawl["url"], files, args.runs)
     else:
         with TrawlServer(data / "trawl", data / "server.log", merge_interval_secs=0) as server:
-            trawl = {"url": server.query_url, "bin": TRAWL_BIN}
-            results = run_all(questions, manifest, server.query_url, files, args.runs)
+            trawl = {"url": server.gateway_url, "bin": TRAWL_BIN}
+            TOKEN["token"] = server.secret("admin_token")
+            results = run_all(questions, manifest, server.gateway_url, files, args.runs)
     print(table(results))
     report = {
         "data": {"dir": str(data), "live_segments": len(live_segments(data / "trawl")), "manifest": manifest},

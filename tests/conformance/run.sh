@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the public KQL conformance corpus (../shared/kql-corpus) against a freshly started
-# `trawl serve` and fails when fewer cases pass than the floor in floor.txt.
+# `trawl serve`, through its gateway (`/v1/rest/query` with the bootstrap admin token), and
+# fails when fewer cases pass than the floor in floor.txt.
 # Usage: TRAWL_BIN=path/to/trawl tests/conformance/run.sh [extra run.py arguments]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,19 +16,20 @@ floor="$(tr -d '[:space:]' < "$here/floor.txt")"
 
 workdir="$(mktemp -d)"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-query_port="$(port)"
-"$TRAWL_BIN" serve --data-dir "$workdir/data" \
-  --query-bind "127.0.0.1:$query_port" --operator-bind "127.0.0.1:$(port)" \
+gateway_port="$(port)"
+"$TRAWL_BIN" serve --data-dir "$workdir/data" --gateway-bind "127.0.0.1:$gateway_port" \
+  --query-bind "127.0.0.1:$(port)" --operator-bind "127.0.0.1:$(port)" \
   --otlp-grpc-bind "127.0.0.1:$(port)" --otlp-http-bind "127.0.0.1:$(port)" \
   > "$workdir/server.log" 2>&1 &
 server=$!
 cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$workdir"; }
 trap cleanup EXIT
 for _ in $(seq 1 100); do
-  if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$query_port/health/ready', timeout=1)" 2>/dev/null; then
+  if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$gateway_port/health/ready', timeout=1)" 2>/dev/null; then
     break
   fi
   sleep 0.2
 done
-python3 "$corpus_dir/run.py" "$corpus_dir/public.jsonl" --url "http://127.0.0.1:$query_port/query" \
-  --core --min-pass "$floor" "$@"
+token="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["admin_token"])' "$workdir/data/bootstrap.json")"
+python3 "$corpus_dir/run.py" "$corpus_dir/public.jsonl" --url "http://127.0.0.1:$gateway_port/v1/rest/query" \
+  --header "Authorization: Bearer $token" --core --min-pass "$floor" "$@"

@@ -38,7 +38,10 @@ def loaded(trawl):
         ]
     }
     status, _, answer = http_request(
-        trawl.otlp_http_url + "/v1/logs", json.dumps(payload).encode(), {"Content-Type": "application/json"}, "POST"
+        trawl.otlp_http_url + "/v1/logs",
+        json.dumps(payload).encode(),
+        {"Content-Type": "application/json", **trawl.ingest_auth},
+        "POST",
     )
     assert status == 200, answer
     trawl.wait_for_count(f'default | where body has "{MARKER}"', 3)
@@ -46,7 +49,8 @@ def loaded(trawl):
 
 
 def client(server, database: str = "default") -> KustoClient:
-    kcsb = KustoConnectionStringBuilder.with_token_provider(f"{server.query_url}/{database}", lambda: "any-token")
+    # Through the gateway, signed in with the bootstrap admin token.
+    kcsb = KustoConnectionStringBuilder.with_token_provider(f"{server.gateway_url}/{database}", lambda: server.admin_token)
     return KustoClient(kcsb)
 
 
@@ -136,7 +140,10 @@ def progressive(server, csl: str) -> tuple[dict, list[dict]]:
         "properties": json.dumps({"Options": {"results_progressive_enabled": True}}),
     }
     status, headers, answer = http_request(
-        server.query_url + "/v2/rest/query", json.dumps(body).encode(), {"Content-Type": "application/json"}, "POST"
+        server.gateway_url + "/v2/rest/query",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", **server.query_auth},
+        "POST",
     )
     assert status == 200, answer
     return headers, json.loads(answer)
@@ -176,7 +183,10 @@ def test_v2_progressive_errors(loaded):
     # Planning fails: an error status, as in non-progressive mode.
     body = {"db": "default", "csl": "nope | take 1", "properties": {"Options": {"results_progressive_enabled": True}}}
     status, _, answer = http_request(
-        loaded.query_url + "/v2/rest/query", json.dumps(body).encode(), {"Content-Type": "application/json"}, "POST"
+        loaded.gateway_url + "/v2/rest/query",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", **loaded.query_auth},
+        "POST",
     )
     assert status == 400, answer
     assert json.loads(answer)["error"]["code"]

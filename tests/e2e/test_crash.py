@@ -66,6 +66,7 @@ class Sender:
 
     url: str
     bodies: dict[int, bytes]
+    auth: dict[str, str]
     threads: int = 4
     acked: set[int] = field(default_factory=set)
     failed: dict[int, str] = field(default_factory=dict)
@@ -88,7 +89,7 @@ class Sender:
                 with self.lock:
                     self.started.add(batch)
                 try:
-                    response = session.post(self.url, data=self.bodies[batch], headers=PROTOBUF, timeout=20)
+                    response = session.post(self.url, data=self.bodies[batch], headers={**PROTOBUF, **self.auth}, timeout=20)
                     outcome = response.status_code
                 except requests.RequestException as error:
                     outcome = type(error).__name__
@@ -124,7 +125,7 @@ def test_sigkill_during_ingest_loses_no_acknowledged_record(trawl_factory):
     for round_number in range(rounds):
         marker = f"crash-{round_number}-{uuid.uuid4().hex[:8]}"
         bodies = {b: batch_body(marker, b, size) for b in range(batches)}
-        sender = Sender(f"{server.otlp_http_url}/v1/logs", bodies, threads=4)
+        sender = Sender(f"{server.otlp_http_url}/v1/logs", bodies, server.ingest_auth, threads=4)
         kill_after = rng.randrange(3, batches - 8)  # acknowledged batches before the crash
         jitter = rng.uniform(0, 0.15)
         threads = sender.run()
@@ -184,7 +185,7 @@ def test_merge_while_querying(trawl_factory):
     marker = f"merge-{uuid.uuid4().hex[:8]}"
     batches, size = 150, 20
     bodies = {b: batch_body(marker, b, size) for b in range(batches)}
-    sender = Sender(f"{server.otlp_http_url}/v1/logs", bodies, threads=3)
+    sender = Sender(f"{server.otlp_http_url}/v1/logs", bodies, server.ingest_auth, threads=3)
     kql = f"default | where resource['e2e.marker'] == '{marker}'"
     observations = []  # (acked rows before the query, count, rows started before the query ended)
     errors = []
@@ -241,7 +242,7 @@ def test_sigterm_during_ingest_keeps_acknowledged_records(trawl_factory):
     server = trawl_factory("sigterm")
     marker = f"sigterm-{uuid.uuid4().hex[:8]}"
     bodies = {b: batch_body(marker, b, size) for b in range(batches)}
-    sender = Sender(f"{server.otlp_http_url}/v1/logs", bodies, threads=4)
+    sender = Sender(f"{server.otlp_http_url}/v1/logs", bodies, server.ingest_auth, threads=4)
     kill_after = rng.randrange(3, batches - 8)
     threads = sender.run()
     deadline = time.monotonic() + 60

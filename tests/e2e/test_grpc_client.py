@@ -68,7 +68,10 @@ def loaded(trawl):
         ]
     }
     status, _, answer = http_request(
-        trawl.otlp_http_url + "/v1/logs", json.dumps(payload).encode(), {"Content-Type": "application/json"}, "POST"
+        trawl.otlp_http_url + "/v1/logs",
+        json.dumps(payload).encode(),
+        {"Content-Type": "application/json", **trawl.ingest_auth},
+        "POST",
     )
     assert status == 200, answer
     trawl.wait_for_count(f'default | where body has "{MARKER}"', ROWS)
@@ -78,15 +81,22 @@ def loaded(trawl):
 @pytest.fixture
 def stub(loaded, pb):
     messages, services = pb
-    channel = grpc.insecure_channel(loaded.query_url.removeprefix("http://"))
-    yield services.QueryServiceStub(channel)
+    # Through the gateway, which forwards the stub's method path as it is.
+    channel = grpc.insecure_channel(loaded.gateway_endpoint)
+    stub = services.QueryServiceStub(channel)
+    # Signed in with the bootstrap admin token; x-svc-* metadata from a caller is dropped.
+    stub.metadata = [
+        ("authorization", f"Bearer {loaded.admin_token}"),
+        ("x-svc-username", "not-me"),
+    ]
+    yield stub
     channel.close()
 
 
 def run(pb, stub, query: str, timeout: float = 60.0) -> list:
     messages, _ = pb
     request = messages.ExecuteQueryRequest(query=query)
-    metadata = [("x-svc-username", "e2e"), ("x-svc-client-name", "pytest")]
+    metadata = stub.metadata
     return list(stub.ExecuteQuery(request, metadata=metadata, timeout=timeout))
 
 
@@ -180,7 +190,11 @@ def test_a_bad_query_gets_an_error_frame_then_done(pb, stub):
 
 def test_a_cancelled_call_leaves_the_server_serving(pb, stub):
     messages, _ = pb
-    call = stub.ExecuteQuery(messages.ExecuteQueryRequest(query=f'default | where body has "{MARKER}"'), timeout=60)
+    call = stub.ExecuteQuery(
+        messages.ExecuteQueryRequest(query=f'default | where body has "{MARKER}"'),
+        timeout=60,
+        metadata=stub.metadata,
+    )
     next(call)
     call.cancel()
     with pytest.raises(grpc.RpcError) as raised:

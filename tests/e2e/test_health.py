@@ -10,7 +10,7 @@ import pytest
 from trawl_e2e import http_request
 
 
-@pytest.mark.parametrize("port", ["query_url", "operator_url", "otlp_http_url"])
+@pytest.mark.parametrize("port", ["gateway_url", "query_url", "operator_url", "otlp_http_url"])
 def test_probes_on_every_http_port(trawl, port):
     base = getattr(trawl, port)
     status, headers, body = http_request(base + "/health")
@@ -53,23 +53,40 @@ def test_operator_metrics_count_ingested_rows(trawl):
         ]
     }
     status, _, answer = http_request(
-        trawl.otlp_http_url + "/v1/logs", json.dumps(payload).encode(), {"Content-Type": "application/json"}, "POST"
+        trawl.otlp_http_url + "/v1/logs",
+        json.dumps(payload).encode(),
+        {"Content-Type": "application/json", **trawl.ingest_auth},
+        "POST",
     )
     assert status == 200, answer
     _, _, body = http_request(trawl.operator_url + "/metrics")
     assert counter(body.decode(), "trawl_ingest_rows_total") == before + 3
 
 
-def test_query_port_answers_errors_as_problem_details(trawl):
-    status, headers, body = http_request(
-        trawl.query_url + "/query",
-        json.dumps({"query": "default | where"}).encode(),
-        {"Content-Type": "application/json"},
+def test_query_port_answers_only_signed_requests_with_problem_details(trawl):
+    """The query service refuses what the gateway did not sign, even with a valid token."""
+    for headers in ({}, trawl.query_auth, {"x-svc-username": "admin", "x-svc-signature": "forged"}):
+        status, _, body = http_request(
+            trawl.query_url + "/query",
+            json.dumps({"query": "default | count"}).encode(),
+            {"Content-Type": "application/json", **headers},
+            "POST",
+        )
+        assert status == 401, (status, body)
+        problem = json.loads(body)
+        assert {"type", "message", "code"} <= set(problem), problem
+        assert problem["code"] == "Unauthenticated"
+
+
+def test_gateway_answers_query_errors_as_adx_errors(trawl):
+    status, _, body = http_request(
+        trawl.gateway_url + "/v2/rest/query",
+        json.dumps({"db": "default", "csl": "default | where"}).encode(),
+        {"Content-Type": "application/json", **trawl.query_auth},
         "POST",
     )
     assert status == 400, (status, body)
-    problem = json.loads(body)
-    assert {"type", "message", "code"} <= set(problem), problem
+    assert json.loads(body)["error"]["@context"]["code"] == "SyntaxError"
 
 
 def test_default_table_answers_before_any_ingest(trawl_factory):

@@ -20,7 +20,7 @@ from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from trawl_e2e import MS, TrawlServer, iso, stop_all
+from trawl_e2e import MS, TrawlServer, ingest_channel, iso, stop_all
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 JSON = {"Content-Type": "application/json"}
@@ -288,7 +288,7 @@ def json_sent(trawl):
     answers = {}
     for signal, payload in json_payloads(marker, t).items():
         response = requests.post(
-            f"{trawl.otlp_http_url}/v1/{signal}", data=json.dumps(payload), headers=JSON, timeout=10
+            f"{trawl.otlp_http_url}/v1/{signal}", data=json.dumps(payload), headers={**JSON, **trawl.ingest_auth}, timeout=10
         )
         answers[signal] = response
     trawl.wait_for_count(f"default | where resource['e2e.marker'] == '{marker}'", 2 + 1 + 5)
@@ -468,7 +468,7 @@ def test_mixed_int_and_double_values_widen_to_real(trawl):
             }
         ]
     }
-    response = requests.post(f"{trawl.otlp_http_url}/v1/metrics", data=json.dumps(payload), headers=JSON, timeout=10)
+    response = requests.post(f"{trawl.otlp_http_url}/v1/metrics", data=json.dumps(payload), headers={**JSON, **trawl.ingest_auth}, timeout=10)
     assert response.status_code == 200, response.text
     assert trawl.wait_for_count(f"default | where resource['e2e.marker'] == '{marker}'", 2) == 2
     types, rows = trawl.query_typed(
@@ -491,7 +491,7 @@ def test_zero_times_fall_back(trawl):
     }
     for signal, payload in (("traces", traces), ("logs", logs)):
         response = requests.post(
-            f"{trawl.otlp_http_url}/v1/{signal}", data=json.dumps(payload), headers=JSON, timeout=10
+            f"{trawl.otlp_http_url}/v1/{signal}", data=json.dumps(payload), headers={**JSON, **trawl.ingest_auth}, timeout=10
         )
         assert response.status_code == 200, response.text
     rows = {
@@ -518,7 +518,7 @@ def test_http_gzip_bodies(trawl, fmt):
     response = requests.post(
         f"{trawl.otlp_http_url}/v1/logs",
         data=gzip.compress(raw),
-        headers={**headers, "Content-Encoding": "gzip"},
+        headers={**headers, "Content-Encoding": "gzip", **trawl.ingest_auth},
         timeout=10,
     )
     assert response.status_code == 200, response.text
@@ -533,7 +533,7 @@ def test_http_gzip_bodies(trawl, fmt):
 def test_protobuf_success_answer(trawl):
     marker = f"pb-{uuid.uuid4().hex[:8]}"
     response = requests.post(
-        f"{trawl.otlp_http_url}/v1/logs", data=log_request(marker, 3).SerializeToString(), headers=PROTOBUF, timeout=10
+        f"{trawl.otlp_http_url}/v1/logs", data=log_request(marker, 3).SerializeToString(), headers={**PROTOBUF, **trawl.ingest_auth}, timeout=10
     )
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/x-protobuf"
@@ -571,7 +571,7 @@ def test_partial_success(trawl, fmt):
     )
     if fmt == "protobuf":
         response = requests.post(
-            f"{trawl.otlp_http_url}/v1/traces", data=request.SerializeToString(), headers=PROTOBUF, timeout=10
+            f"{trawl.otlp_http_url}/v1/traces", data=request.SerializeToString(), headers={**PROTOBUF, **trawl.ingest_auth}, timeout=10
         )
         assert response.status_code == 200, response.content
         answer = trace_service_pb2.ExportTraceServiceResponse.FromString(response.content)
@@ -581,7 +581,7 @@ def test_partial_success(trawl, fmt):
         span_list = payload["resourceSpans"][0]["scopeSpans"][0]["spans"]
         for span, message in zip(span_list, [good, bad]):
             span["traceId"], span["spanId"] = message.trace_id.hex(), message.span_id.hex()
-        response = requests.post(f"{trawl.otlp_http_url}/v1/traces", data=json.dumps(payload), headers=JSON, timeout=10)
+        response = requests.post(f"{trawl.otlp_http_url}/v1/traces", data=json.dumps(payload), headers={**JSON, **trawl.ingest_auth}, timeout=10)
         assert response.status_code == 200, response.text
         answer = json_format.Parse(
             response.text, trace_service_pb2.ExportTraceServiceResponse(), ignore_unknown_fields=False
@@ -610,14 +610,14 @@ def rpc_status(response) -> tuple[int, str]:
 def test_malformed_protobuf_is_400_and_server_keeps_serving(trawl, signal):
     before = trawl.count()
     for garbage in (b"\xff\xff\xff\xff\xff", b"\x0a\x05\x0a\x03", b"\x0a\xff\xff\xff\xff\x0f"):
-        response = requests.post(f"{trawl.otlp_http_url}/v1/{signal}", data=garbage, headers=PROTOBUF, timeout=10)
+        response = requests.post(f"{trawl.otlp_http_url}/v1/{signal}", data=garbage, headers={**PROTOBUF, **trawl.ingest_auth}, timeout=10)
         assert response.status_code == 400, (garbage, response.status_code, response.content)
         code, message = rpc_status(response)
         assert code == 3 and message, (code, message)  # INVALID_ARGUMENT
     # Still serving: a good request is stored and queries answer.
     marker = f"after-bad-{signal}-{uuid.uuid4().hex[:8]}"
     response = requests.post(
-        f"{trawl.otlp_http_url}/v1/logs", data=log_request(marker).SerializeToString(), headers=PROTOBUF, timeout=10
+        f"{trawl.otlp_http_url}/v1/logs", data=log_request(marker).SerializeToString(), headers={**PROTOBUF, **trawl.ingest_auth}, timeout=10
     )
     assert response.status_code == 200
     assert trawl.wait_for_count(f"default | where resource['e2e.marker'] == '{marker}'", 1) == 1
@@ -634,7 +634,7 @@ def test_malformed_protobuf_is_400_and_server_keeps_serving(trawl, signal):
     ],
 )
 def test_malformed_json_is_400(trawl, payload):
-    response = requests.post(f"{trawl.otlp_http_url}/v1/logs", data=payload, headers=JSON, timeout=10)
+    response = requests.post(f"{trawl.otlp_http_url}/v1/logs", data=payload, headers={**JSON, **trawl.ingest_auth}, timeout=10)
     assert response.status_code == 400, (payload, response.status_code, response.text)
     code, message = rpc_status(response)
     assert code == 3 and message
@@ -644,7 +644,7 @@ def test_malformed_json_is_400(trawl, payload):
 def test_wrong_content_type_is_415(trawl, content_type):
     headers = {"Content-Type": content_type} if content_type else {}
     body = log_request("never-stored").SerializeToString()
-    response = requests.post(f"{trawl.otlp_http_url}/v1/logs", data=body, headers=headers, timeout=10)
+    response = requests.post(f"{trawl.otlp_http_url}/v1/logs", data=body, headers={**headers, **trawl.ingest_auth}, timeout=10)
     assert response.status_code == 415, (content_type, response.status_code, response.text)
     assert marker_count(trawl, "never-stored") == 0
 
@@ -654,14 +654,14 @@ def test_content_type_parameters_and_aliases(trawl):
     body = log_request(marker).SerializeToString()
     for content_type in ("application/x-protobuf; charset=binary", "application/protobuf", "APPLICATION/X-PROTOBUF"):
         response = requests.post(
-            f"{trawl.otlp_http_url}/v1/logs", data=body, headers={"Content-Type": content_type}, timeout=10
+            f"{trawl.otlp_http_url}/v1/logs", data=body, headers={"Content-Type": content_type, **trawl.ingest_auth}, timeout=10
         )
         assert response.status_code == 200, (content_type, response.status_code)
     payload = json_format.MessageToJson(log_request(marker))
     response = requests.post(
         f"{trawl.otlp_http_url}/v1/logs",
         data=payload,
-        headers={"Content-Type": "application/json; charset=utf-8"},
+        headers={"Content-Type": "application/json; charset=utf-8", **trawl.ingest_auth},
         timeout=10,
     )
     assert response.status_code == 200, response.text
@@ -672,7 +672,7 @@ def test_corrupt_gzip_is_400(trawl):
     response = requests.post(
         f"{trawl.otlp_http_url}/v1/logs",
         data=b"definitely not gzip",
-        headers={**PROTOBUF, "Content-Encoding": "gzip"},
+        headers={**PROTOBUF, "Content-Encoding": "gzip", **trawl.ingest_auth},
         timeout=10,
     )
     assert response.status_code == 400, response.content
@@ -680,7 +680,7 @@ def test_corrupt_gzip_is_400(trawl):
 
 def test_unknown_path_and_method(trawl):
     assert (
-        requests.post(f"{trawl.otlp_http_url}/v1/profiles-nope", data=b"", headers=PROTOBUF, timeout=10).status_code
+        requests.post(f"{trawl.otlp_http_url}/v1/profiles-nope", data=b"", headers={**PROTOBUF, **trawl.ingest_auth}, timeout=10).status_code
         == 404
     )
     assert requests.get(f"{trawl.otlp_http_url}/v1/logs", timeout=10).status_code == 405
@@ -700,7 +700,7 @@ def test_http_body_size_limit_is_413(small_server):
     marker = f"big-{uuid.uuid4().hex[:8]}"
     big = log_request(marker, n=200, body="x" * 100).SerializeToString()
     assert len(big) > 4096
-    response = requests.post(f"{small_server.otlp_http_url}/v1/logs", data=big, headers=PROTOBUF, timeout=10)
+    response = requests.post(f"{small_server.otlp_http_url}/v1/logs", data=big, headers={**PROTOBUF, **small_server.ingest_auth}, timeout=10)
     assert response.status_code == 413, response.status_code
     # A small gzip body that inflates beyond the limit is refused too.
     compressed = gzip.compress(big)
@@ -708,14 +708,14 @@ def test_http_body_size_limit_is_413(small_server):
     response = requests.post(
         f"{small_server.otlp_http_url}/v1/logs",
         data=compressed,
-        headers={**PROTOBUF, "Content-Encoding": "gzip"},
+        headers={**PROTOBUF, "Content-Encoding": "gzip", **small_server.ingest_auth},
         timeout=10,
     )
     assert response.status_code == 413, response.status_code
     response = requests.post(
         f"{small_server.otlp_http_url}/v1/logs",
         data=log_request(marker, n=2).SerializeToString(),
-        headers=PROTOBUF,
+        headers={**PROTOBUF, **small_server.ingest_auth},
         timeout=10,
     )
     assert response.status_code == 200
@@ -727,7 +727,7 @@ def test_grpc_oversized_request_is_a_permanent_error(small_server):
     must get a permanent code; the server maps its own PayloadTooLarge to RESOURCE_EXHAUSTED
     (retryable only with RetryInfo), see otlp_grpc.rs status_of."""
     marker = f"big-grpc-{uuid.uuid4().hex[:8]}"
-    with grpc.insecure_channel(small_server.otlp_grpc_endpoint) as channel:
+    with ingest_channel(small_server) as channel:
         stub = logs_service_pb2_grpc.LogsServiceStub(channel)
         with pytest.raises(grpc.RpcError) as error:
             stub.Export(log_request(marker, n=200, body="x" * 100), timeout=10)
@@ -766,7 +766,7 @@ def test_grpc_partial_success_and_gzip(trawl):
             )
         ]
     )
-    with grpc.insecure_channel(trawl.otlp_grpc_endpoint) as channel:
+    with ingest_channel(trawl) as channel:
         stub = trace_service_pb2_grpc.TraceServiceStub(channel)
         answer = stub.Export(request, timeout=10, compression=grpc.Compression.Gzip)
     assert answer.partial_success.rejected_spans == 1 and answer.partial_success.error_message, answer
@@ -788,13 +788,13 @@ def test_grpc_partial_success_and_gzip(trawl):
     ],
 )
 def test_grpc_malformed_request_is_invalid_argument(trawl, method):
-    with grpc.insecure_channel(trawl.otlp_grpc_endpoint) as channel:
+    with ingest_channel(trawl) as channel:
         export = channel.unary_unary(method, request_serializer=lambda b: b, response_deserializer=lambda b: b)
         with pytest.raises(grpc.RpcError) as error:
             export(b"\xff\xff\xff\xff\xff", timeout=10)
     # Still serving.
     marker = f"after-bad-grpc-{uuid.uuid4().hex[:8]}"
-    with grpc.insecure_channel(trawl.otlp_grpc_endpoint) as channel:
+    with ingest_channel(trawl) as channel:
         logs_service_pb2_grpc.LogsServiceStub(channel).Export(log_request(marker), timeout=10)
     assert trawl.wait_for_count(f"default | where resource['e2e.marker'] == '{marker}'", 1) == 1
     # OTLP: a request that cannot be decoded is INVALID_ARGUMENT (permanent; otlp_grpc.rs says so too).
@@ -802,7 +802,7 @@ def test_grpc_malformed_request_is_invalid_argument(trawl, method):
 
 
 def test_grpc_unknown_method_is_unimplemented(trawl):
-    with grpc.insecure_channel(trawl.otlp_grpc_endpoint) as channel:
+    with ingest_channel(trawl) as channel:
         call = channel.unary_unary(
             "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export",
             request_serializer=lambda b: b,
@@ -814,7 +814,7 @@ def test_grpc_unknown_method_is_unimplemented(trawl):
 
 
 def test_metrics_request_over_grpc_empty_is_ok(trawl):
-    with grpc.insecure_channel(trawl.otlp_grpc_endpoint) as channel:
+    with ingest_channel(trawl) as channel:
         call = channel.unary_unary(
             "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
             request_serializer=metrics_service_pb2.ExportMetricsServiceRequest.SerializeToString,
@@ -828,7 +828,7 @@ def test_unsupported_content_encoding_is_415(trawl):
     response = requests.post(
         f"{trawl.otlp_http_url}/v1/logs",
         data=log_request("br-encoding").SerializeToString(),
-        headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "br"},
+        headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "br", **trawl.ingest_auth},
         timeout=10,
     )
     assert response.status_code == 415, response.text

@@ -111,6 +111,7 @@ def make_exporters(server, transport: str, delta: bool = False):
         common = dict(
             endpoint=server.otlp_grpc_url,
             insecure=True,
+            headers={"authorization": f"Bearer {server.ingest_token}"},
             timeout=10,
             compression=grpc.Compression.Gzip if gzip else None,
         )
@@ -121,11 +122,16 @@ def make_exporters(server, transport: str, delta: bool = False):
         )
     compression = HttpCompression.Gzip if gzip else HttpCompression.NoCompression
     base = server.otlp_http_url
+    auth = server.ingest_auth
     return (
-        recording(HttpSpanExporter)(endpoint=f"{base}/v1/traces", timeout=10, compression=compression),
-        recording(HttpLogExporter)(endpoint=f"{base}/v1/logs", timeout=10, compression=compression),
+        recording(HttpSpanExporter)(endpoint=f"{base}/v1/traces", timeout=10, compression=compression, headers=auth),
+        recording(HttpLogExporter)(endpoint=f"{base}/v1/logs", timeout=10, compression=compression, headers=auth),
         recording(HttpMetricExporter)(
-            endpoint=f"{base}/v1/metrics", timeout=10, compression=compression, preferred_temporality=temporality
+            endpoint=f"{base}/v1/metrics",
+            timeout=10,
+            compression=compression,
+            preferred_temporality=temporality,
+            headers=auth,
         ),
     )
 

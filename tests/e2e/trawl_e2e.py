@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 # Every client here talks to 127.0.0.1: never through a proxy from the environment (urllib,
 # requests and gRPC all honour no_proxy).
 for _name in ("no_proxy", "NO_PROXY"):
@@ -93,7 +95,10 @@ class TrawlServer:
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> "TrawlServer":
         assert self.process is None or self.process.poll() is not None, "already running"
-        query, operator, grpc, http = free_ports(4)
+        gateway, query, operator, grpc, http = free_ports(5)
+        self.gateway_url = f"http://127.0.0.1:{gateway}"
+        self.gateway_endpoint = f"127.0.0.1:{gateway}"
+        # The query service itself: it answers only requests the gateway signed.
         self.query_url = f"http://127.0.0.1:{query}"
         self.operator_url = f"http://127.0.0.1:{operator}"
         self.otlp_grpc_endpoint = f"127.0.0.1:{grpc}"
@@ -105,6 +110,7 @@ class TrawlServer:
         command = [
             str(self.binary), "serve",
             "--data-dir", str(self.data_dir),
+            "--gateway-bind", f"127.0.0.1:{gateway}",
             "--query-bind", f"127.0.0.1:{query}",
             "--operator-bind", f"127.0.0.1:{operator}",
             "--otlp-grpc-bind", f"127.0.0.1:{grpc}",
@@ -126,11 +132,24 @@ class TrawlServer:
         if self not in CURRENT:
             CURRENT.append(self)
         self.wait_ready()
+        secrets = json.loads((self.data_dir / "bootstrap.json").read_text())
+        self.admin_token = secrets["admin_token"]
+        self.ingest_token = secrets["ingest_token"]
         return self
+
+    @property
+    def ingest_auth(self) -> dict[str, str]:
+        """The header that lets a request ingest (the bootstrap ingest token)."""
+        return {"Authorization": f"Bearer {self.ingest_token}"}
+
+    @property
+    def query_auth(self) -> dict[str, str]:
+        """The header that lets a request query through the gateway (the bootstrap admin token)."""
+        return {"Authorization": f"Bearer {self.admin_token}"}
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
-        pending = [self.query_url, self.operator_url, self.otlp_http_url]
+        pending = [self.gateway_url, self.query_url, self.operator_url, self.otlp_http_url]
         while pending:
             if self.process.poll() is not None:
                 raise AssertionError(
@@ -199,17 +218,22 @@ class TrawlServer:
     def query_raw(
         self, kql: str, since: str | None = None, until: str | None = None, timeout: float = 60.0
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"query": kql}
+        """Runs `kql` through the gateway (`POST /v2/rest/query` with the admin token) and
+        returns the result in the shape of the query service's `POST /query`:
+        {Tables: [{name, columns: [{column_name, column_type}], rows}]}, with `@Warnings`."""
+        options: dict[str, Any] = {}
         if since is not None:
-            body["since"] = since
+            options["query_datetimescope_from"] = since
         if until is not None:
-            body["until"] = until
+            options["query_datetimescope_to"] = until
+        body = {"db": "default", "csl": kql, "properties": {"Options": options}}
+        headers = {"Content-Type": "application/json", **self.query_auth}
         status, _, data = http_request(
-            self.query_url + "/query", json.dumps(body).encode(), {"Content-Type": "application/json"}, "POST", timeout
+            self.gateway_url + "/v2/rest/query", json.dumps(body).encode(), headers, "POST", timeout
         )
         if status != 200:
             raise QueryError(status, data.decode(errors="replace"), kql)
-        return json.loads(data)
+        return v2_as_tables(json.loads(data))
 
     def query(self, kql: str, **kwargs) -> tuple[list[str], list[list[Any]]]:
         """(column names, rows) of PrimaryResult."""
@@ -246,6 +270,69 @@ class TrawlServer:
             if n >= expected or time.monotonic() > deadline:
                 return n
             time.sleep(0.1)
+
+
+def v2_as_tables(frames: list[dict[str, Any]]) -> dict[str, Any]:
+    """v2 frames → {Tables: [...]} as `POST /query` answers."""
+    tables = []
+    warnings = []
+    for frame in frames:
+        if frame.get("FrameType") != "DataTable":
+            continue
+        if frame["TableKind"] == "PrimaryResult":
+            tables.append(
+                {
+                    "name": frame["TableName"],
+                    "columns": [{"column_name": c["ColumnName"], "column_type": c["ColumnType"]} for c in frame["Columns"]],
+                    "rows": frame["Rows"],
+                }
+            )
+        elif frame["TableKind"] == "QueryCompletionInformation":
+            names = [c["ColumnName"] for c in frame["Columns"]]
+            for row in frame["Rows"]:
+                record = dict(zip(names, row))
+                if record.get("LevelName") == "Warning":
+                    text = json.loads(record["Payload"]).get("Text", "")
+                    kind, _, message = text.partition(": ")
+                    warnings.append([kind, message, None])
+    tables.append(
+        {
+            "name": "@Warnings",
+            "columns": [
+                {"column_name": "kind", "column_type": "string"},
+                {"column_name": "message", "column_type": "string"},
+                {"column_name": "location", "column_type": "dynamic"},
+            ],
+            "rows": warnings,
+        }
+    )
+    return {"Tables": tables}
+
+
+class _Metadata(
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+):
+    """Adds fixed metadata (a token) to every call of a channel."""
+
+    def __init__(self, metadata: list[tuple[str, str]]):
+        self.metadata = metadata
+
+    def _details(self, details):
+        metadata = list(details.metadata or []) + self.metadata
+        return details._replace(metadata=metadata)
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+
+def ingest_channel(server: "TrawlServer") -> grpc.Channel:
+    """A channel to the server's OTLP/gRPC port whose calls carry its ingest token."""
+    token = [("authorization", f"Bearer {server.ingest_token}")]
+    return grpc.intercept_channel(grpc.insecure_channel(server.otlp_grpc_endpoint), _Metadata(token))
 
 
 def stop_all(servers: list[TrawlServer]) -> None:

@@ -47,6 +47,9 @@ struct Args {
     /// With --url: the server's process id, to read its memory and CPU.
     #[arg(long, requires = "url")]
     server_pid: Option<u32>,
+    /// With --url: the ingest token (a started server's comes from its bootstrap file).
+    #[arg(long, env = "TRAWL_INGEST_TOKEN", requires = "url", hide_env_values = true)]
+    token: Option<String>,
     /// What to send.
     #[arg(long, value_enum, default_value_t = Signal::Logs)]
     signal: Signal,
@@ -102,7 +105,7 @@ impl Server {
         let data_dir = tempfile::Builder::new()
             .prefix("trawl-ingest-bench-")
             .tempdir_in("/tmp")?;
-        let ports = free_ports(4)?;
+        let ports = free_ports(5)?;
         let addr = |port: u16| format!("127.0.0.1:{port}");
         let log_path = data_dir.path().join("server.log");
         let log = std::fs::File::create(&log_path)?;
@@ -114,7 +117,8 @@ impl Server {
             .args(["--otlp-http-bind", &addr(ports[0])])
             .args(["--otlp-grpc-bind", &addr(ports[1])])
             .args(["--query-bind", &addr(ports[2])])
-            .args(["--operator-bind", &addr(ports[3])]);
+            .args(["--operator-bind", &addr(ports[3])])
+            .args(["--gateway-bind", &addr(ports[4])]);
         if let Some(ms) = args.flush_interval_ms {
             command.args(["--flush-interval-ms", &ms.to_string()]);
         }
@@ -287,6 +291,7 @@ struct Measured {
 async fn worker(
     client: reqwest::Client,
     url: String,
+    token: Option<String>,
     source: Arc<Source>,
     counters: Arc<Counters>,
     stop: Arc<AtomicBool>,
@@ -297,12 +302,14 @@ async fn worker(
         let mut attempts = 0u32;
         loop {
             let began = Instant::now();
-            let result = client
+            let mut request = client
                 .post(&url)
                 .header("content-type", "application/x-protobuf")
-                .body(payload.body.clone())
-                .send()
-                .await;
+                .body(payload.body.clone());
+            if let Some(token) = &token {
+                request = request.bearer_auth(token);
+            }
+            let result = request.send().await;
             let ok = match result {
                 Ok(response) => {
                     let status = response.status();
@@ -414,12 +421,20 @@ async fn main() -> anyhow::Result<()> {
     let source = Arc::new(source);
 
     let mut server = None;
-    let (base_url, pid) = match (&args.url, &args.trawl_bin) {
-        (Some(url), _) => (url.trim_end_matches('/').to_string(), args.server_pid),
+    let (base_url, pid, token) = match (&args.url, &args.trawl_bin) {
+        (Some(url), _) => (
+            url.trim_end_matches('/').to_string(),
+            args.server_pid,
+            args.token.clone(),
+        ),
         (None, Some(bin)) => {
             let mut started = Server::start(bin, &args)?;
             started.wait_ready(&client).await?;
             let (url, pid) = (started.base_url.clone(), Some(started.pid()));
+            let bootstrap = std::fs::read(started.data_dir.path().join("data").join("bootstrap.json"))
+                .context("the started server wrote no bootstrap file")?;
+            let bootstrap: serde_json::Value = serde_json::from_slice(&bootstrap)?;
+            let token = bootstrap["ingest_token"].as_str().map(str::to_string);
             eprintln!(
                 "started {} (pid {}), data in {}",
                 bin.display(),
@@ -427,7 +442,7 @@ async fn main() -> anyhow::Result<()> {
                 started.data_dir.path().display()
             );
             server = Some(started);
-            (url, pid)
+            (url, pid, token)
         }
         (None, None) => bail!("give --trawl-bin (or TRAWL_BIN) to start a server, or --url to use a running one"),
     };
@@ -447,6 +462,7 @@ async fn main() -> anyhow::Result<()> {
     let workers_left = Arc::new(AtomicUsize::new(args.concurrency));
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..args.concurrency {
+        let token = token.clone();
         let (client, url, source, counters, stop, measured, left) = (
             client.clone(),
             url.clone(),
@@ -457,7 +473,7 @@ async fn main() -> anyhow::Result<()> {
             Arc::clone(&workers_left),
         );
         workers.spawn(async move {
-            let latencies = worker(client, url, source, counters, stop, measured).await;
+            let latencies = worker(client, url, token, source, counters, stop, measured).await;
             left.fetch_sub(1, Ordering::Relaxed);
             latencies
         });

@@ -12,7 +12,9 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
-use trawl_engine::{QueryEvent, QueryOutput, QueryRequest, QueryWarning, QueryWindow, RunOptions, Visualization};
+use trawl_engine::{
+    QueryEvent, QueryOutput, QueryRequest, QueryWarning, RunOptions, Visualization, resolve_window_now,
+};
 
 use crate::state::QueryState;
 
@@ -64,12 +66,31 @@ fn client_request_id(headers: &HeaderMap) -> String {
 }
 
 async fn run(state: &QueryState, body: &AdxBody) -> Result<QueryOutput, TrawlError> {
-    let request = QueryRequest {
+    state.engine.execute(&request(state, body)?).await
+}
+
+/// The query of a request: its text, database, and time window from the request options
+/// `query_datetimescope_from` / `query_datetimescope_to` (ISO 8601 or relative such as
+/// `1h`, as `since`/`until` of `POST /query`) and Trawl's `query_timezone` for naive ones.
+fn request(state: &QueryState, body: &AdxBody) -> Result<QueryRequest, TrawlError> {
+    let properties = body.properties()?;
+    let option = |name: &str| {
+        properties
+            .pointer(&format!("/Options/{name}"))
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let window = resolve_window_now(
+        option("query_datetimescope_from").as_deref(),
+        option("query_datetimescope_to").as_deref(),
+        option("query_timezone").as_deref(),
+    )?;
+    Ok(QueryRequest {
         text: body.csl.clone(),
         database: database(state, body),
-        window: QueryWindow::default(),
-    };
-    state.engine.execute(&request).await
+        window,
+    })
 }
 
 /// `POST /v1/rest/query`: result tables, `@ExtendedProperties` when the query renders, a
@@ -136,11 +157,7 @@ async fn progressive_response(
     request_id: String,
     started: std::time::Instant,
 ) -> Result<Response, TrawlError> {
-    let request = QueryRequest {
-        text: body.csl.clone(),
-        database: database(state, body),
-        window: QueryWindow::default(),
-    };
+    let request = request(state, body)?;
     let options = RunOptions {
         progress_every: Some(crate::query_grpc::PROGRESS_EVERY),
         deadline: None,

@@ -14,6 +14,7 @@ pub mod adx;
 pub mod adx_mgmt;
 pub mod compression;
 pub mod datasources;
+pub mod ingest_auth;
 pub mod operator;
 pub mod otlp_grpc;
 pub mod otlp_http;
@@ -21,6 +22,7 @@ pub mod probes;
 pub mod problem;
 pub mod query_grpc;
 pub mod query_http;
+pub mod signed;
 pub mod state;
 pub mod timeline;
 

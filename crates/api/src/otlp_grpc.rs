@@ -214,6 +214,12 @@ impl UnaryService<Vec<u8>> for ExportHandler {
                     format!("the request is larger than {} bytes", state.max_body_bytes),
                 )));
             }
+            let authorization = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
+            let route = state
+                .auth
+                .route(authorization)
+                .await
+                .map_err(|error| status_of(&error))?;
             let now = trawl_common::time::now_nanos();
             let mapped = map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| {
                 counters.failed_requests.fetch_add(1, Relaxed);
@@ -222,7 +228,7 @@ impl UnaryService<Vec<u8>> for ExportHandler {
             drop(request); // the rows own everything they need; free the payload while they wait
             let rows = mapped.rows.len() as u64;
             let (rejected, error_message) = (mapped.rejected, mapped.error_message);
-            if let Err(error) = state.ingestor.submit(&state.database, &state.table, mapped.rows).await {
+            if let Err(error) = state.ingestor.submit(&route.database, &route.table, mapped.rows).await {
                 counters.failed_requests.fetch_add(1, Relaxed);
                 return Err(status_of(&error));
             }

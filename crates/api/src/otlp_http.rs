@@ -76,6 +76,14 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let route = match state.auth.route(authorization).await {
+        Ok(route) => route,
+        Err(error) => {
+            let format = PayloadFormat::from_content_type(content_type).unwrap_or(PayloadFormat::Json);
+            return error_response(&error, format);
+        }
+    };
     let Some(format) = PayloadFormat::from_content_type(content_type) else {
         return status_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -110,7 +118,7 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     let rejected = mapped.rejected;
     let message = mapped.error_message;
     let rows = mapped.rows.len() as u64;
-    if let Err(error) = state.ingestor.submit(&state.database, &state.table, mapped.rows).await {
+    if let Err(error) = state.ingestor.submit(&route.database, &route.table, mapped.rows).await {
         state.counters.failed_requests.fetch_add(1, Relaxed);
         return error_response(&error, format);
     }

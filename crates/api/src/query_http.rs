@@ -29,9 +29,13 @@ pub struct QueryBody {
     pub timezone: Option<String>,
 }
 
+/// The query port's routes: HTTP, ADX REST and the gRPC `QueryService`, behind the gateway
+/// signature check when `state.signatures` is set.
 pub fn router(state: QueryState) -> Router {
     let probes = crate::probes::routes(state.readiness.clone(), state.info.clone());
-    Router::new()
+    let signatures = state.signatures.clone();
+    let grpc = crate::query_grpc::routes(state.clone());
+    let router = Router::new()
         .route("/query", post(query))
         .route("/plan", post(plan))
         .route("/catalog", get(catalog))
@@ -41,7 +45,15 @@ pub fn router(state: QueryState) -> Router {
         .route("/v1/rest/mgmt", post(crate::adx::v1_mgmt))
         .route("/v2/rest/query", post(crate::adx::v2_query))
         .with_state(state)
-        .merge(probes)
+        .merge(grpc)
+        .merge(probes);
+    match signatures {
+        Some(check) => router.layer(axum::middleware::from_fn_with_state(
+            check,
+            crate::signed::require_signature,
+        )),
+        None => router,
+    }
 }
 
 /// Parses a JSON request body, or explains what is wrong with it.

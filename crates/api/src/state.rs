@@ -50,8 +50,8 @@ pub struct IngestCounters {
 #[derive(Debug, Clone)]
 pub struct IngestState {
     pub ingestor: Ingestor,
-    pub database: String,
-    pub table: String,
+    /// Decides who may send and where their rows go.
+    pub auth: Arc<crate::ingest_auth::IngestAuth>,
     /// Largest accepted request body, after decompression.
     pub max_body_bytes: usize,
     pub counters: Arc<IngestCounters>,
@@ -66,4 +66,7 @@ pub struct QueryState {
     pub database: String,
     pub readiness: Arc<Readiness>,
     pub info: ServiceInfo,
+    /// Checks the gateway's signature on every request but the probes. `None` only in
+    /// tests of the faces themselves.
+    pub signatures: Option<Arc<crate::signed::SignatureCheck>>,
 }

@@ -2,6 +2,7 @@
 //! service's gRPC stream.
 
 mod query_grpc;
+mod security;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +12,10 @@ use axum::http::{Request, StatusCode};
 use prost::Message;
 use tower::ServiceExt;
 use trawl_api::IngestState;
+use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::otlp_grpc::{Logs, Metrics, OtlpGrpcServer, RawCodec, Traces};
 use trawl_api::state::{IngestCounters, Readiness};
-use trawl_catalog::{Catalog, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, SqliteCatalog};
 use trawl_ingest::{IngestConfig, Ingestor};
 use trawl_proto::otlp::collector::logs::v1::ExportLogsServiceRequest;
 use trawl_proto::otlp::collector::logs::v1::logs_service_client::LogsServiceClient;
@@ -31,7 +33,9 @@ struct Setup {
 
 async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let catalog: Arc<dyn Catalog> = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let catalog: Arc<dyn Catalog> = sqlite.clone();
+    let directory: Arc<dyn Directory> = sqlite;
     let store = SegmentStore::local(&dir.path().join("segments"))?;
     let config = IngestConfig {
         flush_interval: Duration::from_millis(20),
@@ -40,8 +44,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config);
     let state = IngestState {
         ingestor,
-        database: "default".into(),
-        table: "default".into(),
+        auth: Arc::new(IngestAuth::anonymous(directory, "default", "default")),
         max_body_bytes: 1 << 20,
         counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),

@@ -63,8 +63,9 @@ async fn server(rows: usize, slots: usize) -> Result<Server, Box<dyn std::error:
         database: "default".into(),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
+        signatures: None,
     };
-    let router = trawl_api::query_http::router(state.clone()).merge(trawl_api::query_grpc::routes(state));
+    let router = trawl_api::query_http::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let task = tokio::spawn(async move {

@@ -8,9 +8,12 @@
 //!
 //! This crate knows nothing of Arrow data: it stores column names and KQL types only.
 
+pub mod directory;
 mod model;
 mod sqlite;
+mod sqlite_directory;
 
+pub use directory::{AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind};
 pub use model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
 pub use sqlite::SqliteCatalog;
 

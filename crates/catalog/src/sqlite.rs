@@ -45,7 +45,7 @@ const SCHEMA: &[&str] = &[
 /// Catalog stored in one SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteCatalog {
-    pool: SqlitePool,
+    pub(crate) pool: SqlitePool,
 }
 
 impl SqliteCatalog {
@@ -78,7 +78,7 @@ impl SqliteCatalog {
     }
 
     async fn migrate(pool: &SqlitePool) -> Result<()> {
-        for statement in SCHEMA {
+        for statement in SCHEMA.iter().chain(crate::sqlite_directory::SCHEMA) {
             sqlx::query(*statement).execute(pool).await?;
         }
         Ok(())

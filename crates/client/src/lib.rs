@@ -1,7 +1,10 @@
-//! A small Rust client for Trawl's HTTP query API, used by the `trawl` command line.
+//! A small Rust client for Trawl's query API through the gateway, used by the `trawl`
+//! command line.
 //!
-//! [`QueryClient::query`] posts KQL to `/query` and returns the result tables; errors come
-//! back as [`ClientError::Problem`] with the server's code and message.
+//! [`QueryClient::query`] posts KQL to the gateway's `POST /v2/rest/query` with a bearer
+//! token and returns the result tables; `since`/`until` travel as the request options
+//! `query_datetimescope_from`/`_to`. Errors come back as [`ClientError::Problem`] with the
+//! server's code and message.
 
 use serde::Deserialize;
 
@@ -20,7 +23,8 @@ pub struct Table {
     pub rows: Vec<Vec<serde_json::Value>>,
 }
 
-/// The answer of `POST /query`.
+/// The result tables of a query: `PrimaryResult` (then `ExtraTable_N`), and `@Warnings`
+/// (one column `message`) when there are warnings.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct QueryResponse {
     #[serde(rename = "Tables")]
@@ -30,6 +34,58 @@ pub struct QueryResponse {
 impl QueryResponse {
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables.iter().find(|t| t.name == name)
+    }
+
+    /// The tables of a v2 frame array.
+    pub fn from_v2_frames(frames: &[serde_json::Value]) -> QueryResponse {
+        let mut tables = Vec::new();
+        let mut warnings = Vec::new();
+        for frame in frames.iter().filter(|f| f["FrameType"] == "DataTable") {
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+            match frame["TableKind"].as_str() {
+                Some("PrimaryResult") => tables.push(Table {
+                    name: text(&frame["TableName"]),
+                    columns: frame["Columns"]
+                        .as_array()
+                        .map(|columns| {
+                            columns
+                                .iter()
+                                .map(|c| Column {
+                                    column_name: text(&c["ColumnName"]),
+                                    column_type: text(&c["ColumnType"]),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    rows: frame["Rows"]
+                        .as_array()
+                        .map(|rows| rows.iter().filter_map(|r| r.as_array().cloned()).collect())
+                        .unwrap_or_default(),
+                }),
+                Some("QueryCompletionInformation") => {
+                    for row in frame["Rows"].as_array().into_iter().flatten() {
+                        // Columns: ..., LevelName (6), ..., Payload (11).
+                        if row[6] == "Warning" {
+                            let payload: serde_json::Value =
+                                serde_json::from_str(row[11].as_str().unwrap_or("{}")).unwrap_or_default();
+                            warnings.push(vec![payload["Text"].clone()]);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !warnings.is_empty() {
+            tables.push(Table {
+                name: "@Warnings".into(),
+                columns: vec![Column {
+                    column_name: "message".into(),
+                    column_type: "string".into(),
+                }],
+                rows: warnings,
+            });
+        }
+        QueryResponse { tables }
     }
 }
 
@@ -49,7 +105,7 @@ pub enum ClientError {
     Unexpected { status: u16, body: String },
 }
 
-/// Talks to a Trawl query endpoint.
+/// Talks to a Trawl gateway.
 #[derive(Debug, Clone)]
 pub struct QueryClient {
     base_url: String,
@@ -79,9 +135,17 @@ impl QueryClient {
         until: Option<&str>,
         timezone: Option<&str>,
     ) -> Result<QueryResponse, ClientError> {
-        let url = format!("{}/query", self.base_url);
-        let body = serde_json::json!({ "query": query, "since": since, "until": until, "timezone": timezone });
-        let mut request = self.http.post(&url).json(&body);
+        let url = format!("{}/v2/rest/query", self.base_url);
+        let body = serde_json::json!({
+            "db": "default",
+            "csl": query,
+            "properties": {"Options": {
+                "query_datetimescope_from": since,
+                "query_datetimescope_to": until,
+                "query_timezone": timezone,
+            }},
+        });
+        let mut request = self.http.post(&url).json(&body).header("x-ms-app", "trawl-cli");
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
@@ -95,15 +159,22 @@ impl QueryClient {
             .await
             .map_err(|source| ClientError::Connect { url, source })?;
         if status == 200 {
-            return serde_json::from_str(&text).map_err(|_| ClientError::Unexpected { status, body: text });
+            return match serde_json::from_str::<Vec<serde_json::Value>>(&text) {
+                Ok(frames) => Ok(QueryResponse::from_v2_frames(&frames)),
+                Err(_) => Err(ClientError::Unexpected { status, body: text }),
+            };
         }
         match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(problem) if problem.get("code").is_some() => Err(ClientError::Problem {
-                status,
-                code: problem["code"].as_str().unwrap_or_default().to_string(),
-                message: problem["message"].as_str().unwrap_or_default().to_string(),
-                location: problem.get("error_details").and_then(|d| d.get("location")).cloned(),
-            }),
+            Ok(answer) if answer["error"].is_object() => {
+                let error = &answer["error"];
+                let code = error["@context"]["code"].as_str().or(error["code"].as_str());
+                Err(ClientError::Problem {
+                    status,
+                    code: code.unwrap_or_default().to_string(),
+                    message: error["message"].as_str().unwrap_or_default().to_string(),
+                    location: error["@context"].get("location").cloned().filter(|l| !l.is_null()),
+                })
+            }
             _ => Err(ClientError::Unexpected { status, body: text }),
         }
     }
@@ -211,5 +282,30 @@ mod tests {
             "name       n\n---------  --\na,b        1\nlong name  22\n"
         );
         assert_eq!(render_csv(&table()), "name,n\n\"a,b\",1\nlong name,22\n");
+    }
+
+    #[test]
+    fn v2_frames_become_tables_and_warnings() {
+        let frames: Vec<serde_json::Value> = serde_json::from_str(
+            r#"[
+            {"FrameType": "DataSetHeader", "IsProgressive": false, "Version": "v2.0"},
+            {"FrameType": "DataTable", "TableId": 0, "TableKind": "QueryProperties", "TableName": "@ExtendedProperties", "Columns": [], "Rows": []},
+            {"FrameType": "DataTable", "TableId": 1, "TableKind": "PrimaryResult", "TableName": "PrimaryResult",
+             "Columns": [{"ColumnName": "n", "ColumnType": "long"}], "Rows": [[1], [2]]},
+            {"FrameType": "DataTable", "TableId": 2, "TableKind": "QueryCompletionInformation", "TableName": "QueryCompletionInformation",
+             "Columns": [], "Rows": [["t", "", "", "", "", 3, "Warning", 0, "S_OK (0)", 4, "QueryInfo", "{\"Text\": \"ResultTruncated: cut\"}"]]},
+            {"FrameType": "DataSetCompletion", "HasErrors": false, "Cancelled": false}
+        ]"#,
+        )
+        .unwrap_or_default();
+        let response = QueryResponse::from_v2_frames(&frames);
+        let primary = response.table("PrimaryResult").cloned().unwrap_or_else(table);
+        assert_eq!(primary.columns[0].column_name, "n");
+        assert_eq!(
+            primary.rows,
+            vec![vec![serde_json::json!(1)], vec![serde_json::json!(2)]]
+        );
+        let warnings = response.table("@Warnings").map(|t| t.rows.clone());
+        assert_eq!(warnings, Some(vec![vec![serde_json::json!("ResultTruncated: cut")]]));
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! This crate does no I/O and knows nothing of DataFusion, storage or the network.
 
+pub mod auth;
 pub mod error;
 pub mod row;
 pub mod shred;

@@ -2,6 +2,7 @@
 //! default (segments on the local disk, catalog in SQLite); `trawl query` is the command-line
 //! client.
 
+mod bootstrap;
 mod query;
 mod serve;
 

@@ -16,8 +16,8 @@ pub enum Format {
 pub struct QueryArgs {
     /// The KQL query.
     pub query: String,
-    /// Query service URL.
-    #[arg(long, env = "TRAWL_URL", default_value = "http://127.0.0.1:9510")]
+    /// Gateway URL.
+    #[arg(long, env = "TRAWL_URL", default_value = "http://127.0.0.1:9500")]
     pub url: String,
     /// Start of the time range: ISO 8601 or relative (`1h`, `30m`).
     #[arg(long, alias = "from")]
@@ -31,13 +31,31 @@ pub struct QueryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-    /// Bearer token.
+    /// Bearer token (a user's or service account's). Default: the admin token of
+    /// `<data-dir>/bootstrap.json` when the gateway is on this machine.
     #[arg(long, env = "TRAWL_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Data directory of a local server, whose bootstrap file holds the admin token.
+    #[arg(long, env = "TRAWL_DATA_DIR", default_value = "./trawl-data")]
+    pub data_dir: std::path::PathBuf,
+}
+
+/// The token to send: `--token`/`TRAWL_TOKEN`, else the local bootstrap admin token.
+fn token(args: &QueryArgs) -> anyhow::Result<Option<String>> {
+    if args.token.is_some() {
+        return Ok(args.token.clone());
+    }
+    let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|prefix| args.url.starts_with(prefix));
+    if !local {
+        return Ok(None);
+    }
+    Ok(crate::bootstrap::read(&args.data_dir)?.map(|b| b.admin_token))
 }
 
 pub async fn run(args: QueryArgs) -> anyhow::Result<ExitCode> {
-    let client = QueryClient::new(&args.url).with_token(args.token.clone());
+    let client = QueryClient::new(&args.url).with_token(token(&args)?);
     let response = match client
         .query(
             &args.query,
@@ -79,7 +97,7 @@ pub async fn run(args: QueryArgs) -> anyhow::Result<ExitCode> {
             for table in &response.tables {
                 if table.name == "@Warnings" {
                     for row in &table.rows {
-                        eprintln!("warning: {}", row.get(1).and_then(|m| m.as_str()).unwrap_or_default());
+                        eprintln!("warning: {}", row.first().and_then(|m| m.as_str()).unwrap_or_default());
                     }
                     continue;
                 }

@@ -10,10 +10,13 @@ use anyhow::Context;
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use trawl_api::ingest_auth::IngestAuth;
+use trawl_api::signed::SignatureCheck;
 use trawl_api::state::{IngestCounters, Readiness};
 use trawl_api::{IngestState, QueryState, ServiceInfo};
-use trawl_catalog::{Catalog, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, SqliteCatalog};
 use trawl_engine::{Engine, EngineConfig};
+use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_ingest::{IngestConfig, Ingestor};
 use trawl_storage::{MergePolicy, Merger, SegmentStore, SegmentWriter};
 
@@ -22,7 +25,10 @@ pub struct ServeArgs {
     /// Directory for segments, the catalog and spill files.
     #[arg(long, env = "TRAWL_DATA_DIR", default_value = "./trawl-data")]
     pub data_dir: PathBuf,
-    /// Query service (HTTP) address.
+    /// Gateway address: the door for queries (bearer tokens).
+    #[arg(long, env = "GATEWAY_BIND", default_value = "127.0.0.1:9500")]
+    pub gateway_bind: SocketAddr,
+    /// Query service address (HTTP and gRPC); answers only requests the gateway signed.
     #[arg(long, env = "QUERY_BIND", default_value = "127.0.0.1:9510")]
     pub query_bind: SocketAddr,
     /// Operator port (metrics, health).
@@ -52,6 +58,14 @@ pub struct ServeArgs {
     /// Queries that may wait for a slot; more are refused (HTTP 503, gRPC error frame Unavailable).
     #[arg(long, env = "QUERY_MAX_QUEUED", default_value_t = 1000)]
     pub max_queued_queries: usize,
+    /// Ingest requires a token (`false` allows anonymous ingest, together with
+    /// `--default-ingest-token-enabled`).
+    #[arg(long, env = "REQUIRE_AUTH", default_value_t = true, action = clap::ArgAction::Set)]
+    pub require_auth: bool,
+    /// Requests without a token may ingest into the default table (together with
+    /// `--require-auth false`).
+    #[arg(long, env = "META_DEFAULT_INGEST_TOKEN_ENABLED", default_value_t = false, action = clap::ArgAction::Set)]
+    pub default_ingest_token_enabled: bool,
 }
 
 /// Validated settings.
@@ -90,11 +104,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServeConfig::validate(args)?;
     let args = &config.args;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("cannot create {}", args.data_dir.display()))?;
-    let catalog: Arc<dyn Catalog> = Arc::new(
+    let sqlite = Arc::new(
         SqliteCatalog::open(&args.data_dir.join("catalog.db"))
             .await
             .context("cannot open the catalog")?,
     );
+    let catalog: Arc<dyn Catalog> = sqlite.clone();
+    let directory: Arc<dyn Directory> = sqlite;
+    let (_bootstrap, created) = crate::bootstrap::ensure(&args.data_dir, directory.as_ref())
+        .await
+        .context("cannot prepare the bootstrap secrets")?;
+    let bootstrap_path = crate::bootstrap::path(&args.data_dir);
+    if created {
+        tracing::info!(path = %bootstrap_path.display(), "created the admin token, the ingest token and the master key (mode 0600)");
+    }
     // The default table exists from the first start, so queries answer before data arrives.
     let time_columns =
         [trawl_common::TIME_COLUMN, trawl_common::INGEST_TIME_COLUMN].map(|name| trawl_catalog::ColumnInfo {
@@ -136,10 +159,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let readiness = Arc::new(Readiness::default());
     let info = ServiceInfo::new("all");
     let counters = Arc::new(IngestCounters::default());
+    let ingest_auth = if args.default_ingest_token_enabled && !args.require_auth {
+        tracing::warn!("anonymous ingest is on: requests without a token go to the default table");
+        IngestAuth::anonymous(
+            directory.clone(),
+            trawl_common::DEFAULT_DATABASE,
+            trawl_common::DEFAULT_TABLE,
+        )
+    } else {
+        IngestAuth::required(directory.clone())
+    };
     let ingest_state = IngestState {
         ingestor: ingestor.clone(),
-        database: trawl_common::DEFAULT_DATABASE.into(),
-        table: trawl_common::DEFAULT_TABLE.into(),
+        auth: Arc::new(ingest_auth),
         max_body_bytes: args.max_body_bytes,
         counters: counters.clone(),
         readiness: readiness.clone(),
@@ -150,7 +182,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         database: trawl_common::DEFAULT_DATABASE.into(),
         readiness: readiness.clone(),
         info: info.clone(),
+        signatures: Some(SignatureCheck::new(directory.clone())),
     };
+    let gateway_key = trawl_common::auth::GatewayKey::from_seed(
+        trawl_gateway::random_bytes().context("no randomness for the gateway key")?,
+    );
+    let gateway = Gateway::new(
+        directory.clone(),
+        gateway_key,
+        GatewayConfig {
+            upstream: format!("http://{}", loopback(args.query_bind)),
+            max_body_bytes: args.max_body_bytes,
+            version: info.version.clone(),
+        },
+    );
+    gateway
+        .register(trawl_common::time::now_nanos())
+        .await
+        .context("cannot register the gateway's signing key")?;
 
     let (stop_sender, stop) = watch::channel(false);
     let bind = |address: SocketAddr, what: &'static str| async move {
@@ -158,6 +207,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {address} ({what})"))
     };
+    let gateway_listener = bind(args.gateway_bind, "gateway").await?;
     let query_listener = bind(args.query_bind, "query").await?;
     let operator_listener = bind(args.operator_bind, "operator").await?;
     let otlp_http_listener = bind(args.otlp_http_bind, "OTLP/HTTP").await?;
@@ -166,9 +216,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut servers = tokio::task::JoinSet::new();
     servers.spawn(serve_http(
         query_listener,
-        trawl_api::query_http::router(query_state.clone()).merge(trawl_api::query_grpc::routes(query_state)),
+        trawl_api::query_http::router(query_state),
         stop.clone(),
     ));
+    servers.spawn(serve_http(gateway_listener, gateway.router(), stop.clone()));
     servers.spawn(serve_http(
         operator_listener,
         trawl_api::operator::router(counters, Some(ingestor.clone()), readiness.clone(), info.clone()),
@@ -204,9 +255,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tokio::spawn(janitor_loop(merger, interval, stop.clone()))
     });
 
-    readiness.set(true);
+    readiness.set(gateway.is_ready());
     tracing::info!(
         data_dir = %args.data_dir.display(),
+        gateway = %args.gateway_bind,
+        bootstrap = %bootstrap_path.display(),
         query = %args.query_bind,
         otlp_grpc = %args.otlp_grpc_bind,
         otlp_http = %args.otlp_http_bind,
@@ -240,6 +293,15 @@ async fn serve_http(listener: TcpListener, router: axum::Router, stop: watch::Re
         .with_graceful_shutdown(wait_for(stop))
         .await
         .context("HTTP server failed")
+}
+
+/// `address` with an unspecified IP (`0.0.0.0`, `::`) replaced by loopback, to connect to.
+fn loopback(address: SocketAddr) -> SocketAddr {
+    match address.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => SocketAddr::from(([127, 0, 0, 1], address.port())),
+        ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, address.port())),
+        _ => address,
+    }
 }
 
 async fn wait_for(mut stop: watch::Receiver<bool>) {

@@ -42,7 +42,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-ingest",
         ],
     ),
-    ("trawl-gateway", &["trawl-common", "trawl-proto", "trawl-client"]),
+    (
+        "trawl-gateway",
+        &["trawl-common", "trawl-proto", "trawl-client", "trawl-catalog"],
+    ),
     ("trawl-client", &["trawl-common"]),
     (
         "trawl",

@@ -1,0 +1,104 @@
+//! Who may do what: ingest tokens, principals (users and service accounts) with their roles,
+//! their access tokens, and the public keys gateways sign with. Secrets are never stored:
+//! tokens by the SHA-256 of their secret, passwords as argon2id hashes.
+
+use async_trait::async_trait;
+use trawl_common::auth::Role;
+
+use crate::Result;
+
+/// An ingest token: where the data it sends goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestTokenRecord {
+    pub id: String,
+    pub secret_hash: String,
+    pub name: String,
+    pub database: String,
+    pub table: String,
+    /// Whether a record may pick its table with the resource attribute `trawl.table`.
+    pub allow_table_override: bool,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// Users sign in with a password (or, later, an identity provider); service accounts only
+/// with tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrincipalKind {
+    User,
+    ServiceAccount,
+}
+
+impl PrincipalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrincipalKind::User => "user",
+            PrincipalKind::ServiceAccount => "service_account",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<PrincipalKind> {
+        match text {
+            "user" => Some(PrincipalKind::User),
+            "service_account" => Some(PrincipalKind::ServiceAccount),
+            _ => None,
+        }
+    }
+}
+
+/// A user or service account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub id: String,
+    pub name: String,
+    pub kind: PrincipalKind,
+    pub role: Role,
+    /// argon2id PHC string, for users that sign in with a password.
+    pub password_hash: Option<String>,
+    pub created_at: i64,
+}
+
+/// An access token of a principal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessTokenRecord {
+    pub id: String,
+    pub principal_id: String,
+    pub secret_hash: String,
+    /// Unix nanoseconds; `None` never expires.
+    pub expires_at: Option<i64>,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// A gateway's public signing key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayKeyRecord {
+    pub key_id: String,
+    /// Ed25519 public key, base64url.
+    pub public_key: String,
+    pub created_at: i64,
+}
+
+/// Storage of tokens, principals and gateway keys.
+#[async_trait]
+pub trait Directory: Send + Sync + std::fmt::Debug {
+    async fn add_ingest_token(&self, token: &IngestTokenRecord) -> Result<()>;
+    async fn ingest_token(&self, id: &str) -> Result<Option<IngestTokenRecord>>;
+    async fn ingest_tokens(&self) -> Result<Vec<IngestTokenRecord>>;
+    /// Revokes a live token; false when there is none with that id.
+    async fn revoke_ingest_token(&self, id: &str, at: i64) -> Result<bool>;
+
+    /// Adds a principal; false when the name is taken.
+    async fn add_principal(&self, principal: &Principal) -> Result<bool>;
+    async fn principal(&self, id: &str) -> Result<Option<Principal>>;
+    async fn principal_by_name(&self, name: &str) -> Result<Option<Principal>>;
+    async fn principals(&self) -> Result<Vec<Principal>>;
+    async fn set_role(&self, id: &str, role: Role) -> Result<bool>;
+    async fn set_password_hash(&self, id: &str, hash: &str) -> Result<bool>;
+
+    async fn add_access_token(&self, token: &AccessTokenRecord) -> Result<()>;
+    async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>>;
+
+    async fn register_gateway_key(&self, key: &GatewayKeyRecord) -> Result<()>;
+    async fn gateway_keys(&self) -> Result<Vec<GatewayKeyRecord>>;
+}

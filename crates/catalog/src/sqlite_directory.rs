@@ -1,0 +1,313 @@
+//! [`Directory`] in the SQLite catalog file.
+
+use async_trait::async_trait;
+use sqlx::Row as _;
+use sqlx::sqlite::SqliteRow;
+use trawl_common::auth::Role;
+
+use crate::directory::{AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind};
+use crate::{CatalogError, Result, SqliteCatalog};
+
+pub(crate) const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS ingest_tokens (
+        id TEXT PRIMARY KEY,
+        secret_hash TEXT NOT NULL,
+        name TEXT NOT NULL,
+        database TEXT NOT NULL,
+        table_name TEXT NOT NULL,
+        allow_table_override INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER)",
+    "CREATE TABLE IF NOT EXISTS principals (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        role TEXT NOT NULL,
+        password_hash TEXT,
+        created_at INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS access_tokens (
+        id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES principals (id),
+        secret_hash TEXT NOT NULL,
+        expires_at INTEGER,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER)",
+    "CREATE TABLE IF NOT EXISTS gateway_keys (
+        key_id TEXT PRIMARY KEY,
+        public_key TEXT NOT NULL,
+        created_at INTEGER NOT NULL)",
+];
+
+fn corrupt(what: &str, value: &str) -> CatalogError {
+    CatalogError::Corrupt(format!("unknown {what} '{value}'"))
+}
+
+fn ingest_token(row: &SqliteRow) -> Result<IngestTokenRecord> {
+    Ok(IngestTokenRecord {
+        id: row.try_get("id")?,
+        secret_hash: row.try_get("secret_hash")?,
+        name: row.try_get("name")?,
+        database: row.try_get("database")?,
+        table: row.try_get("table_name")?,
+        allow_table_override: row.try_get::<i64, _>("allow_table_override")? != 0,
+        created_at: row.try_get("created_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+    })
+}
+
+fn principal(row: &SqliteRow) -> Result<Principal> {
+    let kind: String = row.try_get("kind")?;
+    let role: String = row.try_get("role")?;
+    Ok(Principal {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        kind: PrincipalKind::parse(&kind).ok_or_else(|| corrupt("principal kind", &kind))?,
+        role: Role::parse(&role).ok_or_else(|| corrupt("role", &role))?,
+        password_hash: row.try_get("password_hash")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+#[async_trait]
+impl Directory for SqliteCatalog {
+    async fn add_ingest_token(&self, token: &IngestTokenRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO ingest_tokens (id, secret_hash, name, database, table_name, allow_table_override, created_at, revoked_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&token.id)
+        .bind(&token.secret_hash)
+        .bind(&token.name)
+        .bind(&token.database)
+        .bind(&token.table)
+        .bind(i64::from(token.allow_table_override))
+        .bind(token.created_at)
+        .bind(token.revoked_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn ingest_token(&self, id: &str) -> Result<Option<IngestTokenRecord>> {
+        sqlx::query("SELECT * FROM ingest_tokens WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(ingest_token)
+            .transpose()
+    }
+
+    async fn ingest_tokens(&self) -> Result<Vec<IngestTokenRecord>> {
+        sqlx::query("SELECT * FROM ingest_tokens ORDER BY created_at, id")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(ingest_token)
+            .collect()
+    }
+
+    async fn revoke_ingest_token(&self, id: &str, at: i64) -> Result<bool> {
+        let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+            .bind(at)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn add_principal(&self, p: &Principal) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO principals (id, name, kind, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(&p.id)
+        .bind(&p.name)
+        .bind(p.kind.as_str())
+        .bind(p.role.as_str())
+        .bind(&p.password_hash)
+        .bind(p.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn principal(&self, id: &str) -> Result<Option<Principal>> {
+        sqlx::query("SELECT * FROM principals WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(principal)
+            .transpose()
+    }
+
+    async fn principal_by_name(&self, name: &str) -> Result<Option<Principal>> {
+        sqlx::query("SELECT * FROM principals WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(principal)
+            .transpose()
+    }
+
+    async fn principals(&self) -> Result<Vec<Principal>> {
+        sqlx::query("SELECT * FROM principals ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(principal)
+            .collect()
+    }
+
+    async fn set_role(&self, id: &str, role: Role) -> Result<bool> {
+        let done = sqlx::query("UPDATE principals SET role = ? WHERE id = ?")
+            .bind(role.as_str())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn set_password_hash(&self, id: &str, hash: &str) -> Result<bool> {
+        let done = sqlx::query("UPDATE principals SET password_hash = ? WHERE id = ? AND kind = 'user'")
+            .bind(hash)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn add_access_token(&self, token: &AccessTokenRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO access_tokens (id, principal_id, secret_hash, expires_at, created_at, revoked_at)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&token.id)
+        .bind(&token.principal_id)
+        .bind(&token.secret_hash)
+        .bind(token.expires_at)
+        .bind(token.created_at)
+        .bind(token.revoked_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>> {
+        let Some(row) = sqlx::query("SELECT * FROM access_tokens WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(AccessTokenRecord {
+            id: row.try_get("id")?,
+            principal_id: row.try_get("principal_id")?,
+            secret_hash: row.try_get("secret_hash")?,
+            expires_at: row.try_get("expires_at")?,
+            created_at: row.try_get("created_at")?,
+            revoked_at: row.try_get("revoked_at")?,
+        }))
+    }
+
+    async fn register_gateway_key(&self, key: &GatewayKeyRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO gateway_keys (key_id, public_key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(&key.key_id)
+        .bind(&key.public_key)
+        .bind(key.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn gateway_keys(&self) -> Result<Vec<GatewayKeyRecord>> {
+        sqlx::query("SELECT key_id, public_key, created_at FROM gateway_keys ORDER BY created_at")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(GatewayKeyRecord {
+                    key_id: row.try_get("key_id")?,
+                    public_key: row.try_get("public_key")?,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn tokens_principals_and_keys_round_trip() -> Result<()> {
+        let directory = SqliteCatalog::in_memory().await?;
+        let token = IngestTokenRecord {
+            id: "0011223344556677".into(),
+            secret_hash: "ab".repeat(32),
+            name: "default".into(),
+            database: "default".into(),
+            table: "logs".into(),
+            allow_table_override: true,
+            created_at: 1,
+            revoked_at: None,
+        };
+        directory.add_ingest_token(&token).await?;
+        assert_eq!(directory.ingest_token(&token.id).await?, Some(token.clone()));
+        assert!(directory.revoke_ingest_token(&token.id, 5).await?);
+        assert!(!directory.revoke_ingest_token(&token.id, 6).await?);
+        assert_eq!(
+            directory.ingest_token(&token.id).await?.and_then(|t| t.revoked_at),
+            Some(5)
+        );
+
+        let ann = Principal {
+            id: "p1".into(),
+            name: "ann".into(),
+            kind: PrincipalKind::User,
+            role: Role::Observer,
+            password_hash: None,
+            created_at: 1,
+        };
+        assert!(directory.add_principal(&ann).await?);
+        assert!(
+            !directory
+                .add_principal(&Principal {
+                    id: "p2".into(),
+                    ..ann.clone()
+                })
+                .await?
+        );
+        assert!(directory.set_role("p1", Role::Maintainer).await?);
+        assert_eq!(
+            directory.principal_by_name("ann").await?.map(|p| p.role),
+            Some(Role::Maintainer)
+        );
+        let access = AccessTokenRecord {
+            id: "8899aabbccddeeff".into(),
+            principal_id: "p1".into(),
+            secret_hash: "cd".repeat(32),
+            expires_at: Some(10),
+            created_at: 1,
+            revoked_at: None,
+        };
+        directory.add_access_token(&access).await?;
+        assert_eq!(directory.access_token(&access.id).await?, Some(access));
+
+        let key = GatewayKeyRecord {
+            key_id: "k".into(),
+            public_key: "pk".into(),
+            created_at: 1,
+        };
+        directory.register_gateway_key(&key).await?;
+        directory.register_gateway_key(&key).await?;
+        assert_eq!(directory.gateway_keys().await?, vec![key]);
+        Ok(())
+    }
+}

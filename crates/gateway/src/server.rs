@@ -1,0 +1,307 @@
+//! The gateway's HTTP face (9500): authenticate, strip `x-svc-*`, sign, forward.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{any, get, post};
+use http_body_util::Full;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::json;
+use trawl_catalog::{Directory, GatewayKeyRecord};
+use trawl_common::auth::{self, GatewayKey, Identity};
+
+use crate::accounts::{AuthError, Authenticator};
+
+/// Gateway settings.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The query service, such as `http://127.0.0.1:9510`.
+    pub upstream: String,
+    /// Largest request body forwarded.
+    pub max_body_bytes: usize,
+    /// Reported by `/info`.
+    pub version: String,
+}
+
+/// The gateway; cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    auth: Authenticator,
+    directory: Arc<dyn Directory>,
+    key: GatewayKey,
+    config: GatewayConfig,
+    http1: Client<HttpConnector, Full<Bytes>>,
+    http2: Client<HttpConnector, Full<Bytes>>,
+    ready: AtomicBool,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("key_id", &self.inner.key.key_id)
+            .field("upstream", &self.inner.config.upstream)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Request headers that belong to one connection, never forwarded.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+impl Gateway {
+    pub fn new(directory: Arc<dyn Directory>, key: GatewayKey, config: GatewayConfig) -> Gateway {
+        let http1 = Client::builder(TokioExecutor::new()).build_http();
+        let http2 = Client::builder(TokioExecutor::new()).http2_only(true).build_http();
+        Gateway {
+            inner: Arc::new(Inner {
+                auth: Authenticator::new(directory.clone()),
+                directory,
+                key,
+                config,
+                http1,
+                http2,
+                ready: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Registers the signing key with the catalog; the gateway is ready once the catalog
+    /// lists it.
+    pub async fn register(&self, now: i64) -> Result<(), AuthError> {
+        let key = &self.inner.key;
+        self.inner
+            .directory
+            .register_gateway_key(&GatewayKeyRecord {
+                key_id: key.key_id.clone(),
+                public_key: key.public_key(),
+                created_at: now,
+            })
+            .await?;
+        let listed = self.inner.directory.gateway_keys().await?;
+        let ready = listed.iter().any(|k| k.key_id == key.key_id);
+        self.inner.ready.store(ready, Ordering::Release);
+        Ok(())
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.inner.ready.load(Ordering::Acquire)
+    }
+
+    pub fn key_id(&self) -> &str {
+        &self.inner.key.key_id
+    }
+
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+            .route("/health/ready", get(ready))
+            .route("/info", get(info))
+            .route("/api/gateway-keys", get(gateway_keys))
+            .route("/v1/rest/query", post(forward_same))
+            .route("/v2/rest/query", post(forward_same))
+            .route("/v1/rest/mgmt", post(forward_same))
+            .route("/api/grpc/{*method}", any(forward_grpc))
+            // Stubs generated from the .proto call the bare method path; it is the same.
+            .route("/trawl.query.v1.QueryService/{method}", any(forward_same))
+            .with_state(self.clone())
+    }
+}
+
+async fn ready(State(gateway): State<Gateway>) -> Response {
+    if gateway.is_ready() {
+        Json(json!({"status": "ready"})).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "starting"}))).into_response()
+    }
+}
+
+async fn info(State(gateway): State<Gateway>) -> Json<serde_json::Value> {
+    Json(json!({"version": gateway.inner.config.version, "role": "gateway"}))
+}
+
+/// `GET /api/gateway-keys`: the public keys gateways sign with, as a JWK set.
+async fn gateway_keys(State(gateway): State<Gateway>) -> Response {
+    match gateway.inner.directory.gateway_keys().await {
+        Ok(keys) => Json(json!({
+            "keys": keys.iter().map(|k| json!({
+                "kid": k.key_id, "kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "x": k.public_key,
+            })).collect::<Vec<_>>()
+        }))
+        .into_response(),
+        Err(error) => {
+            tracing::error!(%error, "cannot list gateway keys");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"error": "the catalog is unavailable"})),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// Forwards to the same path on the query service.
+async fn forward_same(State(gateway): State<Gateway>, request: Request) -> Response {
+    let path = request.uri().path().to_string();
+    forward(&gateway, path, request).await
+}
+
+async fn forward_grpc(State(gateway): State<Gateway>, Path(method): Path<String>, request: Request) -> Response {
+    forward(&gateway, format!("/{method}"), request).await
+}
+
+fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/grpc"))
+}
+
+/// A refusal in the caller's protocol: a gRPC status, or an ADX error body.
+fn refuse(grpc: bool, status: StatusCode, grpc_code: i32, message: &str) -> Response {
+    if grpc {
+        let mut response = Response::new(Body::empty());
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        headers.insert("grpc-status", HeaderValue::from(grpc_code));
+        if let Ok(value) = HeaderValue::from_str(message) {
+            headers.insert("grpc-message", value);
+        }
+        return response;
+    }
+    let body = json!({"error": {
+        "code": if status == StatusCode::UNAUTHORIZED { "Unauthorized" } else { "General_BadRequest" },
+        "message": message,
+        "@type": "Kusto.Data.Exceptions.KustoRequestException",
+        "@message": message,
+        "@permanent": status.is_client_error(),
+    }});
+    let mut response = (status, Json(body)).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+/// The client's name for the signed identity: `x-ms-app`, else the user agent; printable
+/// ASCII, at most 128 characters.
+fn client_name(headers: &HeaderMap) -> String {
+    let raw = ["x-ms-app", "user-agent"]
+        .iter()
+        .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
+        .unwrap_or("unknown");
+    raw.chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(128)
+        .collect()
+}
+
+async fn forward(gateway: &Gateway, target: String, request: Request) -> Response {
+    let inner = &gateway.inner;
+    let grpc = is_grpc(request.headers());
+    let now = trawl_common::time::now_nanos();
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let principal = match inner.auth.principal(authorization, now).await {
+        Ok(principal) => principal,
+        Err(AuthError::Unavailable(error)) => {
+            tracing::error!(%error, "cannot check a token");
+            return refuse(
+                grpc,
+                StatusCode::SERVICE_UNAVAILABLE,
+                14,
+                "the account store is unavailable",
+            );
+        }
+        Err(error) => return refuse(grpc, StatusCode::UNAUTHORIZED, 16, &error.to_string()),
+    };
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, inner.config.max_body_bytes).await {
+        Ok(body) => body,
+        Err(_) => {
+            let message = format!("the request body is larger than {} bytes", inner.config.max_body_bytes);
+            return refuse(grpc, StatusCode::PAYLOAD_TOO_LARGE, 8, &message);
+        }
+    };
+    let path_and_query = match parts.uri.query() {
+        Some(query) => format!("{target}?{query}"),
+        None => target,
+    };
+    let identity = Identity {
+        username: principal.name.clone(),
+        client: client_name(&parts.headers),
+        role: principal.role.as_str().to_string(),
+    };
+    let issued_at = now.div_euclid(1_000_000_000);
+    let canonical = auth::canonical_request(
+        parts.method.as_str(),
+        &path_and_query,
+        &identity,
+        issued_at,
+        &auth::body_digest(&body),
+    );
+    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 6);
+    for (name, value) in &parts.headers {
+        let text = name.as_str();
+        if text.starts_with(auth::HEADER_PREFIX) || text == "authorization" || HOP_BY_HOP.contains(&text) {
+            continue;
+        }
+        headers.append(name.clone(), value.clone());
+    }
+    let signed = [
+        (auth::USERNAME_HEADER, identity.username.clone()),
+        (auth::CLIENT_HEADER, identity.client.clone()),
+        (auth::ROLE_HEADER, identity.role.clone()),
+        (auth::KEY_ID_HEADER, inner.key.key_id.clone()),
+        (auth::ISSUED_AT_HEADER, issued_at.to_string()),
+        (auth::SIGNATURE_HEADER, inner.key.sign(&canonical)),
+    ];
+    for (name, value) in signed {
+        match HeaderValue::from_str(&value) {
+            Ok(value) => {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+            Err(_) => return refuse(grpc, StatusCode::BAD_REQUEST, 3, "the request identity cannot be sent"),
+        }
+    }
+    let uri = format!("{}{path_and_query}", inner.config.upstream.trim_end_matches('/'));
+    let mut upstream = match http::Request::builder()
+        .method(parts.method)
+        .uri(uri)
+        .body(Full::new(body))
+    {
+        Ok(request) => request,
+        Err(error) => return refuse(grpc, StatusCode::BAD_REQUEST, 3, &format!("cannot forward: {error}")),
+    };
+    *upstream.headers_mut() = headers;
+    let client = if grpc { &inner.http2 } else { &inner.http1 };
+    match client.request(upstream).await {
+        Ok(response) => response.map(Body::new).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "the query service did not answer");
+            refuse(grpc, StatusCode::BAD_GATEWAY, 14, "the query service is unavailable")
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The gateway authenticates, drops caller `x-svc-*` headers, signs and forwards.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::response::Json;
+use axum::routing::any;
+use trawl_catalog::{Directory, Principal, PrincipalKind, SqliteCatalog};
+use trawl_common::auth::{self, GatewayKey, Identity, Role};
+use trawl_gateway::{Gateway, GatewayConfig, issue_access_token};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// An upstream that answers with what it received: method, path, headers, body.
+async fn echo(request: Request) -> Json<serde_json::Value> {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+    let headers: serde_json::Map<String, serde_json::Value> = parts
+        .headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::json!(v.to_str().unwrap_or_default())))
+        .collect();
+    Json(serde_json::json!({
+        "method": parts.method.as_str(),
+        "path": parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+        "headers": headers,
+        "body": String::from_utf8_lossy(&body),
+    }))
+}
+
+async fn serve(router: Router) -> Result<String, std::io::Error> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok(format!("http://{address}"))
+}
+
+#[tokio::test]
+async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> TestResult {
+    let directory: Arc<dyn Directory> = Arc::new(SqliteCatalog::in_memory().await?);
+    directory
+        .add_principal(&Principal {
+            id: "p".into(),
+            name: "ann".into(),
+            kind: PrincipalKind::User,
+            role: Role::Observer,
+            password_hash: None,
+            created_at: 0,
+        })
+        .await?;
+    let now = trawl_common::time::now_nanos();
+    let token = issue_access_token(directory.as_ref(), "p", Some(now + 3_600_000_000_000), now).await?;
+    let expired = issue_access_token(directory.as_ref(), "p", Some(now - 1), now).await?;
+    let upstream = serve(Router::new().fallback(any(echo))).await?;
+    let key = GatewayKey::from_seed([9; 32]);
+    let gateway = Gateway::new(
+        directory.clone(),
+        key.clone(),
+        GatewayConfig {
+            upstream,
+            max_body_bytes: 1 << 20,
+            version: "test".into(),
+        },
+    );
+    assert!(!gateway.is_ready(), "not ready before its key is registered");
+    gateway.register(now).await?;
+    assert!(gateway.is_ready());
+    let base = serve(gateway.router()).await?;
+    let http = reqwest_free::Client::new();
+
+    // No token, a wrong token, an expired token: 401 with an ADX error body.
+    for authorization in [
+        None,
+        Some("Bearer trawl_at_0000000000000000_x".to_string()),
+        Some(format!("Bearer {expired}")),
+    ] {
+        let (status, body) = http
+            .post(&format!("{base}/v2/rest/query"), authorization.as_deref(), "{}")
+            .await?;
+        assert_eq!(status, 401, "{authorization:?}");
+        assert!(body["error"]["message"].is_string(), "{body}");
+    }
+
+    // A valid token: forwarded, the caller's x-svc-* headers dropped, the gateway's signed.
+    let (status, echoed) = http
+        .post_with(
+            &format!("{base}/v2/rest/query?x=1"),
+            Some(&format!("Bearer {token}")),
+            r#"{"csl": "print 1"}"#,
+            &[
+                ("x-svc-username", "root"),
+                ("x-svc-role", "admin"),
+                ("x-svc-anything", "1"),
+            ],
+        )
+        .await?;
+    assert_eq!(status, 200);
+    let headers = &echoed["headers"];
+    assert_eq!(headers["x-svc-username"], "ann");
+    assert_eq!(headers["x-svc-role"], "observer");
+    assert!(headers.get("x-svc-anything").is_none(), "{headers}");
+    assert!(
+        headers.get("authorization").is_none(),
+        "the caller's token is not forwarded"
+    );
+    assert_eq!(echoed["path"], "/v2/rest/query?x=1");
+    let identity = Identity {
+        username: "ann".into(),
+        client: headers["x-svc-client-name"].as_str().unwrap_or_default().into(),
+        role: "observer".into(),
+    };
+    let issued_at: i64 = headers["x-svc-issued-at"].as_str().unwrap_or_default().parse()?;
+    let canonical = auth::canonical_request(
+        "POST",
+        "/v2/rest/query?x=1",
+        &identity,
+        issued_at,
+        &auth::body_digest(br#"{"csl": "print 1"}"#),
+    );
+    let public = auth::parse_public_key(&key.public_key());
+    let signature = headers["x-svc-signature"].as_str().unwrap_or_default();
+    assert_eq!(
+        auth::verify(public.as_ref(), &canonical, signature, issued_at, issued_at),
+        Ok(())
+    );
+
+    // gRPC paths lose their prefix.
+    let (status, echoed) = http
+        .post(
+            &format!("{base}/api/grpc/trawl.query.v1.QueryService/ExecuteQuery"),
+            Some(&format!("Bearer {token}")),
+            "",
+        )
+        .await?;
+    assert_eq!(status, 200);
+    assert_eq!(echoed["path"], "/trawl.query.v1.QueryService/ExecuteQuery");
+
+    // The published keys hold this gateway's key.
+    let (status, keys) = http.get(&format!("{base}/api/gateway-keys")).await?;
+    assert_eq!(status, 200);
+    assert_eq!(keys["keys"][0]["kid"], key.key_id.as_str());
+    assert_eq!(keys["keys"][0]["x"], key.public_key().as_str());
+    Ok(())
+}
+
+/// A minimal HTTP/1 client on hyper, so the test needs no other HTTP stack.
+mod reqwest_free {
+    use http_body_util::{BodyExt, Full};
+    use hyper::body::Bytes;
+    use hyper_util::client::legacy::Client as Hyper;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::TokioExecutor;
+
+    pub struct Client(Hyper<HttpConnector, Full<Bytes>>);
+
+    type Answer = Result<(u16, serde_json::Value), Box<dyn std::error::Error>>;
+
+    impl Client {
+        pub fn new() -> Client {
+            Client(Hyper::builder(TokioExecutor::new()).build_http())
+        }
+
+        pub async fn post(&self, url: &str, authorization: Option<&str>, body: &str) -> Answer {
+            self.post_with(url, authorization, body, &[]).await
+        }
+
+        pub async fn post_with(
+            &self,
+            url: &str,
+            authorization: Option<&str>,
+            body: &str,
+            headers: &[(&str, &str)],
+        ) -> Answer {
+            let mut request = http::Request::post(url).header("content-type", "application/json");
+            if let Some(value) = authorization {
+                request = request.header("authorization", value);
+            }
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            self.send(request.body(Full::new(Bytes::from(body.to_string())))?).await
+        }
+
+        pub async fn get(&self, url: &str) -> Answer {
+            self.send(http::Request::get(url).body(Full::new(Bytes::new()))?).await
+        }
+
+        async fn send(&self, request: http::Request<Full<Bytes>>) -> Answer {
+            let response = self.0.request(request).await?;
+            let status = response.status().as_u16();
+            let bytes = response.into_body().collect().await?.to_bytes();
+            Ok((
+                status,
+                serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+            ))
+        }
+    }
+}

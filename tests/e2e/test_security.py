@@ -1,0 +1,147 @@
+"""Secure by default, easy on day one: the bootstrap secrets, ingest tokens, the gateway as the
+only door for queries, and the README tour with the bootstrap tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+import uuid
+
+import grpc
+import pytest
+import requests
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from trawl_e2e import http_request
+
+JSON = {"Content-Type": "application/json"}
+
+
+def log_payload(marker: str) -> bytes:
+    record = {"timeUnixNano": str(time.time_ns()), "body": {"stringValue": marker}}
+    return json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}).encode()
+
+
+def test_bootstrap_file_is_private_and_its_path_is_printed_not_its_secrets(trawl):
+    path = trawl.data_dir / "bootstrap.json"
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    assert mode == 0o600, oct(mode)
+    secrets = json.loads(path.read_text())
+    assert set(secrets) == {"master_key", "admin_token", "ingest_token"}
+    log = trawl.log_text()
+    assert str(path) in log
+    for secret in secrets.values():
+        assert secret not in log
+
+
+def test_tokens_are_never_stored_in_clear_text(trawl):
+    secrets = json.loads((trawl.data_dir / "bootstrap.json").read_text())
+    # The catalog and its write-ahead log, byte for byte.
+    stored = b"".join(p.read_bytes() for p in trawl.data_dir.glob("catalog.db*"))
+    assert stored, "the catalog files exist"
+    for name in ("admin_token", "ingest_token"):
+        token = secrets[name]
+        secret = token.rsplit("_", 1)[1]
+        assert token.encode() not in stored and secret.encode() not in stored, name
+
+
+def test_ingest_needs_a_valid_token(trawl):
+    marker = f"no-token-{uuid.uuid4().hex[:8]}"
+    for headers in ({}, {"Authorization": "Bearer trawl_it_0000000000000000_" + "A" * 43}, trawl.query_auth):
+        status, _, body = http_request(trawl.otlp_http_url + "/v1/logs", log_payload(marker), {**JSON, **headers}, "POST")
+        assert status == 401, (headers, status, body)
+    with grpc.insecure_channel(trawl.otlp_grpc_endpoint) as channel:
+        with pytest.raises(grpc.RpcError) as error:
+            logs_service_pb2_grpc.LogsServiceStub(channel).Export(logs_service_pb2.ExportLogsServiceRequest(), timeout=10)
+    assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    status, _, _ = http_request(trawl.otlp_http_url + "/v1/logs", log_payload(marker), {**JSON, **trawl.ingest_auth}, "POST")
+    assert status == 200
+    assert trawl.wait_for_count(f'default | where body == "{marker}"', 1) == 1
+
+
+def test_queries_need_a_token_at_the_gateway(trawl):
+    body = json.dumps({"db": "default", "csl": "default | count"}).encode()
+    for headers in ({}, {"Authorization": "Bearer nonsense"}, trawl.ingest_auth):
+        status, response_headers, answer = http_request(trawl.gateway_url + "/v2/rest/query", body, {**JSON, **headers}, "POST")
+        assert status == 401, (headers, status, answer)
+        assert json.loads(answer)["error"]["message"]
+        assert response_headers.get("www-authenticate") == "Bearer"
+    status, _, answer = http_request(trawl.gateway_url + "/v2/rest/query", body, {**JSON, **trawl.query_auth}, "POST")
+    assert status == 200, answer
+
+
+def test_gateway_publishes_its_signing_key(trawl):
+    status, _, body = http_request(trawl.gateway_url + "/api/gateway-keys")
+    assert status == 200
+    keys = json.loads(body)["keys"]
+    assert keys and all(k["kty"] == "OKP" and k["crv"] == "Ed25519" and k["x"] for k in keys)
+
+
+@pytest.mark.parametrize(
+    ("flags", "anonymous"),
+    [
+        (["--require-auth", "false"], False),
+        (["--default-ingest-token-enabled", "true"], False),
+        (["--require-auth", "false", "--default-ingest-token-enabled", "true"], True),
+    ],
+)
+def test_anonymous_ingest_needs_both_settings(trawl_factory, flags, anonymous):
+    server = trawl_factory(extra_args=flags)
+    marker = f"anon-{uuid.uuid4().hex[:8]}"
+    status, _, _ = http_request(server.otlp_http_url + "/v1/logs", log_payload(marker), JSON, "POST")
+    assert status == (200 if anonymous else 401)
+
+
+def test_readme_tour_with_the_bootstrap_tokens(trawl, trawl_bin):
+    """README step 1 (an OpenTelemetry exporter with the ingest token) and step 2 (`trawl
+    query` finding the admin token in the data directory, and raw HTTP at the gateway)."""
+    secrets = json.loads((trawl.data_dir / "bootstrap.json").read_text())
+    service = f"tour-{uuid.uuid4().hex[:8]}"
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    exporter = OTLPSpanExporter(
+        endpoint=f"{trawl.otlp_http_url}/v1/traces",
+        headers={"Authorization": f"Bearer {secrets['ingest_token']}"},
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("tour")
+    with tracer.start_as_current_span("GET /cart", attributes={"http.route": "/cart"}):
+        with tracer.start_as_current_span("SELECT cart"):
+            pass
+    provider.shutdown()
+    kql = f"default | where tostring(resource['service.name']) == '{service}'"
+    assert trawl.wait_for_count(kql, 2) == 2
+
+    command = [str(trawl_bin), "query", f"{kql} | summarize count() by span_name | order by span_name asc"]
+    command += ["--url", trawl.gateway_url, "--data-dir", str(trawl.data_dir), "--format", "csv", "--since", "1h"]
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAWL_TOKEN", "TRAWL_URL", "TRAWL_DATA_DIR")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["span_name,count_", "GET /cart,1", "SELECT cart,1"], done.stdout
+
+    # Without the data directory (and no token), the gateway refuses: exit code 2.
+    refused = subprocess.run(
+        [str(trawl_bin), "query", "default | count", "--url", trawl.gateway_url, "--data-dir", "/nonexistent"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert refused.returncode == 2, (refused.returncode, refused.stderr)
+    assert "Unauthorized" in refused.stderr
+
+    answer = requests.post(
+        f"{trawl.gateway_url}/v2/rest/query",
+        headers={"Authorization": f"Bearer {secrets['admin_token']}"},
+        data=json.dumps({"csl": f"{kql} | count"}),
+        timeout=30,
+    )
+    assert answer.status_code == 200
+    primary = next(f for f in answer.json() if f.get("TableKind") == "PrimaryResult")
+    assert primary["Rows"] == [[2]]
