@@ -79,7 +79,7 @@ class TrawlServer:
     """`trawl serve` on free loopback ports; a context manager that stops it on exit."""
 
     def __init__(self, data_dir: Path, log_path: Path, merge_interval_secs: int):
-        ports = dict(zip(("otlp-grpc", "otlp-http", "query", "operator", "gateway"), free_ports(5)))
+        ports = dict(zip(("otlp-grpc", "otlp-http", "query", "operator", "gateway", "meta"), free_ports(6)))
         command = [TRAWL_BIN, "serve", "--data-dir", str(data_dir)]
         for name, port in ports.items():
             command += [f"--{name}-bind", f"127.0.0.1:{port}"]

@@ -1,14 +1,19 @@
-//! Generates the query service's messages and tonic stubs from `proto/trawl/query/v1/query.proto`
-//! with a vendored `protoc`, so a fresh machine needs no protobuf compiler.
+//! Generates the query and meta services' messages and tonic stubs from `proto/` with a
+//! vendored `protoc`, so a fresh machine needs no protobuf compiler. The file descriptor set
+//! is kept for gRPC reflection.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto = "proto/trawl/query/v1/query.proto";
-    println!("cargo:rerun-if-changed={proto}");
+    let protos = ["proto/trawl/query/v1/query.proto", "proto/trawl/meta/v1/meta.proto"];
+    for proto in protos {
+        println!("cargo:rerun-if-changed={proto}");
+    }
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     let mut config = prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
-        .compile_with_config(config, &[proto], &["proto"])?;
+        .file_descriptor_set_path(out.join("trawl_descriptor.bin"))
+        .compile_with_config(config, &protos, &["proto"])?;
     Ok(())
 }

@@ -18,7 +18,7 @@ workdir="$(mktemp -d)"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 gateway_port="$(port)"
 "$TRAWL_BIN" serve --data-dir "$workdir/data" --gateway-bind "127.0.0.1:$gateway_port" \
-  --query-bind "127.0.0.1:$(port)" --operator-bind "127.0.0.1:$(port)" \
+  --query-bind "127.0.0.1:$(port)" --operator-bind "127.0.0.1:$(port)" --meta-bind "127.0.0.1:$(port)" \
   --otlp-grpc-bind "127.0.0.1:$(port)" --otlp-http-bind "127.0.0.1:$(port)" \
   > "$workdir/server.log" 2>&1 &
 server=$!

@@ -145,3 +145,78 @@ def test_readme_tour_with_the_bootstrap_tokens(trawl, trawl_bin):
     assert answer.status_code == 200
     primary = next(f for f in answer.json() if f.get("TableKind") == "PrimaryResult")
     assert primary["Rows"] == [[2]]
+
+
+def cli(trawl, trawl_bin, *args: str, token: str | None = None, stdin: str | None = None):
+    """Runs `trawl <args>` against the server's gateway; (exit code, stdout, stderr)."""
+    command = [str(trawl_bin), *args, "--url", trawl.gateway_url, "--data-dir", str(trawl.data_dir)]
+    if token is not None:
+        command += ["--token", token]
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAWL_TOKEN", "TRAWL_URL", "TRAWL_DATA_DIR")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, input=stdin or "")
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_accounts_roles_and_tokens_from_the_command_line(trawl, trawl_bin):
+    name = f"robot-{uuid.uuid4().hex[:6]}"
+    code, out, err = cli(trawl, trawl_bin, "service-account", "create", name, "--role", "observer")
+    assert code == 0, err
+    code, robot_token, err = cli(trawl, trawl_bin, "service-account", "token", "create", name, "--expires-in", "3s")
+    assert code == 0, err
+    robot_token = robot_token.strip()
+    assert robot_token.startswith("trawl_at_") and "shown once" in err
+    code, out, _ = cli(trawl, trawl_bin, "whoami", token=robot_token)
+    assert (code, out.split()) == (0, [name, "service_account", "observer"])
+
+    # An observer queries, but cannot make ingest tokens.
+    body = json.dumps({"csl": "default | count"}).encode()
+    status, _, _ = http_request(trawl.gateway_url + "/v2/rest/query", body, {"Authorization": f"Bearer {robot_token}"}, "POST")
+    assert status == 200
+    code, _, err = cli(trawl, trawl_bin, "token", "create", "--table", "x", token=robot_token)
+    assert code == 2 and "PermissionDenied" in err, err
+
+    # The token expires.
+    time.sleep(3.5)
+    status, _, answer = http_request(trawl.gateway_url + "/v2/rest/query", body, {"Authorization": f"Bearer {robot_token}"}, "POST")
+    assert status == 401 and b"expired" in answer
+
+    # The admin makes an ingest token routed to its own table, then revokes it.
+    table = f"routed_{uuid.uuid4().hex[:6]}"
+    code, ingest_token, err = cli(trawl, trawl_bin, "token", "create", "--name", "routed", "--table", table)
+    assert code == 0, err
+    ingest_token = ingest_token.strip()
+    marker = f"routed-{uuid.uuid4().hex[:8]}"
+    auth = {"Authorization": f"Bearer {ingest_token}"}
+    status, _, _ = http_request(trawl.otlp_http_url + "/v1/logs", log_payload(marker), {**JSON, **auth}, "POST")
+    assert status == 200
+    assert trawl.wait_for_count(f'{table} | where body == "{marker}"', 1) == 1
+    code, listing, _ = cli(trawl, trawl_bin, "token", "list")
+    token_id = ingest_token.split("_")[2]
+    assert code == 0 and token_id in listing and ingest_token not in listing
+    code, _, err = cli(trawl, trawl_bin, "token", "revoke", token_id)
+    assert code == 0, err
+    status, _, _ = http_request(trawl.otlp_http_url + "/v1/logs", log_payload(marker), {**JSON, **auth}, "POST")
+    assert status == 401
+
+    # Users sign in with a password (argon2id); the listing shows them, never secrets.
+    user = f"ann-{uuid.uuid4().hex[:6]}"
+    code, _, err = cli(trawl, trawl_bin, "user", "create", user, "--role", "maintainer", stdin="correct horse battery\n")
+    assert code == 0, err
+    code, listing, _ = cli(trawl, trawl_bin, "service-account", "list")
+    assert code == 0 and user in listing and name in listing
+    stored = b"".join(p.read_bytes() for p in trawl.data_dir.glob("catalog.db*"))
+    assert b"correct horse battery" not in stored
+    assert b"$argon2id$" in stored
+
+
+def test_meta_refuses_callers_without_the_master_key_or_the_gateway(trawl):
+    with grpc.insecure_channel(trawl.meta_endpoint) as channel:
+        call = channel.unary_unary(
+            "/trawl.meta.v1.MetaService/ListPrincipals",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        for metadata in ([], [("authorization", f"Bearer {trawl.admin_token}")], [("x-trawl-service-token", "0" * 64)]):
+            with pytest.raises(grpc.RpcError) as error:
+                call(b"", timeout=10, metadata=metadata)
+            assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED, metadata

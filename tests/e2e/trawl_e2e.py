@@ -95,7 +95,8 @@ class TrawlServer:
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> "TrawlServer":
         assert self.process is None or self.process.poll() is not None, "already running"
-        gateway, query, operator, grpc, http = free_ports(5)
+        gateway, query, operator, grpc, http, meta = free_ports(6)
+        self.meta_endpoint = f"127.0.0.1:{meta}"
         self.gateway_url = f"http://127.0.0.1:{gateway}"
         self.gateway_endpoint = f"127.0.0.1:{gateway}"
         # The query service itself: it answers only requests the gateway signed.
@@ -111,6 +112,7 @@ class TrawlServer:
             str(self.binary), "serve",
             "--data-dir", str(self.data_dir),
             "--gateway-bind", f"127.0.0.1:{gateway}",
+            "--meta-bind", f"127.0.0.1:{meta}",
             "--query-bind", f"127.0.0.1:{query}",
             "--operator-bind", f"127.0.0.1:{operator}",
             "--otlp-grpc-bind", f"127.0.0.1:{grpc}",

@@ -105,7 +105,7 @@ impl Server {
         let data_dir = tempfile::Builder::new()
             .prefix("trawl-ingest-bench-")
             .tempdir_in("/tmp")?;
-        let ports = free_ports(5)?;
+        let ports = free_ports(6)?;
         let addr = |port: u16| format!("127.0.0.1:{port}");
         let log_path = data_dir.path().join("server.log");
         let log = std::fs::File::create(&log_path)?;
@@ -118,7 +118,8 @@ impl Server {
             .args(["--otlp-grpc-bind", &addr(ports[1])])
             .args(["--query-bind", &addr(ports[2])])
             .args(["--operator-bind", &addr(ports[3])])
-            .args(["--gateway-bind", &addr(ports[4])]);
+            .args(["--gateway-bind", &addr(ports[4])])
+            .args(["--meta-bind", &addr(ports[5])]);
         if let Some(ms) = args.flush_interval_ms {
             command.args(["--flush-interval-ms", &ms.to_string()]);
         }

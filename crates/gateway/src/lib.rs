@@ -11,6 +11,8 @@
 
 pub mod accounts;
 pub mod server;
+pub mod service_auth;
+pub mod signatures;
 
 pub use accounts::{AuthError, Authenticator, issue_access_token, issue_ingest_token};
 pub use server::{Gateway, GatewayConfig};

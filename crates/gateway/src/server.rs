@@ -24,6 +24,8 @@ use crate::accounts::{AuthError, Authenticator};
 pub struct GatewayConfig {
     /// The query service, such as `http://127.0.0.1:9510`.
     pub upstream: String,
+    /// The meta service, such as `http://127.0.0.1:9560`.
+    pub meta_upstream: String,
     /// Largest request body forwarded.
     pub max_body_bytes: usize,
     /// Reported by `/info`.
@@ -122,6 +124,8 @@ impl Gateway {
             .route("/api/grpc/{*method}", any(forward_grpc))
             // Stubs generated from the .proto call the bare method path; it is the same.
             .route("/trawl.query.v1.QueryService/{method}", any(forward_same))
+            .route("/trawl.meta.v1.MetaService/{method}", any(forward_same))
+            .route("/grpc.reflection.v1.ServerReflection/{method}", any(forward_same))
             .with_state(self.clone())
     }
 }
@@ -166,6 +170,22 @@ async fn forward_same(State(gateway): State<Gateway>, request: Request) -> Respo
 
 async fn forward_grpc(State(gateway): State<Gateway>, Path(method): Path<String>, request: Request) -> Response {
     forward(&gateway, format!("/{method}"), request).await
+}
+
+/// Meta methods only cluster services may call.
+const MEMBERSHIP_METHODS: &[&str] = &[
+    "/trawl.meta.v1.MetaService/RegisterMember",
+    "/trawl.meta.v1.MetaService/DeregisterMember",
+];
+
+/// The service a path goes to: the meta service for its methods and reflection, else the
+/// query service.
+fn upstream_of<'a>(config: &'a GatewayConfig, target: &str) -> &'a str {
+    if target.starts_with("/trawl.meta.v1.MetaService/") || target.starts_with("/grpc.reflection.") {
+        &config.meta_upstream
+    } else {
+        &config.upstream
+    }
 }
 
 fn is_grpc(headers: &HeaderMap) -> bool {
@@ -219,6 +239,14 @@ fn client_name(headers: &HeaderMap) -> String {
 async fn forward(gateway: &Gateway, target: String, request: Request) -> Response {
     let inner = &gateway.inner;
     let grpc = is_grpc(request.headers());
+    if MEMBERSHIP_METHODS.contains(&target.as_str()) {
+        return refuse(
+            grpc,
+            StatusCode::FORBIDDEN,
+            7,
+            "cluster membership changes are not accepted from callers",
+        );
+    }
     let now = trawl_common::time::now_nanos();
     let authorization = request
         .headers()
@@ -286,7 +314,8 @@ async fn forward(gateway: &Gateway, target: String, request: Request) -> Respons
             Err(_) => return refuse(grpc, StatusCode::BAD_REQUEST, 3, "the request identity cannot be sent"),
         }
     }
-    let uri = format!("{}{path_and_query}", inner.config.upstream.trim_end_matches('/'));
+    let upstream = upstream_of(&inner.config, &path_and_query);
+    let uri = format!("{}{path_and_query}", upstream.trim_end_matches('/'));
     let mut upstream = match http::Request::builder()
         .method(parts.method)
         .uri(uri)

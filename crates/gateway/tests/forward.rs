@@ -60,7 +60,8 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
         directory.clone(),
         key.clone(),
         GatewayConfig {
-            upstream,
+            upstream: upstream.clone(),
+            meta_upstream: upstream,
             max_body_bytes: 1 << 20,
             version: "test".into(),
         },

@@ -2,6 +2,7 @@
 //! default (segments on the local disk, catalog in SQLite); `trawl query` is the command-line
 //! client.
 
+mod admin;
 mod bootstrap;
 mod query;
 mod serve;
@@ -26,6 +27,32 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a KQL query and print the result.
     Query(query::QueryArgs),
+    /// Ingest tokens: create, list, revoke.
+    Token {
+        #[command(subcommand)]
+        command: admin::TokenCommand,
+        #[command(flatten)]
+        connection: admin::Connection,
+    },
+    /// Service accounts: create, list, grant a role, make access tokens.
+    ServiceAccount {
+        #[command(subcommand)]
+        command: admin::ServiceAccountCommand,
+        #[command(flatten)]
+        connection: admin::Connection,
+    },
+    /// Users who sign in with a password: create, set-password (password on standard input).
+    User {
+        #[command(subcommand)]
+        command: admin::UserCommand,
+        #[command(flatten)]
+        connection: admin::Connection,
+    },
+    /// Show who the token belongs to.
+    Whoami {
+        #[command(flatten)]
+        connection: admin::Connection,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -41,6 +68,10 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Query(args) => query::run(args).await,
+            Command::Token { command, connection } => admin::token(connection, command).await,
+            Command::ServiceAccount { command, connection } => admin::service_account(connection, command).await,
+            Command::User { command, connection } => admin::user(connection, command).await,
+            Command::Whoami { connection } => admin::whoami(connection).await,
         }
     });
     match result {

@@ -40,22 +40,24 @@ pub struct QueryArgs {
     pub data_dir: std::path::PathBuf,
 }
 
-/// The token to send: `--token`/`TRAWL_TOKEN`, else the local bootstrap admin token.
-fn token(args: &QueryArgs) -> anyhow::Result<Option<String>> {
-    if args.token.is_some() {
-        return Ok(args.token.clone());
+/// The token to send: `token` (`--token`/`TRAWL_TOKEN`), else the bootstrap admin token of
+/// `data_dir` when `url` is on this machine.
+pub fn local_token(url: &str, token: Option<&str>, data_dir: &std::path::Path) -> anyhow::Result<Option<String>> {
+    if let Some(token) = token {
+        return Ok(Some(token.to_string()));
     }
     let local = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
         .iter()
-        .any(|prefix| args.url.starts_with(prefix));
+        .any(|prefix| url.starts_with(prefix));
     if !local {
         return Ok(None);
     }
-    Ok(crate::bootstrap::read(&args.data_dir)?.map(|b| b.admin_token))
+    Ok(crate::bootstrap::read(data_dir)?.map(|b| b.admin_token))
 }
 
 pub async fn run(args: QueryArgs) -> anyhow::Result<ExitCode> {
-    let client = QueryClient::new(&args.url).with_token(token(&args)?);
+    let token = local_token(&args.url, args.token.as_deref(), &args.data_dir)?;
+    let client = QueryClient::new(&args.url).with_token(token);
     let response = match client
         .query(
             &args.query,

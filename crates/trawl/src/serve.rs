@@ -11,11 +11,13 @@ use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use trawl_api::ingest_auth::IngestAuth;
+use trawl_api::meta_grpc::MetaState;
 use trawl_api::signed::SignatureCheck;
 use trawl_api::state::{IngestCounters, Readiness};
 use trawl_api::{IngestState, QueryState, ServiceInfo};
 use trawl_catalog::{Catalog, Directory, SqliteCatalog};
 use trawl_engine::{Engine, EngineConfig};
+use trawl_gateway::service_auth::MasterKeys;
 use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_ingest::{IngestConfig, Ingestor};
 use trawl_storage::{MergePolicy, Merger, SegmentStore, SegmentWriter};
@@ -31,6 +33,16 @@ pub struct ServeArgs {
     /// Query service address (HTTP and gRPC); answers only requests the gateway signed.
     #[arg(long, env = "QUERY_BIND", default_value = "127.0.0.1:9510")]
     pub query_bind: SocketAddr,
+    /// Meta service address (gRPC): tokens, accounts, roles, members.
+    #[arg(long, env = "META_BIND", default_value = "127.0.0.1:9560")]
+    pub meta_bind: SocketAddr,
+    /// The master key services authenticate each other with (default: the one in the
+    /// bootstrap file). At least 32 characters.
+    #[arg(long, env = "BZRK_MASTER_KEY", hide_env_values = true)]
+    pub master_key: Option<String>,
+    /// The previous master key, accepted during a rotation.
+    #[arg(long, env = "SECONDARY_MASTER_KEY", hide_env_values = true)]
+    pub secondary_master_key: Option<String>,
     /// Operator port (metrics, health).
     #[arg(long, env = "OPERATOR_BIND", default_value = "127.0.0.1:9511")]
     pub operator_bind: SocketAddr,
@@ -111,13 +123,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let catalog: Arc<dyn Catalog> = sqlite.clone();
     let directory: Arc<dyn Directory> = sqlite;
-    let (_bootstrap, created) = crate::bootstrap::ensure(&args.data_dir, directory.as_ref())
+    let (bootstrap, created) = crate::bootstrap::ensure(&args.data_dir, directory.as_ref())
         .await
         .context("cannot prepare the bootstrap secrets")?;
     let bootstrap_path = crate::bootstrap::path(&args.data_dir);
     if created {
         tracing::info!(path = %bootstrap_path.display(), "created the admin token, the ingest token and the master key (mode 0600)");
     }
+    let master = MasterKeys::new(
+        args.master_key.as_deref().unwrap_or(&bootstrap.master_key),
+        args.secondary_master_key.as_deref(),
+    )
+    .context("cannot use the master key (BZRK_MASTER_KEY)")?;
+    let signatures = SignatureCheck::new(directory.clone());
     // The default table exists from the first start, so queries answer before data arrives.
     let time_columns =
         [trawl_common::TIME_COLUMN, trawl_common::INGEST_TIME_COLUMN].map(|name| trawl_catalog::ColumnInfo {
@@ -182,8 +200,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         database: trawl_common::DEFAULT_DATABASE.into(),
         readiness: readiness.clone(),
         info: info.clone(),
-        signatures: Some(SignatureCheck::new(directory.clone())),
+        signatures: Some(signatures.clone()),
     };
+    let meta_router = trawl_api::meta_grpc::router(MetaState {
+        directory: directory.clone(),
+        signatures,
+        master,
+    })
+    .context("cannot set up the meta service")?;
     let gateway_key = trawl_common::auth::GatewayKey::from_seed(
         trawl_gateway::random_bytes().context("no randomness for the gateway key")?,
     );
@@ -192,6 +216,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         gateway_key,
         GatewayConfig {
             upstream: format!("http://{}", loopback(args.query_bind)),
+            meta_upstream: format!("http://{}", loopback(args.meta_bind)),
             max_body_bytes: args.max_body_bytes,
             version: info.version.clone(),
         },
@@ -208,6 +233,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot listen on {address} ({what})"))
     };
     let gateway_listener = bind(args.gateway_bind, "gateway").await?;
+    let meta_listener = bind(args.meta_bind, "meta").await?;
     let query_listener = bind(args.query_bind, "query").await?;
     let operator_listener = bind(args.operator_bind, "operator").await?;
     let otlp_http_listener = bind(args.otlp_http_bind, "OTLP/HTTP").await?;
@@ -220,6 +246,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         stop.clone(),
     ));
     servers.spawn(serve_http(gateway_listener, gateway.router(), stop.clone()));
+    servers.spawn(serve_http(meta_listener, meta_router, stop.clone()));
     servers.spawn(serve_http(
         operator_listener,
         trawl_api::operator::router(counters, Some(ingestor.clone()), readiness.clone(), info.clone()),
@@ -259,6 +286,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing::info!(
         data_dir = %args.data_dir.display(),
         gateway = %args.gateway_bind,
+        meta = %args.meta_bind,
         bootstrap = %bootstrap_path.display(),
         query = %args.query_bind,
         otlp_grpc = %args.otlp_grpc_bind,

@@ -40,6 +40,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-proto",
             "trawl-intake",
             "trawl-ingest",
+            "trawl-gateway",
         ],
     ),
     (

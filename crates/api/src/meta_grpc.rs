@@ -1,0 +1,457 @@
+//! The meta service's gRPC face (9560): ingest tokens, users, service accounts, roles and
+//! access tokens, cluster members; gRPC reflection on.
+//!
+//! Every call is authenticated: either a cluster service with the token derived from the
+//! master key, or a request the gateway signed (with the caller's name and role). Changes
+//! to ingest tokens need the role `admin` or `maintainer`; account changes need `admin`
+//! (anyone may make tokens for themselves and set their own password); reading needs no
+//! role. Member registration is for cluster services only. Refusals: UNAUTHENTICATED,
+//! PERMISSION_DENIED.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use tonic::{Response as GrpcResponse, Status};
+use trawl_catalog::{Directory, Principal, PrincipalKind};
+use trawl_common::auth::{Identity, Role};
+use trawl_gateway::accounts::{AuthError, hash_password, issue_access_token, issue_ingest_token};
+use trawl_gateway::service_auth::{MasterKeys, SERVICE_TOKEN_HEADER};
+use trawl_gateway::signatures::SignatureCheck;
+use trawl_proto::meta as pb;
+use trawl_proto::meta::meta_service_server::{MetaService, MetaServiceServer};
+
+/// Who called the meta service.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// A cluster service (master-key token).
+    Service,
+    /// A user or service account, through the gateway.
+    Signed(Identity),
+}
+
+/// What the meta face needs.
+#[derive(Debug, Clone)]
+pub struct MetaState {
+    pub directory: Arc<dyn Directory>,
+    pub signatures: Arc<SignatureCheck>,
+    pub master: MasterKeys,
+}
+
+/// The meta service's routes (the service and reflection), authenticated.
+pub fn router(state: MetaState) -> Result<axum::Router, tonic_reflection::server::Error> {
+    let api = MetaApi {
+        directory: state.directory.clone(),
+        members: Arc::new(Mutex::new(Vec::new())),
+    };
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(trawl_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let routes = tonic::service::Routes::new(MetaServiceServer::new(api))
+        .add_service(reflection)
+        .into_axum_router();
+    Ok(routes.layer(axum::middleware::from_fn_with_state(Arc::new(state), authenticate)))
+}
+
+/// Largest request the meta service reads.
+const MAX_BODY: usize = 1 << 20;
+
+async fn authenticate(State(state): State<Arc<MetaState>>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let service_token = parts.headers.get(SERVICE_TOKEN_HEADER).and_then(|v| v.to_str().ok());
+    if let Some(token) = service_token {
+        if !state.master.accepts(token) {
+            return refuse(16, "the service token is not valid (wrong master key?)");
+        }
+        parts.extensions.insert(Caller::Service);
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return refuse(8, "the request is too large");
+    };
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+    match state
+        .signatures
+        .check(parts.method.as_str(), &path, &parts.headers, &body)
+        .await
+    {
+        Ok(identity) => {
+            parts.extensions.insert(Caller::Signed(identity));
+            next.run(Request::from_parts(parts, Body::from(body))).await
+        }
+        Err(error) => refuse(16, &error.to_string()),
+    }
+}
+
+fn refuse(code: i32, message: &str) -> Response {
+    let mut response = Response::new(Body::empty());
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    headers.insert("grpc-status", HeaderValue::from(code));
+    if let Ok(message) = HeaderValue::from_str(message) {
+        headers.insert("grpc-message", message);
+    }
+    response
+}
+
+#[derive(Debug, Clone)]
+struct MetaApi {
+    directory: Arc<dyn Directory>,
+    members: Arc<Mutex<Vec<pb::Member>>>,
+}
+
+fn caller<T>(request: &tonic::Request<T>) -> Result<Caller, Status> {
+    request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| Status::unauthenticated("the request is not authenticated"))
+}
+
+/// The caller's role: cluster services act as admin.
+fn role_of(caller: &Caller) -> Option<Role> {
+    match caller {
+        Caller::Service => Some(Role::Admin),
+        Caller::Signed(identity) => Role::parse(&identity.role),
+    }
+}
+
+fn needs(caller: &Caller, allowed: &[Role], what: &str) -> Result<(), Status> {
+    match role_of(caller) {
+        Some(role) if allowed.contains(&role) => Ok(()),
+        _ => {
+            let names: Vec<&str> = allowed.iter().map(|r| r.as_str()).collect();
+            Err(Status::permission_denied(format!(
+                "{what} needs the role {}",
+                names.join(" or ")
+            )))
+        }
+    }
+}
+
+/// Whether the caller is the principal named `name`.
+fn is_self(caller: &Caller, name: &str) -> bool {
+    matches!(caller, Caller::Signed(identity) if identity.username == name)
+}
+
+fn internal(error: impl std::fmt::Display) -> Status {
+    tracing::error!(%error, "meta call failed");
+    Status::unavailable("the catalog is unavailable")
+}
+
+fn auth_status(error: AuthError) -> Status {
+    internal(error)
+}
+
+fn principal_message(p: &Principal) -> pb::Principal {
+    pb::Principal {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        kind: p.kind.as_str().to_string(),
+        role: p.role.as_str().to_string(),
+        created_at: p.created_at,
+    }
+}
+
+fn valid_name(name: &str, what: &str) -> Result<(), Status> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Status::invalid_argument(format!(
+            "{what} '{name}' must be 1-128 letters, digits, '_', '-', '.' or '@'"
+        )))
+    }
+}
+
+fn role_argument(text: &str) -> Result<Role, Status> {
+    if text.is_empty() {
+        return Ok(Role::Observer);
+    }
+    Role::parse(text)
+        .ok_or_else(|| Status::invalid_argument(format!("unknown role '{text}': admin, maintainer or observer")))
+}
+
+/// Shortest password accepted.
+const MIN_PASSWORD_LEN: usize = 8;
+
+impl MetaApi {
+    async fn principal_named(&self, name: &str) -> Result<Principal, Status> {
+        self.directory
+            .principal_by_name(name)
+            .await
+            .map_err(internal)?
+            .ok_or_else(|| Status::not_found(format!("no user or service account named '{name}'")))
+    }
+
+    async fn create_principal(
+        &self,
+        request: tonic::Request<pb::CreatePrincipalRequest>,
+        kind: PrincipalKind,
+    ) -> Result<GrpcResponse<pb::Principal>, Status> {
+        let caller = caller(&request)?;
+        needs(&caller, &[Role::Admin], "creating users and service accounts")?;
+        let body = request.into_inner();
+        valid_name(&body.name, "the name")?;
+        let role = role_argument(&body.role)?;
+        let password_hash = match kind {
+            PrincipalKind::User => {
+                if body.password.chars().count() < MIN_PASSWORD_LEN {
+                    return Err(Status::invalid_argument(format!(
+                        "a user's password needs at least {MIN_PASSWORD_LEN} characters"
+                    )));
+                }
+                Some(hash_password(&body.password).map_err(auth_status)?)
+            }
+            PrincipalKind::ServiceAccount => None,
+        };
+        let principal = Principal {
+            id: uuid::Uuid::new_v4().to_string(),
+            name: body.name.clone(),
+            kind,
+            role,
+            password_hash,
+            created_at: trawl_common::time::now_nanos(),
+        };
+        if !self.directory.add_principal(&principal).await.map_err(internal)? {
+            return Err(Status::already_exists(format!("'{}' exists already", body.name)));
+        }
+        Ok(GrpcResponse::new(principal_message(&principal)))
+    }
+}
+
+#[tonic::async_trait]
+impl MetaService for MetaApi {
+    async fn create_ingest_token(
+        &self,
+        request: tonic::Request<pb::CreateIngestTokenRequest>,
+    ) -> Result<GrpcResponse<pb::CreatedToken>, Status> {
+        let caller = caller(&request)?;
+        needs(&caller, &[Role::Admin, Role::Maintainer], "creating an ingest token")?;
+        let body = request.into_inner();
+        let name = if body.name.is_empty() {
+            "ingest"
+        } else {
+            body.name.as_str()
+        };
+        valid_name(name, "the token name")?;
+        let database = if body.database.is_empty() {
+            trawl_common::DEFAULT_DATABASE
+        } else {
+            &body.database
+        };
+        let table = if body.table.is_empty() {
+            trawl_common::DEFAULT_TABLE
+        } else {
+            &body.table
+        };
+        valid_name(database, "the database")?;
+        valid_name(table, "the table")?;
+        let now = trawl_common::time::now_nanos();
+        let (id, token) = issue_ingest_token(
+            self.directory.as_ref(),
+            name,
+            database,
+            table,
+            body.allow_table_override,
+            now,
+        )
+        .await
+        .map_err(auth_status)?;
+        Ok(GrpcResponse::new(pb::CreatedToken {
+            id,
+            token,
+            expires_at: 0,
+        }))
+    }
+
+    async fn list_ingest_tokens(
+        &self,
+        request: tonic::Request<pb::ListIngestTokensRequest>,
+    ) -> Result<GrpcResponse<pb::ListIngestTokensResponse>, Status> {
+        caller(&request)?;
+        let tokens = self.directory.ingest_tokens().await.map_err(internal)?;
+        Ok(GrpcResponse::new(pb::ListIngestTokensResponse {
+            tokens: tokens
+                .into_iter()
+                .map(|t| pb::IngestToken {
+                    id: t.id,
+                    name: t.name,
+                    database: t.database,
+                    table: t.table,
+                    allow_table_override: t.allow_table_override,
+                    created_at: t.created_at,
+                    revoked_at: t.revoked_at.unwrap_or(0),
+                })
+                .collect(),
+        }))
+    }
+
+    async fn revoke_ingest_token(
+        &self,
+        request: tonic::Request<pb::RevokeIngestTokenRequest>,
+    ) -> Result<GrpcResponse<pb::Empty>, Status> {
+        let caller = caller(&request)?;
+        needs(&caller, &[Role::Admin, Role::Maintainer], "revoking an ingest token")?;
+        let id = request.into_inner().id;
+        let now = trawl_common::time::now_nanos();
+        if !self.directory.revoke_ingest_token(&id, now).await.map_err(internal)? {
+            return Err(Status::not_found(format!("no live ingest token '{id}'")));
+        }
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn create_service_account(
+        &self,
+        request: tonic::Request<pb::CreatePrincipalRequest>,
+    ) -> Result<GrpcResponse<pb::Principal>, Status> {
+        self.create_principal(request, PrincipalKind::ServiceAccount).await
+    }
+
+    async fn create_user(
+        &self,
+        request: tonic::Request<pb::CreatePrincipalRequest>,
+    ) -> Result<GrpcResponse<pb::Principal>, Status> {
+        self.create_principal(request, PrincipalKind::User).await
+    }
+
+    async fn list_principals(
+        &self,
+        request: tonic::Request<pb::ListPrincipalsRequest>,
+    ) -> Result<GrpcResponse<pb::ListPrincipalsResponse>, Status> {
+        caller(&request)?;
+        let principals = self.directory.principals().await.map_err(internal)?;
+        Ok(GrpcResponse::new(pb::ListPrincipalsResponse {
+            principals: principals.iter().map(principal_message).collect(),
+        }))
+    }
+
+    async fn grant_role(
+        &self,
+        request: tonic::Request<pb::GrantRoleRequest>,
+    ) -> Result<GrpcResponse<pb::Principal>, Status> {
+        let caller = caller(&request)?;
+        needs(&caller, &[Role::Admin], "granting a role")?;
+        let body = request.into_inner();
+        let role =
+            Role::parse(&body.role).ok_or_else(|| Status::invalid_argument(format!("unknown role '{}'", body.role)))?;
+        let mut principal = self.principal_named(&body.name).await?;
+        self.directory.set_role(&principal.id, role).await.map_err(internal)?;
+        principal.role = role;
+        Ok(GrpcResponse::new(principal_message(&principal)))
+    }
+
+    async fn set_password(
+        &self,
+        request: tonic::Request<pb::SetPasswordRequest>,
+    ) -> Result<GrpcResponse<pb::Empty>, Status> {
+        let caller = caller(&request)?;
+        let body = request.into_inner();
+        if !is_self(&caller, &body.name) {
+            needs(&caller, &[Role::Admin], "setting another account's password")?;
+        }
+        let principal = self.principal_named(&body.name).await?;
+        if principal.kind != PrincipalKind::User {
+            return Err(Status::failed_precondition(format!(
+                "'{}' is a service account: it signs in with tokens only",
+                body.name
+            )));
+        }
+        if body.password.chars().count() < MIN_PASSWORD_LEN {
+            return Err(Status::invalid_argument(format!(
+                "a password needs at least {MIN_PASSWORD_LEN} characters"
+            )));
+        }
+        let hash = hash_password(&body.password).map_err(auth_status)?;
+        self.directory
+            .set_password_hash(&principal.id, &hash)
+            .await
+            .map_err(internal)?;
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn create_access_token(
+        &self,
+        request: tonic::Request<pb::CreateAccessTokenRequest>,
+    ) -> Result<GrpcResponse<pb::CreatedToken>, Status> {
+        let caller = caller(&request)?;
+        let body = request.into_inner();
+        if !is_self(&caller, &body.name) {
+            needs(&caller, &[Role::Admin], "making a token for another account")?;
+        }
+        let principal = self.principal_named(&body.name).await?;
+        let now = trawl_common::time::now_nanos();
+        let expires_at = match body.expires_in_seconds {
+            0 => None,
+            seconds => {
+                let nanos = i64::try_from(seconds)
+                    .ok()
+                    .and_then(|s| s.checked_mul(1_000_000_000))
+                    .and_then(|n| n.checked_add(now))
+                    .ok_or_else(|| Status::invalid_argument("expires_in_seconds is too large"))?;
+                Some(nanos)
+            }
+        };
+        let token = issue_access_token(self.directory.as_ref(), &principal.id, expires_at, now)
+            .await
+            .map_err(auth_status)?;
+        let id = trawl_common::auth::parse_token(&token)
+            .map(|t| t.id)
+            .unwrap_or_default();
+        Ok(GrpcResponse::new(pb::CreatedToken {
+            id,
+            token,
+            expires_at: expires_at.unwrap_or(0),
+        }))
+    }
+
+    async fn who_am_i(&self, request: tonic::Request<pb::Empty>) -> Result<GrpcResponse<pb::Principal>, Status> {
+        match caller(&request)? {
+            Caller::Service => Ok(GrpcResponse::new(pb::Principal {
+                name: "cluster-service".into(),
+                kind: "service".into(),
+                role: Role::Admin.as_str().into(),
+                ..Default::default()
+            })),
+            Caller::Signed(identity) => {
+                let principal = self.principal_named(&identity.username).await?;
+                Ok(GrpcResponse::new(principal_message(&principal)))
+            }
+        }
+    }
+
+    async fn register_member(&self, request: tonic::Request<pb::Member>) -> Result<GrpcResponse<pb::Empty>, Status> {
+        let caller = caller(&request)?;
+        if !matches!(caller, Caller::Service) {
+            return Err(Status::permission_denied("only cluster services register members"));
+        }
+        let member = request.into_inner();
+        if member.id.len() != 32 || !member.id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Status::invalid_argument("a member id is 32 hex characters"));
+        }
+        if let Ok(mut members) = self.members.lock() {
+            members.retain(|m| m.id != member.id);
+            members.push(member);
+        }
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn deregister_member(&self, request: tonic::Request<pb::Member>) -> Result<GrpcResponse<pb::Empty>, Status> {
+        let caller = caller(&request)?;
+        if !matches!(caller, Caller::Service) {
+            return Err(Status::permission_denied("only cluster services deregister members"));
+        }
+        let id = request.into_inner().id;
+        if let Ok(mut members) = self.members.lock() {
+            members.retain(|m| m.id != id);
+        }
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+}

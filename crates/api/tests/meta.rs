@@ -1,0 +1,285 @@
+//! The meta service: who may call it (master-key service tokens, gateway-signed callers) and
+//! what each role may change; membership only for cluster services; reflection on.
+
+use std::sync::Arc;
+
+use tonic::transport::Channel;
+use trawl_api::meta_grpc::MetaState;
+use trawl_catalog::{Directory, Principal, PrincipalKind, SqliteCatalog};
+use trawl_common::auth::{GatewayKey, Role};
+use trawl_gateway::service_auth::{MasterKeys, SERVICE_TOKEN_HEADER};
+use trawl_gateway::signatures::SignatureCheck;
+use trawl_gateway::{Gateway, GatewayConfig, issue_access_token};
+use trawl_proto::meta as pb;
+use trawl_proto::meta::meta_service_client::MetaServiceClient;
+
+use crate::TestResult;
+
+async fn serve(router: axum::Router) -> Result<String, std::io::Error> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok(format!("http://{address}"))
+}
+
+struct Setup {
+    meta_url: String,
+    gateway_url: String,
+    master: MasterKeys,
+    admin_token: String,
+    observer_token: String,
+}
+
+async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
+    let directory: Arc<dyn Directory> = Arc::new(SqliteCatalog::in_memory().await?);
+    let now = trawl_common::time::now_nanos();
+    let mut tokens = Vec::new();
+    for (name, role) in [("adm", Role::Admin), ("obs", Role::Observer)] {
+        let id = format!("id-{name}");
+        directory
+            .add_principal(&Principal {
+                id: id.clone(),
+                name: name.into(),
+                kind: PrincipalKind::ServiceAccount,
+                role,
+                password_hash: None,
+                created_at: now,
+            })
+            .await?;
+        tokens.push(issue_access_token(directory.as_ref(), &id, None, now).await?);
+    }
+    let master = MasterKeys::new(&"m".repeat(32), None)?;
+    let meta_url = serve(trawl_api::meta_grpc::router(MetaState {
+        directory: directory.clone(),
+        signatures: SignatureCheck::new(directory.clone()),
+        master: master.clone(),
+    })?)
+    .await?;
+    let gateway = Gateway::new(
+        directory.clone(),
+        GatewayKey::from_seed([1; 32]),
+        GatewayConfig {
+            upstream: "http://127.0.0.1:9".into(),
+            meta_upstream: meta_url.clone(),
+            max_body_bytes: 1 << 20,
+            version: "test".into(),
+        },
+    );
+    gateway.register(now).await?;
+    let gateway_url = serve(gateway.router()).await?;
+    Ok(Setup {
+        meta_url,
+        gateway_url,
+        master,
+        admin_token: tokens.remove(0),
+        observer_token: tokens.remove(0),
+    })
+}
+
+async fn client(url: &str) -> Result<MetaServiceClient<Channel>, tonic::transport::Error> {
+    MetaServiceClient::connect(url.to_string()).await
+}
+
+fn with<T>(header: &str, value: &str, message: T) -> Result<tonic::Request<T>, Box<dyn std::error::Error>> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        tonic::metadata::MetadataKey::from_bytes(header.as_bytes())?,
+        value.parse()?,
+    );
+    Ok(request)
+}
+
+fn bearer<T>(token: &str, message: T) -> Result<tonic::Request<T>, Box<dyn std::error::Error>> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse()?);
+    Ok(request)
+}
+
+fn member() -> pb::Member {
+    pb::Member {
+        id: "0123456789abcdef0123456789abcdef".into(),
+        role: "ingest".into(),
+        address: "127.0.0.1:4317".into(),
+    }
+}
+
+#[tokio::test]
+async fn only_the_master_key_or_the_gateway_gets_in() -> TestResult {
+    let setup = setup().await?;
+    let mut direct = client(&setup.meta_url).await?;
+    // Nothing, a wrong master key, a bearer token sent straight to meta: UNAUTHENTICATED.
+    let code = |r: Result<tonic::Response<pb::Empty>, tonic::Status>| r.err().map(|s| s.code());
+    assert_eq!(
+        code(direct.register_member(member()).await),
+        Some(tonic::Code::Unauthenticated)
+    );
+    let wrong = MasterKeys::new(&"w".repeat(32), None)?.token();
+    let request = with(SERVICE_TOKEN_HEADER, &wrong, member())?;
+    assert_eq!(
+        code(direct.register_member(request).await),
+        Some(tonic::Code::Unauthenticated)
+    );
+    let request = bearer(&setup.admin_token, member())?;
+    assert_eq!(
+        code(direct.register_member(request).await),
+        Some(tonic::Code::Unauthenticated)
+    );
+    // The right master key: a cluster service may register members.
+    let request = with(SERVICE_TOKEN_HEADER, &setup.master.token(), member())?;
+    direct.register_member(request).await?;
+    let bad_id = pb::Member {
+        id: "short".into(),
+        ..member()
+    };
+    let request = with(SERVICE_TOKEN_HEADER, &setup.master.token(), bad_id)?;
+    assert_eq!(
+        code(direct.register_member(request).await),
+        Some(tonic::Code::InvalidArgument)
+    );
+    // Through the gateway, even an admin cannot change membership.
+    let mut gateway = client(&setup.gateway_url).await?;
+    let request = bearer(&setup.admin_token, member())?;
+    assert_eq!(
+        code(gateway.register_member(request).await),
+        Some(tonic::Code::PermissionDenied)
+    );
+    let request = bearer(&setup.admin_token, member())?;
+    assert_eq!(
+        code(gateway.deregister_member(request).await),
+        Some(tonic::Code::PermissionDenied)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn roles_decide_who_changes_what() -> TestResult {
+    let setup = setup().await?;
+    let mut gateway = client(&setup.gateway_url).await?;
+    let ingest = || pb::CreateIngestTokenRequest {
+        name: "t".into(),
+        database: "default".into(),
+        table: "logs".into(),
+        allow_table_override: false,
+    };
+    // An observer reads but does not change.
+    let me = gateway
+        .who_am_i(bearer(&setup.observer_token, pb::Empty {})?)
+        .await?
+        .into_inner();
+    assert_eq!((me.name.as_str(), me.role.as_str()), ("obs", "observer"));
+    let denied = gateway
+        .create_ingest_token(bearer(&setup.observer_token, ingest())?)
+        .await;
+    assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));
+    let request = bearer(&setup.observer_token, pb::ListIngestTokensRequest {})?;
+    assert!(
+        gateway
+            .list_ingest_tokens(request)
+            .await?
+            .into_inner()
+            .tokens
+            .is_empty()
+    );
+    let others = pb::CreateAccessTokenRequest {
+        name: "adm".into(),
+        expires_in_seconds: 60,
+    };
+    let denied = gateway
+        .create_access_token(bearer(&setup.observer_token, others)?)
+        .await;
+    assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));
+    let own = pb::CreateAccessTokenRequest {
+        name: "obs".into(),
+        expires_in_seconds: 60,
+    };
+    let made = gateway
+        .create_access_token(bearer(&setup.observer_token, own)?)
+        .await?
+        .into_inner();
+    assert!(made.token.starts_with("trawl_at_") && made.expires_at > 0);
+    let account = pb::CreatePrincipalRequest {
+        name: "bot".into(),
+        role: "maintainer".into(),
+        password: String::new(),
+    };
+    let denied = gateway
+        .create_service_account(bearer(&setup.observer_token, account.clone())?)
+        .await;
+    assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));
+
+    // An admin changes; a maintainer may make ingest tokens but not accounts.
+    let made = gateway
+        .create_ingest_token(bearer(&setup.admin_token, ingest())?)
+        .await?
+        .into_inner();
+    assert!(made.token.starts_with("trawl_it_"));
+    gateway
+        .create_service_account(bearer(&setup.admin_token, account.clone())?)
+        .await?;
+    let duplicate = gateway
+        .create_service_account(bearer(&setup.admin_token, account)?)
+        .await;
+    assert_eq!(duplicate.err().map(|s| s.code()), Some(tonic::Code::AlreadyExists));
+    let bot = pb::CreateAccessTokenRequest {
+        name: "bot".into(),
+        expires_in_seconds: 0,
+    };
+    let bot_token = gateway
+        .create_access_token(bearer(&setup.admin_token, bot)?)
+        .await?
+        .into_inner()
+        .token;
+    gateway.create_ingest_token(bearer(&bot_token, ingest())?).await?;
+    let user = pb::CreatePrincipalRequest {
+        name: "ann".into(),
+        role: "observer".into(),
+        password: "long enough".into(),
+    };
+    let denied = gateway.create_user(bearer(&bot_token, user)?).await;
+    assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));
+    // Granting observer takes the maintainer's rights away.
+    let grant = pb::GrantRoleRequest {
+        name: "bot".into(),
+        role: "observer".into(),
+    };
+    gateway.grant_role(bearer(&setup.admin_token, grant)?).await?;
+    let denied = gateway.create_ingest_token(bearer(&bot_token, ingest())?).await;
+    assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));
+    Ok(())
+}
+
+#[tokio::test]
+async fn reflection_lists_the_service() -> TestResult {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    let setup = setup().await?;
+    let channel = tonic::transport::Endpoint::from_shared(setup.meta_url.clone())?
+        .connect()
+        .await?;
+    let mut reflection = ServerReflectionClient::new(channel);
+    let ask = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let request = with(
+        SERVICE_TOKEN_HEADER,
+        &setup.master.token(),
+        futures::stream::iter([ask]),
+    )?;
+    let mut answers = reflection.server_reflection_info(request).await?.into_inner();
+    let Some(answer) = answers.message().await? else {
+        return Err("no reflection answer".into());
+    };
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        return Err("not a service list".into());
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    assert!(names.contains(&"trawl.meta.v1.MetaService".to_string()), "{names:?}");
+    Ok(())
+}
