@@ -228,13 +228,14 @@ impl Engine {
                     ticker
                 }),
             };
+            let past = options.deadline.is_some_and(|d| d <= tokio::time::Instant::now());
             let outcome = tokio::select! {
                 biased;
                 _ = sender.closed() => return,
-                _ = deadline => Err(Stop::Failed(TrawlError::new(
-                    ErrorCode::Timeout,
-                    format!("the query ran longer than its {:.0} s limit", elapsed_limit(&options, arrived)),
-                ))),
+                // A deadline that has passed already stops the query before it starts (the
+                // timer would only fire at its next tick).
+                _ = std::future::ready(()), if past => Err(Stop::Failed(timeout(&options, arrived))),
+                _ = deadline => Err(Stop::Failed(timeout(&options, arrived))),
                 outcome = engine.run_events(&request, &mut run) => outcome,
             };
             let last = match outcome {
@@ -357,9 +358,13 @@ impl Engine {
     }
 }
 
-fn elapsed_limit(options: &RunOptions, arrived: Instant) -> f64 {
-    options
+fn timeout(options: &RunOptions, arrived: Instant) -> TrawlError {
+    let limit = options
         .deadline
         .map(|deadline| deadline.into_std().saturating_duration_since(arrived).as_secs_f64())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    TrawlError::new(
+        ErrorCode::Timeout,
+        format!("the query ran longer than its {limit:.1} s limit"),
+    )
 }
