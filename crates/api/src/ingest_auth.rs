@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use trawl_catalog::Directory;
+use trawl_catalog::{Directory, Objects};
 use trawl_common::auth::{TokenKind, bearer, parse_token, secret_matches};
 use trawl_common::{ErrorCode, TrawlError};
 
@@ -18,27 +18,79 @@ pub struct IngestRoute {
     pub allow_table_override: bool,
 }
 
+/// The resource attribute a record chooses its table with, when its token allows it.
+pub const TABLE_ATTRIBUTE: &str = "trawl.table";
+
+/// Whether `name` can name a table.
+fn table_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// `rows` by destination table: the resource attribute `trawl.table` when the route allows
+/// it and the name is valid, else the route's table.
+pub fn rows_by_table(route: &IngestRoute, rows: Vec<trawl_common::Row>) -> Vec<(String, Vec<trawl_common::Row>)> {
+    if !route.allow_table_override {
+        return vec![(route.table.clone(), rows)];
+    }
+    let mut groups: Vec<(String, Vec<trawl_common::Row>)> = Vec::new();
+    for row in rows {
+        let chosen = match row.get("resource") {
+            Some(trawl_common::Value::Dynamic(serde_json::Value::Object(resource))) => resource
+                .get(TABLE_ATTRIBUTE)
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            // The common case: resources as JSON text; parsed only when they name a table.
+            Some(trawl_common::Value::JsonText(text)) if text.contains(TABLE_ATTRIBUTE) => {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+                    .ok()
+                    .and_then(|resource| resource.get(TABLE_ATTRIBUTE)?.as_str().map(str::to_string))
+            }
+            _ => None,
+        }
+        .filter(|name| table_name_ok(name));
+        let table = chosen.unwrap_or_else(|| route.table.clone());
+        match groups.iter_mut().find(|(name, _)| *name == table) {
+            Some((_, group)) => group.push(row),
+            None => groups.push((table, vec![row])),
+        }
+    }
+    groups
+}
+
 /// Checks ingest tokens.
 #[derive(Debug, Clone)]
 pub struct IngestAuth {
     directory: Arc<dyn Directory>,
+    /// Whether the destination is writable (not deleted).
+    objects: Arc<dyn Objects>,
     /// The route of requests without a token, when anonymous ingest is on.
     anonymous: Option<IngestRoute>,
 }
 
 impl IngestAuth {
     /// Tokens required.
-    pub fn required(directory: Arc<dyn Directory>) -> IngestAuth {
+    pub fn required(directory: Arc<dyn Directory>, objects: Arc<dyn Objects>) -> IngestAuth {
         IngestAuth {
             directory,
+            objects,
             anonymous: None,
         }
     }
 
     /// Requests without a token go to `database.table`; tokens still route theirs.
-    pub fn anonymous(directory: Arc<dyn Directory>, database: &str, table: &str) -> IngestAuth {
+    pub fn anonymous(
+        directory: Arc<dyn Directory>,
+        objects: Arc<dyn Objects>,
+        database: &str,
+        table: &str,
+    ) -> IngestAuth {
         IngestAuth {
             directory,
+            objects,
             anonymous: Some(IngestRoute {
                 database: database.to_string(),
                 table: table.to_string(),
@@ -47,8 +99,55 @@ impl IngestAuth {
         }
     }
 
-    /// The route of a request with this `Authorization` header value.
+    /// The route of a request with this `Authorization` header value, to a table that is
+    /// not deleted.
     pub async fn route(&self, authorization: Option<&str>) -> Result<IngestRoute, TrawlError> {
+        let route = self.token_route(authorization).await?;
+        self.check_writable(&route.database, &route.table).await?;
+        Ok(route)
+    }
+
+    /// Refuses a destination that is deleted (or whose database is).
+    pub async fn check_writable(&self, database: &str, table: &str) -> Result<(), TrawlError> {
+        let writable = self
+            .objects
+            .writable(database, table)
+            .await
+            .map_err(|e| TrawlError::unavailable(format!("cannot check the destination table: {e}")))?;
+        if !writable {
+            return Err(TrawlError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "table '{database}.{table}' (or its database) is deleted; restore it or route the token elsewhere"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends `rows` to their tables (see [`rows_by_table`]), each checked writable first.
+    pub async fn submit(
+        &self,
+        ingestor: &trawl_ingest::Ingestor,
+        route: &IngestRoute,
+        rows: Vec<trawl_common::Row>,
+    ) -> Result<(), TrawlError> {
+        let groups = rows_by_table(route, rows);
+        for (table, _) in &groups {
+            if *table != route.table {
+                self.check_writable(&route.database, table).await?;
+            }
+        }
+        // All groups wait for their flushes together; the request is acknowledged when
+        // every one is durable.
+        let submits = groups
+            .into_iter()
+            .map(|(table, rows)| async move { ingestor.submit(&route.database, &table, rows).await });
+        futures::future::try_join_all(submits).await?;
+        Ok(())
+    }
+
+    async fn token_route(&self, authorization: Option<&str>) -> Result<IngestRoute, TrawlError> {
         let refused = |message: &str| TrawlError::new(ErrorCode::Unauthenticated, message);
         let Some(text) = bearer(authorization) else {
             return match (&self.anonymous, authorization) {
@@ -76,5 +175,47 @@ impl IngestAuth {
             }
             _ => Err(refused("the ingest token is not valid")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trawl_common::{Row, Value};
+
+    fn row(resource: serde_json::Value) -> Row {
+        let mut row = Row::default();
+        row.push("resource", Value::Dynamic(resource));
+        row
+    }
+
+    fn text_row(resource: &str) -> Row {
+        let mut row = Row::default();
+        row.push("resource", Value::JsonText(resource.into()));
+        row
+    }
+
+    #[test]
+    fn records_choose_their_table_only_when_the_token_allows() {
+        let rows = || {
+            vec![
+                row(serde_json::json!({"trawl.table": "audit"})),
+                row(serde_json::json!({"service.name": "x"})),
+                row(serde_json::json!({"trawl.table": "bad name!"})),
+                text_row(r#"{"service.name":"y","trawl.table":"audit"}"#),
+            ]
+        };
+        let mut route = IngestRoute {
+            database: "d".into(),
+            table: "logs".into(),
+            allow_table_override: false,
+        };
+        let sizes = |groups: Vec<(String, Vec<Row>)>| groups.into_iter().map(|(t, r)| (t, r.len())).collect::<Vec<_>>();
+        assert_eq!(sizes(rows_by_table(&route, rows())), vec![("logs".to_string(), 4)]);
+        route.allow_table_override = true;
+        assert_eq!(
+            sizes(rows_by_table(&route, rows())),
+            vec![("audit".to_string(), 2), ("logs".to_string(), 2)]
+        );
     }
 }

@@ -1,9 +1,11 @@
-//! The meta service's gRPC face (9560): ingest tokens, users, service accounts, roles and
-//! access tokens, cluster members; gRPC reflection on.
+//! The meta service's gRPC face (9560): databases, tables and views (tombstoned deletes,
+//! restore within a window), ingest tokens, users, service accounts, roles and access
+//! tokens, cluster members; gRPC reflection on.
 //!
 //! Every call is authenticated: either a cluster service with the token derived from the
-//! master key, or a request the gateway signed (with the caller's name and role). Changes
-//! to ingest tokens need the role `admin` or `maintainer`; account changes need `admin`
+//! master key, or a request the gateway signed (with the caller's name and role). Catalog
+//! changes (databases, tables, views, ingest tokens) need the role `admin` or `maintainer`;
+//! account changes need `admin`
 //! (anyone may make tokens for themselves and set their own password); reading needs no
 //! role. Member registration is for cluster services only. Refusals: UNAUTHENTICATED,
 //! PERMISSION_DENIED.
@@ -16,7 +18,7 @@ use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use tonic::{Response as GrpcResponse, Status};
-use trawl_catalog::{Directory, Principal, PrincipalKind};
+use trawl_catalog::{Change, Directory, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind};
 use trawl_common::auth::{Identity, Role};
 use trawl_gateway::accounts::{AuthError, hash_password, issue_access_token, issue_ingest_token};
 use trawl_gateway::service_auth::{MasterKeys, SERVICE_TOKEN_HEADER};
@@ -37,14 +39,19 @@ pub enum Caller {
 #[derive(Debug, Clone)]
 pub struct MetaState {
     pub directory: Arc<dyn Directory>,
+    pub objects: Arc<dyn Objects>,
     pub signatures: Arc<SignatureCheck>,
     pub master: MasterKeys,
+    /// How long a deleted object can be restored.
+    pub restore_window: std::time::Duration,
 }
 
 /// The meta service's routes (the service and reflection), authenticated.
 pub fn router(state: MetaState) -> Result<axum::Router, tonic_reflection::server::Error> {
     let api = MetaApi {
         directory: state.directory.clone(),
+        objects: state.objects.clone(),
+        restore_window: state.restore_window,
         members: Arc::new(Mutex::new(Vec::new())),
     };
     let reflection = tonic_reflection::server::Builder::configure()
@@ -100,6 +107,8 @@ fn refuse(code: i32, message: &str) -> Response {
 #[derive(Debug, Clone)]
 struct MetaApi {
     directory: Arc<dyn Directory>,
+    objects: Arc<dyn Objects>,
+    restore_window: std::time::Duration,
     members: Arc<Mutex<Vec<pb::Member>>>,
 }
 
@@ -179,6 +188,69 @@ fn role_argument(text: &str) -> Result<Role, Status> {
         .ok_or_else(|| Status::invalid_argument(format!("unknown role '{text}': admin, maintainer or observer")))
 }
 
+const CATALOG_CHANGERS: &[Role] = &[Role::Admin, Role::Maintainer];
+
+fn kind_argument(text: &str) -> Result<ObjectKind, Status> {
+    match text {
+        "database" => Ok(ObjectKind::Database),
+        "table" => Ok(ObjectKind::Table),
+        "view" => Ok(ObjectKind::View),
+        other => Err(Status::invalid_argument(format!(
+            "unknown kind '{other}': database, table or view"
+        ))),
+    }
+}
+
+fn database_argument(text: &str) -> &str {
+    if text.is_empty() {
+        trawl_common::DEFAULT_DATABASE
+    } else {
+        text
+    }
+}
+
+/// The outcome of a catalog change as a gRPC answer.
+fn change_status(change: Change, what: &str) -> Result<(), Status> {
+    match change {
+        Change::Done => Ok(()),
+        Change::NotFound => Err(Status::not_found(format!("{what} does not exist"))),
+        Change::Exists { deleted: false } => Err(Status::already_exists(format!("{what} exists already"))),
+        Change::Exists { deleted: true } => Err(Status::already_exists(format!(
+            "{what} was deleted and can still be restored; restore it, or wait until it is purged"
+        ))),
+        Change::HasChildren(children) => Err(Status::failed_precondition(format!(
+            "{what} has live children ({}); delete them first or delete with cascade",
+            children.join(", ")
+        ))),
+        Change::Refused(reason) => Err(Status::failed_precondition(format!("{what}: {reason}"))),
+    }
+}
+
+fn object_message(record: &ObjectRecord) -> pb::CatalogObject {
+    pb::CatalogObject {
+        kind: record.kind.as_str().to_string(),
+        database: record.database.clone(),
+        name: record.name.clone(),
+        retention_seconds: record
+            .retention_nanos
+            .map_or(0, |n| u64::try_from(n / 1_000_000_000).unwrap_or(0)),
+        members: record.members.clone(),
+        created_at: record.created_at,
+        deleted_at: record.deleted_at.unwrap_or(0),
+    }
+}
+
+fn retention_nanos(seconds: u64) -> Result<Option<i64>, Status> {
+    match seconds {
+        0 => Ok(None),
+        seconds => i64::try_from(seconds)
+            .ok()
+            .and_then(|s| s.checked_mul(1_000_000_000))
+            .map(Some)
+            .ok_or_else(|| Status::invalid_argument("retention_seconds is too large")),
+    }
+}
+
 /// Shortest password accepted.
 const MIN_PASSWORD_LEN: usize = 8;
 
@@ -227,8 +299,184 @@ impl MetaApi {
     }
 }
 
+impl MetaApi {
+    /// The record of a live object, for answers.
+    async fn live_record(&self, kind: ObjectKind, database: &str, name: &str) -> Result<pb::CatalogObject, Status> {
+        let records = self.objects.objects(kind, database).await.map_err(internal)?;
+        records
+            .iter()
+            .find(|r| r.name == name && r.deleted_at.is_none())
+            .map(object_message)
+            .ok_or_else(|| Status::not_found(format!("{} '{name}' does not exist", kind.as_str())))
+    }
+
+    fn object_name(kind: ObjectKind, database: &str, name: &str) -> String {
+        match kind {
+            ObjectKind::Database => format!("database '{database}'"),
+            _ => format!("{} '{database}.{name}'", kind.as_str()),
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl MetaService for MetaApi {
+    async fn create_database(
+        &self,
+        request: tonic::Request<pb::ObjectRequest>,
+    ) -> Result<GrpcResponse<pb::CatalogObject>, Status> {
+        needs(&caller(&request)?, CATALOG_CHANGERS, "creating a database")?;
+        let body = request.into_inner();
+        let name = if body.name.is_empty() {
+            &body.database
+        } else {
+            &body.name
+        };
+        valid_name(name, "the database")?;
+        let now = trawl_common::time::now_nanos();
+        let change = self.objects.create_database(name, now).await.map_err(internal)?;
+        change_status(change, &Self::object_name(ObjectKind::Database, name, ""))?;
+        Ok(GrpcResponse::new(
+            self.live_record(ObjectKind::Database, "", name).await?,
+        ))
+    }
+
+    async fn create_table(
+        &self,
+        request: tonic::Request<pb::ObjectRequest>,
+    ) -> Result<GrpcResponse<pb::CatalogObject>, Status> {
+        needs(&caller(&request)?, CATALOG_CHANGERS, "creating a table")?;
+        let body = request.into_inner();
+        let database = database_argument(&body.database);
+        valid_name(database, "the database")?;
+        valid_name(&body.name, "the table")?;
+        let retention = retention_nanos(body.retention_seconds)?;
+        let now = trawl_common::time::now_nanos();
+        let change = self
+            .objects
+            .create_table(database, &body.name, retention, now)
+            .await
+            .map_err(internal)?;
+        change_status(change, &Self::object_name(ObjectKind::Table, database, &body.name))?;
+        Ok(GrpcResponse::new(
+            self.live_record(ObjectKind::Table, database, &body.name).await?,
+        ))
+    }
+
+    async fn create_view(
+        &self,
+        request: tonic::Request<pb::ObjectRequest>,
+    ) -> Result<GrpcResponse<pb::CatalogObject>, Status> {
+        needs(&caller(&request)?, CATALOG_CHANGERS, "creating a view")?;
+        let body = request.into_inner();
+        let database = database_argument(&body.database);
+        valid_name(database, "the database")?;
+        valid_name(&body.name, "the view")?;
+        let now = trawl_common::time::now_nanos();
+        let change = self
+            .objects
+            .create_view(database, &body.name, &body.members, now)
+            .await
+            .map_err(internal)?;
+        change_status(change, &Self::object_name(ObjectKind::View, database, &body.name))?;
+        Ok(GrpcResponse::new(
+            self.live_record(ObjectKind::View, database, &body.name).await?,
+        ))
+    }
+
+    async fn set_retention(
+        &self,
+        request: tonic::Request<pb::ObjectRequest>,
+    ) -> Result<GrpcResponse<pb::CatalogObject>, Status> {
+        needs(&caller(&request)?, CATALOG_CHANGERS, "changing a table's retention")?;
+        let body = request.into_inner();
+        let database = database_argument(&body.database);
+        let retention = retention_nanos(body.retention_seconds)?;
+        let change = self
+            .objects
+            .set_retention(database, &body.name, retention)
+            .await
+            .map_err(internal)?;
+        change_status(change, &Self::object_name(ObjectKind::Table, database, &body.name))?;
+        Ok(GrpcResponse::new(
+            self.live_record(ObjectKind::Table, database, &body.name).await?,
+        ))
+    }
+
+    async fn list_objects(
+        &self,
+        request: tonic::Request<pb::ListObjectsRequest>,
+    ) -> Result<GrpcResponse<pb::ListObjectsResponse>, Status> {
+        caller(&request)?;
+        let body = request.into_inner();
+        let kind = kind_argument(&body.kind)?;
+        let records = self
+            .objects
+            .objects(kind, database_argument(&body.database))
+            .await
+            .map_err(internal)?;
+        let objects = records
+            .iter()
+            .filter(|r| body.include_deleted || r.deleted_at.is_none())
+            .map(object_message)
+            .collect();
+        Ok(GrpcResponse::new(pb::ListObjectsResponse { objects }))
+    }
+
+    async fn delete_object(
+        &self,
+        request: tonic::Request<pb::DeleteObjectRequest>,
+    ) -> Result<GrpcResponse<pb::Empty>, Status> {
+        needs(&caller(&request)?, CATALOG_CHANGERS, "deleting a catalog object")?;
+        let body = request.into_inner();
+        let kind = kind_argument(&body.kind)?;
+        let database = if kind == ObjectKind::Database && !body.name.is_empty() {
+            body.name.as_str()
+        } else {
+            database_argument(&body.database)
+        };
+        let name = if kind == ObjectKind::Database {
+            ""
+        } else {
+            body.name.as_str()
+        };
+        let now = trawl_common::time::now_nanos();
+        let change = self
+            .objects
+            .delete_object(kind, database, name, body.cascade, now)
+            .await
+            .map_err(internal)?;
+        change_status(change, &Self::object_name(kind, database, name))?;
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn restore_object(
+        &self,
+        request: tonic::Request<pb::ObjectRequest>,
+    ) -> Result<GrpcResponse<pb::Empty>, Status> {
+        needs(&caller(&request)?, CATALOG_CHANGERS, "restoring a catalog object")?;
+        let body = request.into_inner();
+        let kind = kind_argument(&body.kind)?;
+        let database = if kind == ObjectKind::Database && !body.name.is_empty() {
+            body.name.as_str()
+        } else {
+            database_argument(&body.database)
+        };
+        let name = if kind == ObjectKind::Database {
+            ""
+        } else {
+            body.name.as_str()
+        };
+        let window = i64::try_from(self.restore_window.as_nanos()).unwrap_or(i64::MAX);
+        let not_before = trawl_common::time::now_nanos().saturating_sub(window);
+        let change = self
+            .objects
+            .restore_object(kind, database, name, not_before)
+            .await
+            .map_err(internal)?;
+        change_status(change, &Self::object_name(kind, database, name))?;
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
     async fn create_ingest_token(
         &self,
         request: tonic::Request<pb::CreateIngestTokenRequest>,

@@ -228,7 +228,7 @@ impl UnaryService<Vec<u8>> for ExportHandler {
             drop(request); // the rows own everything they need; free the payload while they wait
             let rows = mapped.rows.len() as u64;
             let (rejected, error_message) = (mapped.rejected, mapped.error_message);
-            if let Err(error) = state.ingestor.submit(&route.database, &route.table, mapped.rows).await {
+            if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows).await {
                 counters.failed_requests.fetch_add(1, Relaxed);
                 return Err(status_of(&error));
             }

@@ -118,7 +118,7 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     let rejected = mapped.rejected;
     let message = mapped.error_message;
     let rows = mapped.rows.len() as u64;
-    if let Err(error) = state.ingestor.submit(&route.database, &route.table, mapped.rows).await {
+    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows).await {
         state.counters.failed_requests.fetch_add(1, Relaxed);
         return error_response(&error, format);
     }

@@ -36,7 +36,8 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
     let catalog: Arc<dyn Catalog> = sqlite.clone();
-    let directory: Arc<dyn Directory> = sqlite;
+    let directory: Arc<dyn Directory> = sqlite.clone();
+    let objects: Arc<dyn trawl_catalog::Objects> = sqlite;
     let store = SegmentStore::local(&dir.path().join("segments"))?;
     let config = IngestConfig {
         flush_interval: Duration::from_millis(20),
@@ -45,7 +46,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config);
     let state = IngestState {
         ingestor,
-        auth: Arc::new(IngestAuth::anonymous(directory, "default", "default")),
+        auth: Arc::new(IngestAuth::anonymous(directory, objects, "default", "default")),
         max_body_bytes: 1 << 20,
         counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),

@@ -33,7 +33,9 @@ struct Setup {
 }
 
 async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
-    let directory: Arc<dyn Directory> = Arc::new(SqliteCatalog::in_memory().await?);
+    let sqlite = Arc::new(SqliteCatalog::in_memory().await?);
+    let directory: Arc<dyn Directory> = sqlite.clone();
+    let objects: Arc<dyn trawl_catalog::Objects> = sqlite;
     let now = trawl_common::time::now_nanos();
     let mut tokens = Vec::new();
     for (name, role) in [("adm", Role::Admin), ("obs", Role::Observer)] {
@@ -53,8 +55,10 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let master = MasterKeys::new(&"m".repeat(32), None)?;
     let meta_url = serve(trawl_api::meta_grpc::router(MetaState {
         directory: directory.clone(),
+        objects,
         signatures: SignatureCheck::new(directory.clone()),
         master: master.clone(),
+        restore_window: std::time::Duration::from_secs(3600),
     })?)
     .await?;
     let gateway = Gateway::new(

@@ -24,6 +24,7 @@ struct Setup {
     _dir: tempfile::TempDir,
     catalog: Arc<dyn Catalog>,
     directory: Arc<dyn Directory>,
+    objects: Arc<dyn trawl_catalog::Objects>,
     store: SegmentStore,
 }
 
@@ -34,7 +35,8 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     Ok(Setup {
         _dir: dir,
         catalog: sqlite.clone(),
-        directory: sqlite,
+        directory: sqlite.clone(),
+        objects: sqlite,
         store,
     })
 }
@@ -210,7 +212,7 @@ async fn ingest_needs_a_valid_token_which_routes_the_rows() -> TestResult {
     let ingestor = Ingestor::start(SegmentWriter::new(setup.store.clone()), setup.catalog.clone(), config);
     let state = IngestState {
         ingestor,
-        auth: Arc::new(IngestAuth::required(setup.directory.clone())),
+        auth: Arc::new(IngestAuth::required(setup.directory.clone(), setup.objects.clone())),
         max_body_bytes: 1 << 20,
         counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),

@@ -10,11 +10,14 @@
 
 pub mod directory;
 mod model;
+pub mod objects;
 mod sqlite;
 mod sqlite_directory;
+mod sqlite_objects;
 
 pub use directory::{AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind};
 pub use model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
+pub use objects::{Change, ObjectKind, ObjectRecord, Objects};
 pub use sqlite::SqliteCatalog;
 
 use async_trait::async_trait;
@@ -50,11 +53,15 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
     /// gains the columns it lacks).
     async fn ensure_table(&self, database: &str, table: &str, columns: &[ColumnInfo]) -> Result<()>;
 
-    /// Names of all databases that hold at least one table.
+    /// Names of the live databases: those created and not deleted, and those holding a
+    /// live table.
     async fn databases(&self) -> Result<Vec<String>>;
 
-    /// Tables of a database with their column sets.
+    /// Live tables of a database with their column sets (none when the database is deleted).
     async fn tables(&self, database: &str) -> Result<Vec<TableInfo>>;
+
+    /// Live views of a database: their names and member tables.
+    async fn views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>>;
 
     /// One table with its column set, if it exists.
     async fn table(&self, database: &str, table: &str) -> Result<Option<TableInfo>>;

@@ -78,8 +78,22 @@ impl SqliteCatalog {
     }
 
     async fn migrate(pool: &SqlitePool) -> Result<()> {
-        for statement in SCHEMA.iter().chain(crate::sqlite_directory::SCHEMA) {
+        let schema = SCHEMA
+            .iter()
+            .chain(crate::sqlite_directory::SCHEMA)
+            .chain(crate::sqlite_objects::SCHEMA);
+        for statement in schema {
             sqlx::query(*statement).execute(pool).await?;
+        }
+        // Columns newer than a catalog file: added in place.
+        for (table, column, statement) in crate::sqlite_objects::ADDED_COLUMNS {
+            let existing: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
+                .bind(*table)
+                .fetch_all(pool)
+                .await?;
+            if !existing.iter().any(|c| c == column) {
+                sqlx::query(*statement).execute(pool).await?;
+            }
         }
         Ok(())
     }
@@ -272,18 +286,26 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn databases(&self) -> Result<Vec<String>> {
-        Ok(
-            sqlx::query_scalar("SELECT DISTINCT database FROM tables ORDER BY database")
-                .fetch_all(&self.pool)
-                .await?,
+        Ok(sqlx::query_scalar(
+            "SELECT name FROM databases WHERE deleted_at IS NULL
+             UNION SELECT DISTINCT database FROM tables WHERE deleted_at IS NULL
+               AND database NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
+             ORDER BY 1",
         )
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     async fn tables(&self, database: &str) -> Result<Vec<TableInfo>> {
-        let names: Vec<String> = sqlx::query_scalar("SELECT name FROM tables WHERE database = ? ORDER BY name")
-            .bind(database)
-            .fetch_all(&self.pool)
-            .await?;
+        let names: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM tables WHERE database = ? AND deleted_at IS NULL
+               AND ? NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
+             ORDER BY name",
+        )
+        .bind(database)
+        .bind(database)
+        .fetch_all(&self.pool)
+        .await?;
         let mut tables = Vec::with_capacity(names.len());
         for name in names {
             let columns = self.columns_of(database, &name).await?;
@@ -297,11 +319,15 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn table(&self, database: &str, table: &str) -> Result<Option<TableInfo>> {
-        let exists: Option<String> = sqlx::query_scalar("SELECT name FROM tables WHERE database = ? AND name = ?")
-            .bind(database)
-            .bind(table)
-            .fetch_optional(&self.pool)
-            .await?;
+        let exists: Option<String> = sqlx::query_scalar(
+            "SELECT name FROM tables WHERE database = ? AND name = ? AND deleted_at IS NULL
+               AND ? NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)",
+        )
+        .bind(database)
+        .bind(table)
+        .bind(database)
+        .fetch_optional(&self.pool)
+        .await?;
         let Some(name) = exists else { return Ok(None) };
         let columns = self.columns_of(database, &name).await?;
         Ok(Some(TableInfo {
@@ -309,6 +335,17 @@ impl Catalog for SqliteCatalog {
             name,
             columns,
         }))
+    }
+
+    async fn views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>> {
+        if let Some(Some(_)) = sqlx::query_scalar::<_, Option<i64>>("SELECT deleted_at FROM databases WHERE name = ?")
+            .bind(database)
+            .fetch_optional(&self.pool)
+            .await?
+        {
+            return Ok(Vec::new());
+        }
+        self.live_views(database).await
     }
 
     async fn tombstoned_before(&self, before_nanos: i64) -> Result<Vec<SegmentMeta>> {

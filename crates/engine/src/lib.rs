@@ -142,6 +142,7 @@ impl std::fmt::Debug for Engine {
 
 struct CatalogTables {
     tables: HashMap<String, Arc<dyn TableProvider>>,
+    views: HashMap<String, Vec<String>>,
 }
 
 impl TableLookup for CatalogTables {
@@ -153,6 +154,10 @@ impl TableLookup for CatalogTables {
         let mut names: Vec<String> = self.tables.keys().cloned().collect();
         names.sort();
         names
+    }
+
+    fn view(&self, name: &str) -> Option<Vec<String>> {
+        self.views.get(name).cloned()
     }
 }
 
@@ -215,7 +220,8 @@ impl Engine {
                 TrawlTable::new(database, &info.name, schema, self.catalog.clone()).with_counters(counters.clone());
             tables.insert(info.name, Arc::new(provider));
         }
-        Ok(CatalogTables { tables })
+        let views = self.catalog.views(database).await?.into_iter().collect();
+        Ok(CatalogTables { tables, views })
     }
 
     /// The physical plans `request` would run, one text per result table (as `EXPLAIN`

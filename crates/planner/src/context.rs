@@ -161,7 +161,7 @@ impl<'a> Planner<'a> {
                 Some(Binding::Tabular(_)) => true,
                 Some(Binding::Function(def)) => def.params.is_empty() && self.function_is_tabular(def),
                 Some(Binding::Scalar(_)) => false,
-                None => self.tables.table(&ident.name).is_some(),
+                None => self.tables.table(&ident.name).is_some() || self.tables.view(&ident.name).is_some(),
             },
             ExprKind::Call { function, args } => match self.bindings.get(&function.name) {
                 Some(Binding::Function(def)) => self.function_is_tabular(def),
@@ -251,10 +251,22 @@ impl<'a> Planner<'a> {
                 )),
             };
         }
-        let Some(provider) = self.tables.table(name) else {
-            return Err(self.error(ErrorCode::UnknownTable, span, format!("unknown table '{name}'")));
-        };
-        self.scan(name, provider)
+        if let Some(provider) = self.tables.table(name) {
+            return self.scan(name, provider);
+        }
+        if let Some(members) = self.tables.view(name) {
+            // A view is `union` of its tables.
+            let tables = members
+                .iter()
+                .map(|member| KExpr::new(ExprKind::Name(trawl_kql::ast::Ident::new(member, span)), span))
+                .collect();
+            let union = trawl_kql::ast::Union {
+                params: Vec::new(),
+                tables,
+            };
+            return self.union(None, &union, span);
+        }
+        Err(self.error(ErrorCode::UnknownTable, span, format!("unknown table '{name}'")))
     }
 
     fn scan(

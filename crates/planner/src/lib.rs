@@ -45,6 +45,11 @@ pub trait TableLookup {
     fn table_names(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The member tables of a view (a named union of tables), if `name` is one.
+    fn view(&self, _name: &str) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// Request-level settings that shape the plan.

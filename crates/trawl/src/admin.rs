@@ -1,5 +1,6 @@
-//! `trawl token|service-account|user|whoami`: the meta service through the gateway, with a
-//! bearer token (`--token`, `TRAWL_TOKEN`, or the local bootstrap admin token).
+//! `trawl database|table|view|token|service-account|user|whoami`: the meta service through
+//! the gateway, with a bearer token (`--token`, `TRAWL_TOKEN`, or the local bootstrap admin
+//! token).
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -23,6 +24,53 @@ pub struct Connection {
     /// Data directory of a local server.
     #[arg(long, global = true, env = "TRAWL_DATA_DIR", default_value = "./trawl-data")]
     pub data_dir: std::path::PathBuf,
+}
+
+/// What `trawl database|table|view` does.
+#[derive(Debug, Subcommand)]
+pub enum ObjectCommand {
+    /// Create it.
+    Create {
+        name: String,
+        /// Tables and views: their database.
+        #[arg(long, default_value = "default")]
+        database: String,
+        /// Tables: drop rows older than this (`30d`, `12h`, or seconds).
+        #[arg(long)]
+        retention: Option<String>,
+        /// Views: the tables they unite (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        tables: Vec<String>,
+    },
+    /// List them (`--all`: deleted ones still in their restore window too).
+    List {
+        #[arg(long, default_value = "default")]
+        database: String,
+        #[arg(long)]
+        all: bool,
+    },
+    /// Delete it (a tombstone: restore brings it back within the restore window).
+    Delete {
+        name: String,
+        #[arg(long, default_value = "default")]
+        database: String,
+        /// Delete its live children too (a database's tables and views, a table's views).
+        #[arg(long)]
+        cascade: bool,
+    },
+    /// Bring a deleted one back.
+    Restore {
+        name: String,
+        #[arg(long, default_value = "default")]
+        database: String,
+    },
+    /// Tables: change the retention (`none` keeps everything).
+    Retention {
+        name: String,
+        retention: String,
+        #[arg(long, default_value = "default")]
+        database: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -175,6 +223,135 @@ async fn run_with(
             Ok(ExitCode::from(2))
         }
     }
+}
+
+fn lifetime_argument(text: &str, what: &str) -> Result<u64, tonic::Status> {
+    if text == "none" {
+        return Ok(0);
+    }
+    parse_lifetime(text).ok_or_else(|| {
+        tonic::Status::invalid_argument(format!("{what} '{text}' is not a duration such as 30d, 12h or 90m"))
+    })
+}
+
+/// `trawl database|table|view ...`.
+pub async fn objects(connection: Connection, kind: &str, command: ObjectCommand) -> anyhow::Result<ExitCode> {
+    let kind = kind.to_string();
+    run_with(&connection, async |meta| {
+        match command {
+            ObjectCommand::Create {
+                name,
+                database,
+                retention,
+                tables,
+            } => {
+                if kind != "table" && retention.is_some() {
+                    return Err(tonic::Status::invalid_argument("--retention is for tables"));
+                }
+                if kind != "view" && !tables.is_empty() {
+                    return Err(tonic::Status::invalid_argument("--tables is for views"));
+                }
+                let retention_seconds = match retention.as_deref() {
+                    Some(text) => lifetime_argument(text, "--retention")?,
+                    None => 0,
+                };
+                let request = pb::ObjectRequest {
+                    kind: kind.clone(),
+                    database: if kind == "database" { name.clone() } else { database },
+                    name: if kind == "database" { String::new() } else { name },
+                    retention_seconds,
+                    members: tables,
+                };
+                let made = match kind.as_str() {
+                    "database" => meta.client.create_database(meta.request(request)).await?,
+                    "table" => meta.client.create_table(meta.request(request)).await?,
+                    _ => meta.client.create_view(meta.request(request)).await?,
+                }
+                .into_inner();
+                print_objects(vec![made]);
+            }
+            ObjectCommand::List { database, all } => {
+                let request = meta.request(pb::ListObjectsRequest {
+                    kind: kind.clone(),
+                    database,
+                    include_deleted: all,
+                });
+                let objects = meta.client.list_objects(request).await?.into_inner().objects;
+                print_objects(objects);
+            }
+            ObjectCommand::Delete {
+                name,
+                database,
+                cascade,
+            } => {
+                let request = pb::DeleteObjectRequest {
+                    kind: kind.clone(),
+                    database,
+                    name: name.clone(),
+                    cascade,
+                };
+                meta.client.delete_object(meta.request(request)).await?;
+                eprintln!("deleted {kind} {name} (restore it with `trawl {kind} restore {name}`)");
+            }
+            ObjectCommand::Restore { name, database } => {
+                let request = pb::ObjectRequest {
+                    kind: kind.clone(),
+                    database,
+                    name: name.clone(),
+                    ..Default::default()
+                };
+                meta.client.restore_object(meta.request(request)).await?;
+                eprintln!("restored {kind} {name}");
+            }
+            ObjectCommand::Retention {
+                name,
+                retention,
+                database,
+            } => {
+                if kind != "table" {
+                    return Err(tonic::Status::invalid_argument("retention is set on tables"));
+                }
+                let request = pb::ObjectRequest {
+                    kind: kind.clone(),
+                    database,
+                    name,
+                    retention_seconds: lifetime_argument(&retention, "the retention")?,
+                    members: Vec::new(),
+                };
+                let changed = meta.client.set_retention(meta.request(request)).await?.into_inner();
+                print_objects(vec![changed]);
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
+fn print_objects(objects: Vec<pb::CatalogObject>) {
+    let rows = objects
+        .into_iter()
+        .map(|o| {
+            let retention = match o.retention_seconds {
+                0 => String::new(),
+                s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+                s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+                s => format!("{s}s"),
+            };
+            vec![
+                o.kind,
+                o.database,
+                o.name,
+                retention,
+                o.members.join(","),
+                time_text(o.created_at),
+                time_text(o.deleted_at),
+            ]
+        })
+        .collect();
+    print_rows(
+        &["kind", "database", "name", "retention", "tables", "created", "deleted"],
+        rows,
+    );
 }
 
 pub async fn token(connection: Connection, command: TokenCommand) -> anyhow::Result<ExitCode> {

@@ -27,6 +27,27 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a KQL query and print the result.
     Query(query::QueryArgs),
+    /// Databases: create, list, delete, restore.
+    Database {
+        #[command(subcommand)]
+        command: admin::ObjectCommand,
+        #[command(flatten)]
+        connection: admin::Connection,
+    },
+    /// Tables: create (with a retention), list, delete, restore, change the retention.
+    Table {
+        #[command(subcommand)]
+        command: admin::ObjectCommand,
+        #[command(flatten)]
+        connection: admin::Connection,
+    },
+    /// Views (named unions of tables): create, list, delete, restore.
+    View {
+        #[command(subcommand)]
+        command: admin::ObjectCommand,
+        #[command(flatten)]
+        connection: admin::Connection,
+    },
     /// Ingest tokens: create, list, revoke.
     Token {
         #[command(subcommand)]
@@ -68,6 +89,9 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Query(args) => query::run(args).await,
+            Command::Database { command, connection } => admin::objects(connection, "database", command).await,
+            Command::Table { command, connection } => admin::objects(connection, "table", command).await,
+            Command::View { command, connection } => admin::objects(connection, "view", command).await,
             Command::Token { command, connection } => admin::token(connection, command).await,
             Command::ServiceAccount { command, connection } => admin::service_account(connection, command).await,
             Command::User { command, connection } => admin::user(connection, command).await,

@@ -15,7 +15,7 @@ use trawl_api::meta_grpc::MetaState;
 use trawl_api::signed::SignatureCheck;
 use trawl_api::state::{IngestCounters, Readiness};
 use trawl_api::{IngestState, QueryState, ServiceInfo};
-use trawl_catalog::{Catalog, Directory, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, Objects, SqliteCatalog};
 use trawl_engine::{Engine, EngineConfig};
 use trawl_gateway::service_auth::MasterKeys;
 use trawl_gateway::{Gateway, GatewayConfig};
@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// bootstrap file). At least 32 characters.
     #[arg(long, env = "BZRK_MASTER_KEY", hide_env_values = true)]
     pub master_key: Option<String>,
+    /// Seconds a deleted database, table or view can be restored; then the janitor purges it.
+    #[arg(long, env = "RESTORE_WINDOW_SECS", default_value_t = 7 * 86_400)]
+    pub restore_window_secs: u64,
     /// The previous master key, accepted during a rotation.
     #[arg(long, env = "SECONDARY_MASTER_KEY", hide_env_values = true)]
     pub secondary_master_key: Option<String>,
@@ -122,7 +125,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .context("cannot open the catalog")?,
     );
     let catalog: Arc<dyn Catalog> = sqlite.clone();
-    let directory: Arc<dyn Directory> = sqlite;
+    let directory: Arc<dyn Directory> = sqlite.clone();
+    let objects: Arc<dyn Objects> = sqlite;
     let (bootstrap, created) = crate::bootstrap::ensure(&args.data_dir, directory.as_ref())
         .await
         .context("cannot prepare the bootstrap secrets")?;
@@ -181,11 +185,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tracing::warn!("anonymous ingest is on: requests without a token go to the default table");
         IngestAuth::anonymous(
             directory.clone(),
+            objects.clone(),
             trawl_common::DEFAULT_DATABASE,
             trawl_common::DEFAULT_TABLE,
         )
     } else {
-        IngestAuth::required(directory.clone())
+        IngestAuth::required(directory.clone(), objects.clone())
     };
     let ingest_state = IngestState {
         ingestor: ingestor.clone(),
@@ -202,10 +207,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         info: info.clone(),
         signatures: Some(signatures.clone()),
     };
+    let restore_window = Duration::from_secs(args.restore_window_secs);
     let meta_router = trawl_api::meta_grpc::router(MetaState {
         directory: directory.clone(),
+        objects: objects.clone(),
         signatures,
         master,
+        restore_window,
     })
     .context("cannot set up the meta service")?;
     let gateway_key = trawl_common::auth::GatewayKey::from_seed(
@@ -282,6 +290,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tokio::spawn(janitor_loop(merger, interval, stop.clone()))
     });
 
+    let keeper = tokio::spawn(retention_loop(objects.clone(), restore_window, stop.clone()));
+
     readiness.set(gateway.is_ready());
     tracing::info!(
         data_dir = %args.data_dir.display(),
@@ -312,6 +322,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(janitor) = janitor {
         let _ = janitor.await;
     }
+    let _ = keeper.await;
     tracing::info!("stopped cleanly");
     Ok(ExitCode::SUCCESS)
 }
@@ -336,6 +347,32 @@ async fn wait_for(mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
         if stop.changed().await.is_err() {
             return;
+        }
+    }
+}
+
+/// Pause between passes of [`retention_loop`].
+const RETENTION_PASS: Duration = Duration::from_secs(30);
+
+/// Drops rows past their table's retention, and purges deleted objects whose restore window
+/// has passed (their segments become tombstones, deleted by the merge janitor later).
+async fn retention_loop(objects: Arc<dyn Objects>, window: Duration, stop: watch::Receiver<bool>) {
+    let window = i64::try_from(window.as_nanos()).unwrap_or(i64::MAX);
+    loop {
+        let now = trawl_common::time::now_nanos();
+        match objects.apply_retention(now).await {
+            Ok(0) => {}
+            Ok(dropped) => tracing::info!(segments = dropped, "dropped segments past their table's retention"),
+            Err(error) => tracing::warn!(%error, "applying retention failed; will retry"),
+        }
+        match objects.purge_deleted(now.saturating_sub(window), now).await {
+            Ok(purged) if purged.is_empty() => {}
+            Ok(purged) => tracing::info!(?purged, "purged deleted objects past their restore window"),
+            Err(error) => tracing::warn!(%error, "purging deleted objects failed; will retry"),
+        }
+        tokio::select! {
+            _ = wait_for(stop.clone()) => return,
+            _ = tokio::time::sleep(RETENTION_PASS) => {}
         }
     }
 }
