@@ -19,7 +19,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from trawl_e2e import QueryError, http_request
+from trawl_e2e import QueryError, free_ports, http_request
 
 JSON = {"Content-Type": "application/json"}
 
@@ -324,3 +324,77 @@ def test_records_choose_their_table_when_the_token_allows(trawl, trawl_bin):
     status, _, _ = http_request(trawl.otlp_http_url + "/v1/logs", payload(table + "x"), {**JSON, **auth}, "POST")
     assert status == 200
     assert trawl.wait_for_count(f'default | where body == "{marker}"', 1) == 1
+
+
+def test_users_sign_in_with_their_password_service_accounts_do_not(trawl, trawl_bin):
+    user = f"sam-{uuid.uuid4().hex[:6]}"
+    assert cli(trawl, trawl_bin, "user", "create", user, "--role", "observer", stdin="a good password")[0] == 0
+
+    def sign_in(name: str, password: str):
+        body = json.dumps({"name": name, "password": password}).encode()
+        status, _, answer = http_request(trawl.gateway_url + "/api/sign-in", body, JSON, "POST")
+        return status, json.loads(answer)
+
+    status, answer = sign_in(user, "a good password")
+    assert status == 200 and answer["role"] == "observer", answer
+    code, out, _ = cli(trawl, trawl_bin, "whoami", token=answer["token"])
+    assert (code, out.split()) == (0, [user, "user", "observer"])
+    # Wrong password and unknown name get the same answer.
+    wrong = sign_in(user, "a bad password")
+    unknown = sign_in("nobody-" + user, "a good password")
+    assert wrong[0] == unknown[0] == 401
+    assert wrong[1]["error"]["message"] == unknown[1]["error"]["message"]
+    status, answer = sign_in("admin", "anything at all")
+    assert status == 401 and "tokens only" in answer["error"]["message"]
+    # A new password replaces the old one.
+    assert cli(trawl, trawl_bin, "user", "set-password", user, stdin="another good one")[0] == 0
+    assert sign_in(user, "a good password")[0] == 401
+    assert sign_in(user, "another good one")[0] == 200
+
+
+def test_the_meta_role_needs_the_master_key(trawl_bin, tmp_path):
+    import hashlib
+    import hmac
+
+    done = subprocess.run(
+        [str(trawl_bin), "serve", "--role", "meta", "--data-dir", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "BZRK_MASTER_KEY"},
+    )
+    assert done.returncode != 0 and "BZRK_MASTER_KEY" in done.stderr, done.stderr
+
+    key = "k" * 40
+    (port,) = free_ports(1)
+    env = {**os.environ, "BZRK_MASTER_KEY": key, "RUST_LOG": "info"}
+    process = subprocess.Popen(
+        [str(trawl_bin), "serve", "--role", "meta", "--data-dir", str(tmp_path / "m"), "--meta-bind", f"127.0.0.1:{port}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if http_request(f"http://127.0.0.1:{port}/health/ready", timeout=2)[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline and process.poll() is None, "meta did not start"
+            time.sleep(0.1)
+        good = hmac.new(key.encode(), b"trawl-service-token-v1", hashlib.sha256).hexdigest()
+        wrong = hmac.new(b"w" * 40, b"trawl-service-token-v1", hashlib.sha256).hexdigest()
+        member = bytes.fromhex("0a20") + b"0123456789abcdef0123456789abcdef"  # Member{id}
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            register = channel.unary_unary(
+                "/trawl.meta.v1.MetaService/RegisterMember", request_serializer=lambda b: b, response_deserializer=lambda b: b
+            )
+            register(member, timeout=10, metadata=[("x-trawl-service-token", good)])
+            with pytest.raises(grpc.RpcError) as error:
+                register(member, timeout=10, metadata=[("x-trawl-service-token", wrong)])
+            assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        process.terminate()
+        process.wait(timeout=15)

@@ -14,7 +14,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::json;
-use trawl_catalog::{Directory, GatewayKeyRecord};
+use trawl_catalog::{Directory, GatewayKeyRecord, PrincipalKind};
 use trawl_common::auth::{self, GatewayKey, Identity};
 
 use crate::accounts::{AuthError, Authenticator};
@@ -118,6 +118,7 @@ impl Gateway {
             .route("/health/ready", get(ready))
             .route("/info", get(info))
             .route("/api/gateway-keys", get(gateway_keys))
+            .route("/api/sign-in", post(sign_in))
             .route("/v1/rest/query", post(forward_same))
             .route("/v2/rest/query", post(forward_same))
             .route("/v1/rest/mgmt", post(forward_same))
@@ -163,6 +164,91 @@ async fn gateway_keys(State(gateway): State<Gateway>) -> Response {
 }
 
 /// Forwards to the same path on the query service.
+/// Lifetime of the access token a password sign-in gives.
+pub const SESSION_LIFETIME_SECS: i64 = 24 * 3600;
+
+#[derive(Debug, serde::Deserialize)]
+struct SignIn {
+    name: String,
+    password: String,
+}
+
+/// `POST /api/sign-in` `{name, password}`: a user with a password gets an access token for
+/// 24 hours. Wrong names and wrong passwords get the same answer; service accounts sign in
+/// with tokens only.
+async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
+    let refused = || refuse(false, StatusCode::UNAUTHORIZED, 16, "the name or the password is wrong");
+    let Ok(request) = serde_json::from_slice::<SignIn>(&body) else {
+        return refuse(
+            false,
+            StatusCode::BAD_REQUEST,
+            3,
+            "expected {\"name\": ..., \"password\": ...}",
+        );
+    };
+    let directory = gateway.inner.directory.as_ref();
+    let principal = match directory.principal_by_name(&request.name).await {
+        Ok(principal) => principal,
+        Err(error) => {
+            tracing::error!(%error, "cannot look up an account");
+            return refuse(
+                false,
+                StatusCode::SERVICE_UNAVAILABLE,
+                14,
+                "the account store is unavailable",
+            );
+        }
+    };
+    let Some(principal) = principal else {
+        // As long as a real check, so timing does not tell which names exist.
+        let _ = crate::accounts::password_matches(&request.password, DECOY_HASH);
+        return refused();
+    };
+    if principal.kind != PrincipalKind::User {
+        return refuse(
+            false,
+            StatusCode::UNAUTHORIZED,
+            16,
+            "this account is a service account: it signs in with tokens only",
+        );
+    }
+    let Some(hash) = principal.password_hash.as_deref() else {
+        return refuse(
+            false,
+            StatusCode::UNAUTHORIZED,
+            16,
+            "this account does not sign in with a password",
+        );
+    };
+    if !crate::accounts::password_matches(&request.password, hash) {
+        return refused();
+    }
+    let now = trawl_common::time::now_nanos();
+    let expires_at = now + SESSION_LIFETIME_SECS * 1_000_000_000;
+    match crate::accounts::issue_access_token(directory, &principal.id, Some(expires_at), now).await {
+        Ok(token) => Json(json!({
+            "token": token,
+            "expires_at": trawl_common::time::format_datetime(expires_at),
+            "name": principal.name,
+            "role": principal.role.as_str(),
+        }))
+        .into_response(),
+        Err(error) => {
+            tracing::error!(%error, "cannot issue a session token");
+            refuse(
+                false,
+                StatusCode::SERVICE_UNAVAILABLE,
+                14,
+                "the account store is unavailable",
+            )
+        }
+    }
+}
+
+/// An argon2id hash of a random password, checked against when a name is unknown.
+const DECOY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$3r7m7MoOMlxKQNkFfx2VWWXh+RRlkWl6Nv3cWRA4oN8";
+
 async fn forward_same(State(gateway): State<Gateway>, request: Request) -> Response {
     let path = request.uri().path().to_string();
     forward(&gateway, path, request).await
@@ -332,5 +418,16 @@ async fn forward(gateway: &Gateway, target: String, request: Request) -> Respons
             tracing::warn!(%error, "the query service did not answer");
             refuse(grpc, StatusCode::BAD_GATEWAY, 14, "the query service is unavailable")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decoy_hash_is_a_real_argon2id_hash() {
+        assert!(argon2::PasswordHash::new(DECOY_HASH).is_ok());
+        assert!(!crate::accounts::password_matches("anything", DECOY_HASH));
     }
 }

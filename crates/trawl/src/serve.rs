@@ -22,8 +22,21 @@ use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_ingest::{IngestConfig, Ingestor};
 use trawl_storage::{MergePolicy, Merger, SegmentStore, SegmentWriter};
 
+/// What a `trawl serve` process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServiceRole {
+    /// Every service in one process (the embedded default).
+    All,
+    /// The meta service alone (needs `BZRK_MASTER_KEY`).
+    Meta,
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// The service(s) to run. The other cluster roles (gateway, query, ingest, janitor as
+    /// separate processes) come with the shared catalog.
+    #[arg(long, value_enum, env = "TRAWL_ROLE", default_value = "all")]
+    pub role: ServiceRole,
     /// Directory for segments, the catalog and spill files.
     #[arg(long, env = "TRAWL_DATA_DIR", default_value = "./trawl-data")]
     pub data_dir: PathBuf,
@@ -118,12 +131,22 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .init();
     let config = ServeConfig::validate(args)?;
     let args = &config.args;
+    if args.role != ServiceRole::All && args.master_key.is_none() {
+        anyhow::bail!(
+            "--role {:?} needs the cluster's master key in BZRK_MASTER_KEY (at least 32 characters); \
+             services authenticate each other with it and do not start without it",
+            args.role
+        );
+    }
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("cannot create {}", args.data_dir.display()))?;
     let sqlite = Arc::new(
         SqliteCatalog::open(&args.data_dir.join("catalog.db"))
             .await
             .context("cannot open the catalog")?,
     );
+    if args.role == ServiceRole::Meta {
+        return run_meta(args, sqlite).await;
+    }
     let catalog: Arc<dyn Catalog> = sqlite.clone();
     let directory: Arc<dyn Directory> = sqlite.clone();
     let objects: Arc<dyn Objects> = sqlite;
@@ -349,6 +372,39 @@ async fn wait_for(mut stop: watch::Receiver<bool>) {
             return;
         }
     }
+}
+
+/// `--role meta`: the meta service alone, on the catalog of the data directory.
+async fn run_meta(args: &ServeArgs, sqlite: Arc<SqliteCatalog>) -> anyhow::Result<ExitCode> {
+    let master_key = args.master_key.as_deref().unwrap_or_default();
+    let master = MasterKeys::new(master_key, args.secondary_master_key.as_deref())
+        .context("cannot use the master key (BZRK_MASTER_KEY)")?;
+    let directory: Arc<dyn Directory> = sqlite.clone();
+    let objects: Arc<dyn Objects> = sqlite;
+    let restore_window = Duration::from_secs(args.restore_window_secs);
+    let readiness = Arc::new(Readiness::default());
+    let router = trawl_api::meta_grpc::router(MetaState {
+        directory: directory.clone(),
+        objects: objects.clone(),
+        signatures: SignatureCheck::new(directory),
+        master,
+        restore_window,
+    })
+    .context("cannot set up the meta service")?
+    .merge(trawl_api::probes::routes(readiness.clone(), ServiceInfo::new("meta")));
+    let listener = TcpListener::bind(args.meta_bind)
+        .await
+        .with_context(|| format!("cannot listen on {} (meta)", args.meta_bind))?;
+    let (stop_sender, stop) = watch::channel(false);
+    let server = tokio::spawn(serve_http(listener, router, stop.clone()));
+    let keeper = tokio::spawn(retention_loop(objects, restore_window, stop));
+    readiness.set(true);
+    tracing::info!(meta = %args.meta_bind, data_dir = %args.data_dir.display(), "trawl meta is ready");
+    shutdown_signal().await;
+    let _ = stop_sender.send(true);
+    let _ = server.await;
+    let _ = keeper.await;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Pause between passes of [`retention_loop`].
