@@ -197,6 +197,10 @@ def test_accounts_roles_and_tokens_from_the_command_line(trawl, trawl_bin):
     assert code == 0, err
     status, _, _ = http_request(trawl.otlp_http_url + "/v1/logs", log_payload(marker), {**JSON, **auth}, "POST")
     assert status == 401
+    code, _, err = cli(trawl, trawl_bin, "token", "restore", token_id)
+    assert code == 0, err
+    status, _, _ = http_request(trawl.otlp_http_url + "/v1/logs", log_payload(marker), {**JSON, **auth}, "POST")
+    assert status == 200
 
     # Users sign in with a password (argon2id); the listing shows them, never secrets.
     user = f"ann-{uuid.uuid4().hex[:6]}"

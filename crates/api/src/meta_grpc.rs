@@ -556,6 +556,28 @@ impl MetaService for MetaApi {
         Ok(GrpcResponse::new(pb::Empty {}))
     }
 
+    async fn restore_ingest_token(
+        &self,
+        request: tonic::Request<pb::RevokeIngestTokenRequest>,
+    ) -> Result<GrpcResponse<pb::Empty>, Status> {
+        let caller = caller(&request)?;
+        needs(&caller, CATALOG_CHANGERS, "restoring an ingest token")?;
+        let id = request.into_inner().id;
+        let window = i64::try_from(self.restore_window.as_nanos()).unwrap_or(i64::MAX);
+        let not_before = trawl_common::time::now_nanos().saturating_sub(window);
+        if !self
+            .directory
+            .restore_ingest_token(&id, not_before)
+            .await
+            .map_err(internal)?
+        {
+            return Err(Status::not_found(format!(
+                "no ingest token '{id}' revoked within the restore window"
+            )));
+        }
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
     async fn create_service_account(
         &self,
         request: tonic::Request<pb::CreatePrincipalRequest>,

@@ -87,6 +87,9 @@ pub trait Directory: Send + Sync + std::fmt::Debug {
     async fn ingest_tokens(&self) -> Result<Vec<IngestTokenRecord>>;
     /// Revokes a live token; false when there is none with that id.
     async fn revoke_ingest_token(&self, id: &str, at: i64) -> Result<bool>;
+    /// Lifts the revocation of a token revoked at or after `not_before` (the restore
+    /// window); false when there is none.
+    async fn restore_ingest_token(&self, id: &str, not_before: i64) -> Result<bool>;
 
     /// Adds a principal; false when the name is taken.
     async fn add_principal(&self, principal: &Principal) -> Result<bool>;

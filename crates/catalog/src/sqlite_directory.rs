@@ -116,6 +116,15 @@ impl Directory for SqliteCatalog {
         Ok(done.rows_affected() == 1)
     }
 
+    async fn restore_ingest_token(&self, id: &str, not_before: i64) -> Result<bool> {
+        let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = NULL WHERE id = ? AND revoked_at >= ?")
+            .bind(id)
+            .bind(not_before)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn add_principal(&self, p: &Principal) -> Result<bool> {
         let done = sqlx::query(
             "INSERT INTO principals (id, name, kind, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -262,6 +271,16 @@ mod tests {
         assert_eq!(directory.ingest_token(&token.id).await?, Some(token.clone()));
         assert!(directory.revoke_ingest_token(&token.id, 5).await?);
         assert!(!directory.revoke_ingest_token(&token.id, 6).await?);
+        assert!(
+            !directory.restore_ingest_token(&token.id, 6).await?,
+            "revoked before the window"
+        );
+        assert!(directory.restore_ingest_token(&token.id, 5).await?);
+        assert_eq!(
+            directory.ingest_token(&token.id).await?.and_then(|t| t.revoked_at),
+            None
+        );
+        assert!(directory.revoke_ingest_token(&token.id, 5).await?);
         assert_eq!(
             directory.ingest_token(&token.id).await?.and_then(|t| t.revoked_at),
             Some(5)

@@ -91,6 +91,8 @@ pub enum TokenCommand {
     List,
     /// Revoke an ingest token by id.
     Revoke { id: String },
+    /// Lift a revocation (within the restore window).
+    Restore { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -407,7 +409,13 @@ pub async fn token(connection: Connection, command: TokenCommand) -> anyhow::Res
                 meta.client
                     .revoke_ingest_token(meta.request(pb::RevokeIngestTokenRequest { id: id.clone() }))
                     .await?;
-                eprintln!("revoked ingest token {id}");
+                eprintln!("revoked ingest token {id} (undo with `trawl token restore {id}`)");
+            }
+            TokenCommand::Restore { id } => {
+                meta.client
+                    .restore_ingest_token(meta.request(pb::RevokeIngestTokenRequest { id: id.clone() }))
+                    .await?;
+                eprintln!("restored ingest token {id}");
             }
         }
         Ok(())
