@@ -33,32 +33,36 @@ fn table_name_ok(name: &str) -> bool {
 /// `rows` by destination table: the resource attribute `trawl.table` when the route allows
 /// it and the name is valid, else the route's table.
 pub fn rows_by_table(route: &IngestRoute, rows: Vec<trawl_common::Row>) -> Vec<(String, Vec<trawl_common::Row>)> {
-    if !route.allow_table_override {
+    if !route.allow_table_override || !rows.iter().any(|row| chosen_table(row).is_some()) {
         return vec![(route.table.clone(), rows)];
     }
     let mut groups: Vec<(String, Vec<trawl_common::Row>)> = Vec::new();
     for row in rows {
-        let chosen = match row.get("resource") {
-            Some(trawl_common::Value::Dynamic(serde_json::Value::Object(resource))) => resource
-                .get(TABLE_ATTRIBUTE)
-                .and_then(|v| v.as_str())
-                .map(str::to_string),
-            // The common case: resources as JSON text; parsed only when they name a table.
-            Some(trawl_common::Value::JsonText(text)) if text.contains(TABLE_ATTRIBUTE) => {
-                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
-                    .ok()
-                    .and_then(|resource| resource.get(TABLE_ATTRIBUTE)?.as_str().map(str::to_string))
-            }
-            _ => None,
-        }
-        .filter(|name| table_name_ok(name));
-        let table = chosen.unwrap_or_else(|| route.table.clone());
+        let table = chosen_table(&row).unwrap_or_else(|| route.table.clone());
         match groups.iter_mut().find(|(name, _)| *name == table) {
             Some((_, group)) => group.push(row),
             None => groups.push((table, vec![row])),
         }
     }
     groups
+}
+
+/// The valid table a row's resource names with `trawl.table`, if any.
+fn chosen_table(row: &trawl_common::Row) -> Option<String> {
+    let chosen = match row.get("resource") {
+        Some(trawl_common::Value::Dynamic(serde_json::Value::Object(resource))) => resource
+            .get(TABLE_ATTRIBUTE)
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
+        // The common case: resources as JSON text; parsed only when they name a table.
+        Some(trawl_common::Value::JsonText(text)) if text.contains(TABLE_ATTRIBUTE) => {
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+                .ok()
+                .and_then(|resource| resource.get(TABLE_ATTRIBUTE)?.as_str().map(str::to_string))
+        }
+        _ => None,
+    };
+    chosen.filter(|name| table_name_ok(name))
 }
 
 /// Checks ingest tokens.
