@@ -57,7 +57,9 @@ pub fn router(state: MetaState) -> Result<axum::Router, tonic_reflection::server
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(trawl_proto::FILE_DESCRIPTOR_SET)
         .build_v1()?;
-    let routes = tonic::service::Routes::new(MetaServiceServer::new(api))
+    // gRPC-web too, for browsers (through the gateway).
+    let service = tower::Layer::layer(&tonic_web::GrpcWebLayer::new(), MetaServiceServer::new(api));
+    let routes = tonic::service::Routes::new(service)
         .add_service(reflection)
         .into_axum_router();
     Ok(routes.layer(axum::middleware::from_fn_with_state(Arc::new(state), authenticate)))

@@ -49,6 +49,8 @@ pub fn routes(state: QueryState) -> axum::Router {
     let service = QueryServiceServer::new(QueryGrpc { state })
         .accept_compressed(CompressionEncoding::Gzip)
         .send_compressed(CompressionEncoding::Gzip);
+    // gRPC-web too, for browsers (through the gateway).
+    let service = tower::Layer::layer(&tonic_web::GrpcWebLayer::new(), service);
     tonic::service::Routes::new(service).into_axum_router()
 }
 

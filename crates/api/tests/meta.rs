@@ -287,3 +287,53 @@ async fn reflection_lists_the_service() -> TestResult {
     assert!(names.contains(&"trawl.meta.v1.MetaService".to_string()), "{names:?}");
     Ok(())
 }
+
+/// One gRPC-web call through the gateway: (HTTP status, `grpc-status` header, body).
+async fn grpc_web(
+    url: &str,
+    token: &str,
+    method: &str,
+    message: &impl prost::Message,
+) -> Result<(u16, Option<String>, Vec<u8>), Box<dyn std::error::Error>> {
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    let payload = message.encode_to_vec();
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&u32::try_from(payload.len())?.to_be_bytes());
+    framed.extend_from_slice(&payload);
+    let request = http::Request::post(format!("{url}/trawl.meta.v1.MetaService/{method}"))
+        .header("content-type", "application/grpc-web+proto")
+        .header("x-grpc-web", "1")
+        .header("authorization", format!("Bearer {token}"))
+        .body(Full::new(bytes::Bytes::from(framed)))?;
+    let client = Client::builder(TokioExecutor::new()).build_http();
+    let response = client.request(request).await?;
+    let status = response.status().as_u16();
+    let grpc_status = response
+        .headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = response.into_body().collect().await?.to_bytes().to_vec();
+    Ok((status, grpc_status, body))
+}
+
+#[tokio::test]
+async fn grpc_web_callers_get_403_for_a_refused_change() -> TestResult {
+    let setup = setup().await?;
+    let table = pb::ObjectRequest {
+        kind: "table".into(),
+        database: "default".into(),
+        name: "web".into(),
+        ..Default::default()
+    };
+    let (status, grpc_status, _) = grpc_web(&setup.gateway_url, &setup.observer_token, "CreateTable", &table).await?;
+    assert_eq!((status, grpc_status.as_deref()), (403, Some("7")));
+    let (status, _, body) = grpc_web(&setup.gateway_url, &setup.admin_token, "CreateTable", &table).await?;
+    assert_eq!(status, 200);
+    // A data frame with the created table, then the trailer frame with grpc-status 0.
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("web") && text.contains("grpc-status:0"), "{text}");
+    Ok(())
+}

@@ -274,6 +274,29 @@ fn upstream_of<'a>(config: &'a GatewayConfig, target: &str) -> &'a str {
     }
 }
 
+fn is_grpc_web(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/grpc-web"))
+}
+
+/// gRPC-web callers see refusals as HTTP statuses too (403 for PERMISSION_DENIED, 401 for
+/// UNAUTHENTICATED), not only in `grpc-status`.
+fn grpc_web_status(mut response: Response) -> Response {
+    let code = response
+        .headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i32>().ok());
+    match code {
+        Some(7) => *response.status_mut() = StatusCode::FORBIDDEN,
+        Some(16) => *response.status_mut() = StatusCode::UNAUTHORIZED,
+        _ => {}
+    }
+    response
+}
+
 fn is_grpc(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -323,6 +346,13 @@ fn client_name(headers: &HeaderMap) -> String {
 }
 
 async fn forward(gateway: &Gateway, target: String, request: Request) -> Response {
+    if is_grpc_web(request.headers()) {
+        return grpc_web_status(forward_any(gateway, target, request).await);
+    }
+    forward_any(gateway, target, request).await
+}
+
+async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Response {
     let inner = &gateway.inner;
     let grpc = is_grpc(request.headers());
     if MEMBERSHIP_METHODS.contains(&target.as_str()) {
