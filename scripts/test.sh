@@ -7,6 +7,14 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/trawl-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
+# Each rebuild of a test binary leaves the old one behind (~450 MB each with line tables);
+# a shared target directory fills the disk over many runs. Drop test and binary
+# executables older than a day: cargo relinks what it still needs.
+if [ -d "$CARGO_TARGET_DIR/debug/deps" ]; then
+  find "$CARGO_TARGET_DIR/debug/deps" -maxdepth 1 -type f -perm -u+x \
+    ! -name '*.so' ! -name '*.rlib' ! -name '*.rmeta' ! -name '*.d' -mtime +0 -delete 2>/dev/null || true
+fi
+
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast
 else
