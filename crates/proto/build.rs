@@ -3,7 +3,11 @@
 //! is kept for gRPC reflection.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = ["proto/trawl/query/v1/query.proto", "proto/trawl/meta/v1/meta.proto"];
+    let protos = [
+        "proto/trawl/query/v1/query.proto",
+        "proto/trawl/meta/v1/meta.proto",
+        "proto/logproto/push.proto",
+    ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
     }

@@ -15,6 +15,7 @@ pub mod adx_mgmt;
 pub mod compression;
 pub mod datasources;
 pub mod ingest_auth;
+pub mod log_push;
 pub mod meta_grpc;
 pub mod operator;
 pub mod otlp_grpc;

@@ -64,6 +64,7 @@ pub fn router(state: IngestState) -> Router {
             "/v1/metrics",
             post(|s: State<IngestState>, h: HeaderMap, b: Bytes| export(s, h, b, Signal::Metrics)),
         )
+        .route(crate::log_push::PATH, post(crate::log_push::push))
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .with_state(state)
         .merge(probes)

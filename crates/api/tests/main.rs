@@ -1,6 +1,7 @@
 //! OTLP faces against a real ingestor and catalog on a temporary directory, and the query
 //! service's gRPC stream.
 
+mod log_push;
 mod meta;
 mod query_grpc;
 mod security;

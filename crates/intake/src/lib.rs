@@ -8,11 +8,14 @@
 //! - [`otlp`]: OpenTelemetry logs, traces and metrics, protobuf or OTLP/JSON
 //!   ([`otlp::decode_logs`], [`otlp::logs_to_rows`] and their trace and metric siblings). The
 //!   mapping table and every choice the SPEC left open are in `src/otlp/README.md`.
+//! - [`logpush`]: the log-push API (JSON envelope or Snappy protobuf) to log rows; its label
+//!   mapping is in `src/logpush/README.md`.
 //!
 //! This crate knows nothing of HTTP, gRPC servers, storage or the clock: callers extract the body,
 //! pass the ingest time in, and hand the rows to the write path. That keeps every mapping testable
 //! with plain fixtures.
 
+pub mod logpush;
 pub mod otlp;
 
 use trawl_common::{ErrorCode, Row, TrawlError};
@@ -35,6 +38,12 @@ pub enum IntakeError {
         #[source]
         source: serde_json::Error,
     },
+    /// The body is not Snappy block compressed.
+    #[error("expected a snappy-compressed protobuf body, found bytes that do not decompress: {0}")]
+    MalformedSnappy(String),
+    /// A stream's label text is not `{name="value", ...}`.
+    #[error("{0}")]
+    MalformedLabels(String),
     /// The body is JSON, but a field holds a value of the wrong shape.
     #[error("expected {expected} at `${path}`, found {found}")]
     UnexpectedJsonValue {

@@ -26,6 +26,12 @@ pub mod meta {
     tonic::include_proto!("trawl.meta.v1");
 }
 
+/// `logproto`: the log-push protobuf body.
+#[allow(clippy::all, missing_docs)]
+pub mod logproto {
+    tonic::include_proto!("logproto");
+}
+
 /// The file descriptor set of Trawl's own services, for gRPC reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/trawl_descriptor.bin"));
 

@@ -1,0 +1,122 @@
+//! The log-push API on the OTLP/HTTP port: `POST /lgx/api/v1/push` with a JSON envelope
+//! (`Content-Type: application/json`, gzip accepted) or Snappy-compressed protobuf
+//! (`application/x-protobuf`, no `Content-Encoding`). The bearer ingest token routes the rows;
+//! a tenant header (`X-Scope-OrgID`) never selects a database.
+//!
+//! Answers: 204 without a body once the rows are durable; 400 for a malformed body, 413 over
+//! the size limit, 415 for another content type, 401 without a valid token, 404 for a deleted
+//! destination, 503 with `Retry-After` when the data could not be stored. Error bodies are
+//! plain text (the message).
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use trawl_common::TrawlError;
+use trawl_intake::logpush;
+
+use crate::compression::{BodyError, decode_body};
+use crate::state::IngestState;
+
+/// The route of the push API.
+pub const PATH: &str = "/lgx/api/v1/push";
+
+fn text(status: StatusCode, message: impl Into<String>) -> Response {
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        message.into(),
+    )
+        .into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+fn error(error: &TrawlError) -> Response {
+    let status = StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    text(status, error.message.clone())
+}
+
+pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: Bytes) -> Response {
+    state.counters.requests.fetch_add(1, Relaxed);
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let route = match state.auth.route(authorization).await {
+        Ok(route) => route,
+        Err(e) => return error(&e),
+    };
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
+    let streams = match content_type.as_str() {
+        "application/json" => {
+            let body = match decode_body(encoding, body, state.max_body_bytes) {
+                Ok(body) => body,
+                Err(BodyError::TooLarge(limit)) => {
+                    return text(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("the request body is larger than {limit} bytes"),
+                    );
+                }
+                Err(e @ BodyError::UnsupportedEncoding(_)) => {
+                    return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, e.to_string());
+                }
+                Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+            };
+            logpush::decode_json(&body)
+        }
+        "application/x-protobuf" | "application/protobuf" => {
+            if encoding.is_some_and(|e| !e.eq_ignore_ascii_case("identity")) {
+                return text(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "protobuf pushes are Snappy block compressed inside the body; send no Content-Encoding",
+                );
+            }
+            // Snappy states its decompressed length up front: refuse before allocating.
+            match snap::raw::decompress_len(&body) {
+                Ok(len) if len > state.max_body_bytes => {
+                    return text(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("the request body is larger than {} bytes", state.max_body_bytes),
+                    );
+                }
+                _ => {}
+            }
+            logpush::decode_protobuf(&body)
+        }
+        other => {
+            return text(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("expected Content-Type application/json or application/x-protobuf, found '{other}'"),
+            );
+        }
+    };
+    let streams = match streams {
+        Ok(streams) => streams,
+        Err(e) => {
+            state.counters.failed_requests.fetch_add(1, Relaxed);
+            return text(StatusCode::BAD_REQUEST, e.to_string());
+        }
+    };
+    let output = logpush::streams_to_rows(&streams, trawl_common::time::now_nanos());
+    drop(streams);
+    let rows = output.rows.len() as u64;
+    if let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows).await {
+        state.counters.failed_requests.fetch_add(1, Relaxed);
+        return error(&e);
+    }
+    state.counters.rows.fetch_add(rows, Relaxed);
+    StatusCode::NO_CONTENT.into_response()
+}
