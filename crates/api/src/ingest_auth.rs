@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use trawl_catalog::{Directory, Objects};
-use trawl_common::auth::{TokenKind, bearer, parse_token, secret_matches};
+use trawl_common::auth::{TokenKind, basic_password, bearer, parse_token, secret_matches};
 use trawl_common::{ErrorCode, TrawlError};
 
 /// Where a request's rows go.
@@ -153,7 +153,10 @@ impl IngestAuth {
 
     async fn token_route(&self, authorization: Option<&str>) -> Result<IngestRoute, TrawlError> {
         let refused = |message: &str| TrawlError::new(ErrorCode::Unauthenticated, message);
-        let Some(text) = bearer(authorization) else {
+        // A bearer token, or the password of basic authentication (what shippers that
+        // speak only basic authentication can send).
+        let basic = basic_password(authorization);
+        let Some(text) = bearer(authorization).or(basic.as_deref()) else {
             return match (&self.anonymous, authorization) {
                 (Some(route), None) => Ok(route.clone()),
                 _ => Err(refused(

@@ -72,6 +72,19 @@ pub fn bearer(header: Option<&str>) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// The password of an `Authorization: Basic <base64(user:password)>` header value. Log
+/// shippers that only speak basic authentication send the ingest token as the password.
+pub fn basic_password(header: Option<&str>) -> Option<String> {
+    let value = header?.trim();
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    text.split_once(':').map(|(_, password)| password.to_string())
+}
+
 /// Builds a token's text from 8 random bytes (the id) and 32 (the secret).
 pub fn token_text(kind: TokenKind, id: [u8; 8], secret: [u8; 32]) -> (String, ParsedToken) {
     let parsed = ParsedToken {
@@ -247,6 +260,16 @@ mod tests {
             !format!("{parsed:?}").contains(&parsed.secret),
             "Debug never shows the secret"
         );
+    }
+
+    #[test]
+    fn basic_passwords() {
+        use base64::engine::general_purpose::STANDARD;
+        let header = format!("Basic {}", STANDARD.encode("tenant:trawl_it_x"));
+        assert_eq!(basic_password(Some(&header)), Some("trawl_it_x".into()));
+        assert_eq!(basic_password(Some("Bearer abc")), None);
+        assert_eq!(basic_password(Some("Basic !!!")), None);
+        assert_eq!(basic_password(None), None);
     }
 
     #[test]
