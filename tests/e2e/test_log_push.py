@@ -103,3 +103,46 @@ def test_loki_logger_handler_sends_gzip_json_with_metadata(trawl):
     assert row["resource"] == {"service.name": "api", "service.namespace": "shop"}
     assert row["attributes"]["http.route"] == "/cart" and row["attributes"]["user"] == "u1"
     assert row["attributes"]["job"] == "shop/api"
+
+
+def test_protobuf_snappy_push_from_the_push_proto(trawl, tmp_path):
+    """A push built from `push.proto` (the `logproto.PushRequest` wire shape), Snappy block
+    compressed, as Promtail and Alloy send it."""
+    import importlib
+    import os
+    import sys
+    from pathlib import Path
+
+    import cramjam
+    import grpc_tools
+    from grpc_tools import protoc
+
+    repo = Path(__file__).resolve().parents[2]
+    well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    args = ["protoc", f"-I{repo / 'crates/proto/proto'}", f"-I{well_known}", f"--python_out={tmp_path}", "logproto/push.proto"]
+    assert protoc.main(args) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        push_pb2 = importlib.import_module("logproto.push_pb2")
+    finally:
+        sys.path.remove(str(tmp_path))
+
+    marker = f"proto-{uuid.uuid4().hex[:8]}"
+    request = push_pb2.PushRequest()
+    stream = request.streams.add()
+    stream.labels = '{service_name="gateway", level="debug", k8s_cluster_name="c1", filename="/var/log/app.log"}'
+    entry = stream.entries.add()
+    entry.timestamp.FromNanoseconds(1_700_000_000_123_456_789)
+    entry.line = f"{marker} routed"
+    metadata = entry.structuredMetadata.add()
+    metadata.name, metadata.value = "service_version", "1.2"
+    body = bytes(cramjam.snappy.compress_raw(request.SerializeToString()))
+    headers = {"Content-Type": "application/x-protobuf", **trawl.ingest_auth}
+    status, _, answer = http_request(trawl.otlp_http_url + "/lgx/api/v1/push", body, headers, "POST")
+    assert (status, answer) == (204, b"")
+    (row,) = wait_rows(trawl, f'default | where body == "{marker} routed"', 1)
+    assert row["severity_text"] == "debug" and row["severity_number"] == 5
+    assert row["resource"] == {"service.name": "gateway", "k8s.cluster.name": "c1", "log.file.path": "/var/log/app.log"}
+    assert row["attributes"] == {"service.version": "1.2"}
+    _, timestamps = trawl.query(f'default | where body == "{marker} routed" | project timestamp')
+    assert timestamps == [["2023-11-14T22:13:20.1234567Z"]]
