@@ -9,14 +9,14 @@ use bytes::Bytes;
 pub enum BodyError {
     #[error("the request body is larger than {0} bytes")]
     TooLarge(usize),
-    #[error("unsupported Content-Encoding '{0}'; use gzip or none")]
+    #[error("unsupported Content-Encoding '{0}'; use gzip, deflate, zstd or none")]
     UnsupportedEncoding(String),
-    #[error("the gzip body is corrupt: {0}")]
+    #[error("the compressed body is corrupt: {0}")]
     Corrupt(std::io::Error),
 }
 
-/// Decodes `body` per `Content-Encoding` (none, `identity` or `gzip`), refusing output
-/// larger than `limit` bytes.
+/// Decodes `body` per `Content-Encoding` (none, `identity`, `gzip`, `deflate` or `zstd`),
+/// refusing output larger than `limit` bytes.
 pub fn decode_body(encoding: Option<&str>, body: Bytes, limit: usize) -> Result<Bytes, BodyError> {
     match encoding.map(|e| e.trim().to_ascii_lowercase()).as_deref() {
         None | Some("") | Some("identity") => {
@@ -25,20 +25,28 @@ pub fn decode_body(encoding: Option<&str>, body: Bytes, limit: usize) -> Result<
             }
             Ok(body)
         }
-        Some("gzip") | Some("x-gzip") => {
-            let mut out = Vec::with_capacity(body.len() * 4);
-            let decoder = flate2::read::MultiGzDecoder::new(&body[..]);
-            decoder
-                .take(limit as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(BodyError::Corrupt)?;
-            if out.len() > limit {
-                return Err(BodyError::TooLarge(limit));
-            }
-            Ok(Bytes::from(out))
+        Some("gzip") | Some("x-gzip") => bounded(flate2::read::MultiGzDecoder::new(&body[..]), body.len(), limit),
+        // HTTP's `deflate` is zlib-wrapped.
+        Some("deflate") => bounded(flate2::read::ZlibDecoder::new(&body[..]), body.len(), limit),
+        Some("zstd") => {
+            let decoder = zstd::stream::read::Decoder::new(&body[..]).map_err(BodyError::Corrupt)?;
+            bounded(decoder, body.len(), limit)
         }
         Some(other) => Err(BodyError::UnsupportedEncoding(other.to_string())),
     }
+}
+
+/// Reads all of `decoder`, refusing more than `limit` bytes.
+fn bounded(decoder: impl Read, compressed: usize, limit: usize) -> Result<Bytes, BodyError> {
+    let mut out = Vec::with_capacity(compressed.saturating_mul(4).min(limit));
+    decoder
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(BodyError::Corrupt)?;
+    if out.len() > limit {
+        return Err(BodyError::TooLarge(limit));
+    }
+    Ok(Bytes::from(out))
 }
 
 #[cfg(test)]
@@ -65,6 +73,21 @@ mod tests {
             Err(BodyError::UnsupportedEncoding(_))
         ));
         assert_eq!(decode_body(None, Bytes::from_static(b"abc"), 3)?, &b"abc"[..]);
+        Ok(())
+    }
+
+    #[test]
+    fn deflate_and_zstd() -> Result<(), Box<dyn std::error::Error>> {
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&[1u8; 500])?;
+        let deflated = encoder.finish()?;
+        assert_eq!(decode_body(Some("deflate"), Bytes::from(deflated), 500)?.len(), 500);
+        let zstd = zstd::encode_all(&[2u8; 500][..], 1)?;
+        assert_eq!(decode_body(Some("zstd"), Bytes::from(zstd.clone()), 500)?.len(), 500);
+        assert!(matches!(
+            decode_body(Some("zstd"), Bytes::from(zstd), 499),
+            Err(BodyError::TooLarge(_))
+        ));
         Ok(())
     }
 }

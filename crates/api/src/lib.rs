@@ -27,5 +27,6 @@ pub mod query_http;
 pub mod signed;
 pub mod state;
 pub mod timeline;
+pub mod vendor;
 
 pub use state::{IngestState, QueryState, ServiceInfo};

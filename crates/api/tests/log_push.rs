@@ -1,55 +1,18 @@
 //! `POST /lgx/api/v1/push` on the OTLP/HTTP router: JSON and Snappy protobuf, tokens, errors.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use tower::ServiceExt;
-use trawl_api::IngestState;
-use trawl_api::ingest_auth::IngestAuth;
-use trawl_api::state::{IngestCounters, Readiness};
-use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SqliteCatalog};
-use trawl_common::auth::{self, TokenKind};
-use trawl_ingest::{IngestConfig, Ingestor};
 use trawl_proto::logproto;
-use trawl_storage::{SegmentStore, SegmentWriter};
 
 use crate::TestResult;
+use crate::support::ingest_setup;
 
 #[tokio::test]
 async fn pushes_are_stored_in_the_tokens_table_and_answered_204() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
-    let catalog: Arc<dyn Catalog> = sqlite.clone();
-    let directory: Arc<dyn Directory> = sqlite.clone();
-    let (token, parsed) = auth::token_text(TokenKind::Ingest, [1; 8], [2; 32]);
-    directory
-        .add_ingest_token(&IngestTokenRecord {
-            id: parsed.id.clone(),
-            secret_hash: auth::hash_secret(&parsed.secret),
-            name: "push".into(),
-            database: "default".into(),
-            table: "pushed".into(),
-            allow_table_override: false,
-            created_at: 0,
-            revoked_at: None,
-        })
-        .await?;
-    let store = SegmentStore::local(&dir.path().join("segments"))?;
-    let config = IngestConfig {
-        flush_interval: Duration::from_millis(20),
-        ..IngestConfig::default()
-    };
-    let state = IngestState {
-        ingestor: Ingestor::start(SegmentWriter::new(store), catalog.clone(), config),
-        auth: Arc::new(IngestAuth::required(directory, sqlite)),
-        max_body_bytes: 1 << 20,
-        counters: Arc::new(IngestCounters::default()),
-        readiness: Arc::new(Readiness::default()),
-        info: trawl_api::ServiceInfo::new("test"),
-    };
-    let router = trawl_api::otlp_http::router(state);
+    let setup = ingest_setup("pushed").await?;
+    let token = setup.token.clone();
+    let router = trawl_api::otlp_http::router(setup.state.clone());
     let push = |content_type: &str, authorization: Option<&str>, encoding: Option<&str>, body: Vec<u8>| {
         let mut request = Request::post("/lgx/api/v1/push")
             .header("content-type", content_type)
@@ -94,12 +57,7 @@ async fn pushes_are_stored_in_the_tokens_table_and_answered_204() -> TestResult 
         status(push("application/x-protobuf", Some(&token), None, snappy.clone())?).await?,
         StatusCode::NO_CONTENT
     );
-    let rows: u64 = catalog
-        .live_segments("default", "pushed", None)
-        .await?
-        .iter()
-        .map(|s| s.rows)
-        .sum();
+    let rows = setup.rows("pushed").await?;
     assert_eq!(
         rows, 2,
         "both pushes landed in the token's table, whatever the tenant header said"

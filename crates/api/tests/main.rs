@@ -5,6 +5,8 @@ mod log_push;
 mod meta;
 mod query_grpc;
 mod security;
+mod support;
+mod vendor;
 
 use std::sync::Arc;
 use std::time::Duration;

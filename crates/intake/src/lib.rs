@@ -17,6 +17,7 @@
 
 pub mod logpush;
 pub mod otlp;
+pub mod vendor;
 
 use trawl_common::{ErrorCode, Row, TrawlError};
 

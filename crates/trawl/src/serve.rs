@@ -68,6 +68,12 @@ pub struct ServeArgs {
     /// OTLP/HTTP address.
     #[arg(long, env = "OTLP_HTTP_BIND", default_value = "127.0.0.1:4318")]
     pub otlp_http_bind: SocketAddr,
+    /// Serve the vendor-compatible intake (the Datadog Agent's routes) on --vendor-bind.
+    #[arg(long, env = "INGEST_VENDOR_INTAKE", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub vendor_intake: bool,
+    /// Vendor-compatible intake address.
+    #[arg(long, env = "VENDOR_INTAKE_BIND", default_value = "127.0.0.1:9552")]
+    pub vendor_bind: SocketAddr,
     /// Longest time ingested rows wait before their segment is written (milliseconds, ≤ 2000).
     #[arg(long, env = "INGEST_FLUSH_INTERVAL_MS", default_value_t = 1000)]
     pub flush_interval_ms: u64,
@@ -269,6 +275,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let operator_listener = bind(args.operator_bind, "operator").await?;
     let otlp_http_listener = bind(args.otlp_http_bind, "OTLP/HTTP").await?;
     let otlp_grpc_listener = bind(args.otlp_grpc_bind, "OTLP/gRPC").await?;
+    let vendor_listener = match args.vendor_intake {
+        true => Some(bind(args.vendor_bind, "vendor intake").await?),
+        false => None,
+    };
 
     let mut servers = tokio::task::JoinSet::new();
     servers.spawn(serve_http(
@@ -288,6 +298,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         trawl_api::otlp_http::router(ingest_state.clone()),
         stop.clone(),
     ));
+    if let Some(listener) = vendor_listener {
+        servers.spawn(serve_http(
+            listener,
+            trawl_api::vendor::router(ingest_state.clone()),
+            stop.clone(),
+        ));
+        tracing::info!(vendor_intake = %args.vendor_bind, "the vendor-compatible intake is on");
+    }
     use trawl_api::otlp_grpc::{Logs, Metrics, OtlpGrpcServer, Traces};
     let (logs, traces, metrics) = (
         OtlpGrpcServer::<Logs>::new(ingest_state.clone()),

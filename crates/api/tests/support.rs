@@ -1,0 +1,73 @@
+//! A catalog, an ingestor and an ingest token routed to one table, for tests of ingest faces.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use trawl_api::IngestState;
+use trawl_api::ingest_auth::IngestAuth;
+use trawl_api::state::{IngestCounters, Readiness};
+use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SqliteCatalog};
+use trawl_common::auth::{self, TokenKind};
+use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_storage::{SegmentStore, SegmentWriter};
+
+pub struct IngestSetup {
+    pub _dir: tempfile::TempDir,
+    pub catalog: Arc<dyn Catalog>,
+    pub state: IngestState,
+    /// An ingest token routed to `default.<table>`.
+    pub token: String,
+}
+
+impl IngestSetup {
+    /// Rows stored in `default.<table>`.
+    pub async fn rows(&self, table: &str) -> Result<u64, trawl_catalog::CatalogError> {
+        Ok(self
+            .catalog
+            .live_segments("default", table, None)
+            .await?
+            .iter()
+            .map(|s| s.rows)
+            .sum())
+    }
+}
+
+/// Tokens required; the one made routes to `default.<table>`.
+pub async fn ingest_setup(table: &str) -> Result<IngestSetup, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let catalog: Arc<dyn Catalog> = sqlite.clone();
+    let directory: Arc<dyn Directory> = sqlite.clone();
+    let (token, parsed) = auth::token_text(TokenKind::Ingest, [3; 8], [4; 32]);
+    directory
+        .add_ingest_token(&IngestTokenRecord {
+            id: parsed.id.clone(),
+            secret_hash: auth::hash_secret(&parsed.secret),
+            name: "test".into(),
+            database: "default".into(),
+            table: table.into(),
+            allow_table_override: false,
+            created_at: 0,
+            revoked_at: None,
+        })
+        .await?;
+    let store = SegmentStore::local(&dir.path().join("segments"))?;
+    let config = IngestConfig {
+        flush_interval: Duration::from_millis(20),
+        ..IngestConfig::default()
+    };
+    let state = IngestState {
+        ingestor: Ingestor::start(SegmentWriter::new(store), catalog.clone(), config),
+        auth: Arc::new(IngestAuth::required(directory, sqlite)),
+        max_body_bytes: 1 << 20,
+        counters: Arc::new(IngestCounters::default()),
+        readiness: Arc::new(Readiness::default()),
+        info: trawl_api::ServiceInfo::new("test"),
+    };
+    Ok(IngestSetup {
+        _dir: dir,
+        catalog,
+        state,
+        token,
+    })
+}
