@@ -12,6 +12,7 @@
 
 pub mod adx;
 pub mod adx_mgmt;
+pub mod budget;
 pub mod compression;
 pub mod datasources;
 pub mod ingest_auth;

@@ -60,6 +60,7 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
         .trim()
         .to_ascii_lowercase();
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
+    let mut body_len = body.len();
     let streams = match content_type.as_str() {
         "application/json" => {
             let body = match decode_body(encoding, body, state.max_body_bytes) {
@@ -75,6 +76,7 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
                 }
                 Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
             };
+            body_len = body.len();
             logpush::decode_json(&body)
         }
         "application/x-protobuf" | "application/protobuf" => {
@@ -92,7 +94,8 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
                         format!("the request body is larger than {} bytes", state.max_body_bytes),
                     );
                 }
-                _ => {}
+                Ok(len) => body_len = len,
+                Err(_) => {}
             }
             logpush::decode_protobuf(&body)
         }
@@ -102,6 +105,10 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
                 format!("expected Content-Type application/json or application/x-protobuf, found '{other}'"),
             );
         }
+    };
+    let _held = match state.budget.reserve(body_len) {
+        Ok(held) => held,
+        Err(e) => return error(&e),
     };
     let streams = match streams {
         Ok(streams) => streams,

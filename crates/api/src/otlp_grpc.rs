@@ -220,6 +220,10 @@ impl UnaryService<Vec<u8>> for ExportHandler {
                 .route(authorization)
                 .await
                 .map_err(|error| status_of(&error))?;
+            let _held = state
+                .budget
+                .reserve(request.get_ref().len())
+                .map_err(|error| status_of(&error))?;
             let now = trawl_common::time::now_nanos();
             let mapped = map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| {
                 counters.failed_requests.fetch_add(1, Relaxed);

@@ -107,6 +107,10 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
         }
         Err(error) => return status_response(StatusCode::BAD_REQUEST, format, error.to_string()),
     };
+    let _held = match state.budget.reserve(body.len()) {
+        Ok(held) => held,
+        Err(error) => return error_response(&error, format),
+    };
     let now = trawl_common::time::now_nanos();
     let mapped = match map_request(signal, &body, format, now) {
         Ok(mapped) => mapped,

@@ -54,6 +54,8 @@ pub struct IngestState {
     pub auth: Arc<crate::ingest_auth::IngestAuth>,
     /// Largest accepted request body, after decompression.
     pub max_body_bytes: usize,
+    /// Bytes all ingest requests may hold at once.
+    pub budget: crate::budget::ByteBudget,
     pub counters: Arc<IngestCounters>,
     pub readiness: Arc<Readiness>,
     pub info: ServiceInfo,

@@ -124,6 +124,10 @@ async fn logs(State(state): State<IngestState>, headers: HeaderMap, body: Bytes)
         }
         Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
+    let _held = match state.budget.reserve(body.len()) {
+        Ok(held) => held,
+        Err(e) => return from_trawl(&e),
+    };
     let entries = match vendor::logs::decode(&body) {
         Ok(entries) => entries,
         Err(e) => {

@@ -51,6 +51,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
         ingestor,
         auth: Arc::new(IngestAuth::anonymous(directory, objects, "default", "default")),
         max_body_bytes: 1 << 20,
+        budget: trawl_api::budget::ByteBudget::new(64 << 20),
         counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),

@@ -214,6 +214,7 @@ async fn ingest_needs_a_valid_token_which_routes_the_rows() -> TestResult {
         ingestor,
         auth: Arc::new(IngestAuth::required(setup.directory.clone(), setup.objects.clone())),
         max_body_bytes: 1 << 20,
+        budget: trawl_api::budget::ByteBudget::new(64 << 20),
         counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),

@@ -60,6 +60,7 @@ pub async fn ingest_setup(table: &str) -> Result<IngestSetup, Box<dyn std::error
         ingestor: Ingestor::start(SegmentWriter::new(store), catalog.clone(), config),
         auth: Arc::new(IngestAuth::required(directory, sqlite)),
         max_body_bytes: 1 << 20,
+        budget: trawl_api::budget::ByteBudget::new(64 << 20),
         counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),

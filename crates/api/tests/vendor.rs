@@ -78,3 +78,30 @@ async fn keys_logs_validate_and_the_routes_not_served() -> TestResult {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_spent_budget_answers_503_with_retry_after() -> TestResult {
+    let mut setup = ingest_setup("busy").await?;
+    setup.state.budget = trawl_api::budget::ByteBudget::new(100);
+    let _held = setup.state.budget.reserve(40)?;
+    let logs = serde_json::json!([{"message": "x".repeat(100)}]).to_string();
+    let vendor = trawl_api::vendor::router(setup.state.clone());
+    let request = Request::post("/api/v2/logs")
+        .header("DD-API-KEY", &setup.token)
+        .body(Body::from(logs.clone()))?;
+    let response = vendor.oneshot(request).await?;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().contains_key("retry-after"));
+    let push = serde_json::json!({"streams": [{"stream": {}, "values": [["1", "x".repeat(100)]]}]}).to_string();
+    let request = Request::post("/lgx/api/v1/push")
+        .header("authorization", format!("Bearer {}", setup.token))
+        .header("content-type", "application/json")
+        .body(Body::from(push))?;
+    let response = trawl_api::otlp_http::router(setup.state.clone())
+        .oneshot(request)
+        .await?;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().contains_key("retry-after"));
+    assert_eq!(setup.rows("busy").await?, 0);
+    Ok(())
+}

@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the service (ingest, query and operator ports) in one process.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Run a KQL query and print the result.
     Query(query::QueryArgs),
     /// Databases: create, list, delete, restore.
@@ -87,7 +87,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Query(args) => query::run(args).await,
             Command::Database { command, connection } => admin::objects(connection, "database", command).await,
             Command::Table { command, connection } => admin::objects(connection, "table", command).await,

@@ -80,6 +80,11 @@ pub struct ServeArgs {
     /// Largest ingest request body after decompression (bytes).
     #[arg(long, env = "INGEST_MAX_BODY_BYTES", default_value_t = 64 << 20)]
     pub max_body_bytes: usize,
+    /// Bytes all ingest requests may hold at once (decoded bodies and their rows); beyond
+    /// it requests get 503 with Retry-After. Default: a quarter of the memory available at
+    /// start, between 64 MiB and 2 GiB.
+    #[arg(long, env = "INGEST_INFLIGHT_BYTES")]
+    pub ingest_inflight_bytes: Option<usize>,
     /// Memory the query engine may use before spilling (bytes).
     #[arg(long, env = "QUERY_MEMORY_LIMIT_BYTES", default_value_t = 2 << 30)]
     pub query_memory_limit_bytes: usize,
@@ -225,6 +230,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ingestor: ingestor.clone(),
         auth: Arc::new(ingest_auth),
         max_body_bytes: args.max_body_bytes,
+        budget: match args.ingest_inflight_bytes {
+            Some(bytes) => trawl_api::budget::ByteBudget::new(bytes),
+            None => trawl_api::budget::ByteBudget::from_available_memory(),
+        },
         counters: counters.clone(),
         readiness: readiness.clone(),
         info: info.clone(),
