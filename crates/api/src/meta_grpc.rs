@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use tonic::{Response as GrpcResponse, Status};
@@ -81,12 +80,7 @@ async fn authenticate(State(state): State<Arc<MetaState>>, request: Request, nex
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
         return refuse(8, "the request is too large");
     };
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-    match state
-        .signatures
-        .check(parts.method.as_str(), &path, &parts.headers, &body)
-        .await
-    {
+    match state.signatures.check_request(&parts, &body).await {
         Ok(identity) => {
             parts.extensions.insert(Caller::Signed(identity));
             next.run(Request::from_parts(parts, Body::from(body))).await
@@ -95,16 +89,7 @@ async fn authenticate(State(state): State<Arc<MetaState>>, request: Request, nex
     }
 }
 
-fn refuse(code: i32, message: &str) -> Response {
-    let mut response = Response::new(Body::empty());
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    headers.insert("grpc-status", HeaderValue::from(code));
-    if let Ok(message) = HeaderValue::from_str(message) {
-        headers.insert("grpc-message", message);
-    }
-    response
-}
+use trawl_gateway::grpc_reply::grpc_refusal as refuse;
 
 #[derive(Debug, Clone)]
 struct MetaApi {
@@ -211,6 +196,16 @@ fn database_argument(text: &str) -> &str {
     }
 }
 
+/// The database and name a request means: a database is named by `name` (or `database`),
+/// other objects by both.
+fn object_target<'a>(kind: ObjectKind, database: &'a str, name: &'a str) -> (&'a str, &'a str) {
+    match kind {
+        ObjectKind::Database if !name.is_empty() => (name, ""),
+        ObjectKind::Database => (database_argument(database), ""),
+        _ => (database_argument(database), name),
+    }
+}
+
 /// The outcome of a catalog change as a gRPC answer.
 fn change_status(change: Change, what: &str) -> Result<(), Status> {
     match change {
@@ -310,6 +305,12 @@ impl MetaApi {
             .find(|r| r.name == name && r.deleted_at.is_none())
             .map(object_message)
             .ok_or_else(|| Status::not_found(format!("{} '{name}' does not exist", kind.as_str())))
+    }
+
+    /// The earliest deletion time a restore may lift now.
+    fn restore_not_before(&self) -> i64 {
+        let window = i64::try_from(self.restore_window.as_nanos()).unwrap_or(i64::MAX);
+        trawl_common::time::now_nanos().saturating_sub(window)
     }
 
     fn object_name(kind: ObjectKind, database: &str, name: &str) -> String {
@@ -431,16 +432,7 @@ impl MetaService for MetaApi {
         needs(&caller(&request)?, CATALOG_CHANGERS, "deleting a catalog object")?;
         let body = request.into_inner();
         let kind = kind_argument(&body.kind)?;
-        let database = if kind == ObjectKind::Database && !body.name.is_empty() {
-            body.name.as_str()
-        } else {
-            database_argument(&body.database)
-        };
-        let name = if kind == ObjectKind::Database {
-            ""
-        } else {
-            body.name.as_str()
-        };
+        let (database, name) = object_target(kind, &body.database, &body.name);
         let now = trawl_common::time::now_nanos();
         let change = self
             .objects
@@ -458,18 +450,8 @@ impl MetaService for MetaApi {
         needs(&caller(&request)?, CATALOG_CHANGERS, "restoring a catalog object")?;
         let body = request.into_inner();
         let kind = kind_argument(&body.kind)?;
-        let database = if kind == ObjectKind::Database && !body.name.is_empty() {
-            body.name.as_str()
-        } else {
-            database_argument(&body.database)
-        };
-        let name = if kind == ObjectKind::Database {
-            ""
-        } else {
-            body.name.as_str()
-        };
-        let window = i64::try_from(self.restore_window.as_nanos()).unwrap_or(i64::MAX);
-        let not_before = trawl_common::time::now_nanos().saturating_sub(window);
+        let (database, name) = object_target(kind, &body.database, &body.name);
+        let not_before = self.restore_not_before();
         let change = self
             .objects
             .restore_object(kind, database, name, not_before)
@@ -565,8 +547,7 @@ impl MetaService for MetaApi {
         let caller = caller(&request)?;
         needs(&caller, CATALOG_CHANGERS, "restoring an ingest token")?;
         let id = request.into_inner().id;
-        let window = i64::try_from(self.restore_window.as_nanos()).unwrap_or(i64::MAX);
-        let not_before = trawl_common::time::now_nanos().saturating_sub(window);
+        let not_before = self.restore_not_before();
         if !self
             .directory
             .restore_ingest_token(&id, not_before)

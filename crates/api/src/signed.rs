@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use trawl_common::{ErrorCode, TrawlError};
+use trawl_gateway::grpc_reply::{grpc_refusal, is_grpc};
 pub use trawl_gateway::signatures::SignatureCheck;
 
 use crate::problem::Problem;
@@ -29,11 +29,7 @@ pub async fn require_signature(State(check): State<Arc<SignatureCheck>>, request
     if is_open(request.uri().path()) {
         return next.run(request).await;
     }
-    let grpc = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/grpc"));
+    let grpc = is_grpc(request.headers());
     let (mut parts, body) = request.into_parts();
     let Ok(body) = axum::body::to_bytes(body, MAX_SIGNED_BODY).await else {
         return refuse(
@@ -41,17 +37,13 @@ pub async fn require_signature(State(check): State<Arc<SignatureCheck>>, request
             TrawlError::new(ErrorCode::PayloadTooLarge, "the request body is too large"),
         );
     };
-    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-    match check
-        .check(parts.method.as_str(), &path_and_query, &parts.headers, &body)
-        .await
-    {
+    match check.check_request(&parts, &body).await {
         Ok(identity) => {
             parts.extensions.insert(identity);
             next.run(Request::from_parts(parts, Body::from(body))).await
         }
         Err(error) => {
-            tracing::debug!(%error, path = %path_and_query, "refused an unsigned request");
+            tracing::debug!(%error, path = %parts.uri.path(), "refused an unsigned request");
             refuse(grpc, TrawlError::new(ErrorCode::Unauthenticated, error.to_string()))
         }
     }
@@ -59,14 +51,7 @@ pub async fn require_signature(State(check): State<Arc<SignatureCheck>>, request
 
 fn refuse(grpc: bool, error: TrawlError) -> Response {
     if grpc {
-        let mut response = Response::new(Body::empty());
-        let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-        headers.insert("grpc-status", HeaderValue::from(error.code.grpc_code()));
-        if let Ok(message) = HeaderValue::from_str(&error.message) {
-            headers.insert("grpc-message", message);
-        }
-        return response;
+        return grpc_refusal(error.code.grpc_code(), &error.message);
     }
     Problem(error).into_response()
 }

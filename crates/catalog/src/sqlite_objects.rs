@@ -58,6 +58,16 @@ impl SqliteCatalog {
         Ok((tables > 0).then_some(None))
     }
 
+    /// The refusal of a change inside `database` when it is deleted.
+    async fn refused_in_deleted(&self, database: &str) -> Result<Option<Change>> {
+        Ok(match self.database_state(database).await? {
+            Some(Some(_)) => Some(Change::Refused(format!(
+                "database '{database}' is deleted; restore it first"
+            ))),
+            _ => None,
+        })
+    }
+
     async fn table_state(&self, database: &str, name: &str) -> Result<Option<Option<i64>>> {
         Ok(
             sqlx::query_scalar("SELECT deleted_at FROM tables WHERE database = ? AND name = ?")
@@ -127,10 +137,8 @@ impl Objects for SqliteCatalog {
     }
 
     async fn create_table(&self, database: &str, name: &str, retention_nanos: Option<i64>, now: i64) -> Result<Change> {
-        if let Some(Some(_)) = self.database_state(database).await? {
-            return Ok(Change::Refused(format!(
-                "database '{database}' is deleted; restore it first"
-            )));
+        if let Some(refused) = self.refused_in_deleted(database).await? {
+            return Ok(refused);
         }
         if let Some(deleted) = self.table_state(database, name).await? {
             return Ok(Change::Exists {
@@ -158,10 +166,8 @@ impl Objects for SqliteCatalog {
     }
 
     async fn create_view(&self, database: &str, name: &str, members: &[String], now: i64) -> Result<Change> {
-        if let Some(Some(_)) = self.database_state(database).await? {
-            return Ok(Change::Refused(format!(
-                "database '{database}' is deleted; restore it first"
-            )));
+        if let Some(refused) = self.refused_in_deleted(database).await? {
+            return Ok(refused);
         }
         if members.is_empty() {
             return Ok(Change::Refused("a view unites at least one table".into()));
@@ -393,10 +399,8 @@ impl Objects for SqliteCatalog {
                 Ok(Change::Done)
             }
             ObjectKind::Table | ObjectKind::View => {
-                if let Some(Some(_)) = self.database_state(database).await? {
-                    return Ok(Change::Refused(format!(
-                        "database '{database}' is deleted; restore it first"
-                    )));
+                if let Some(refused) = self.refused_in_deleted(database).await? {
+                    return Ok(refused);
                 }
                 let state = if kind == ObjectKind::Table {
                     self.table_state(database, name).await?

@@ -10,6 +10,7 @@
 //! Knows nothing of the engine.
 
 pub mod accounts;
+pub mod grpc_reply;
 pub mod server;
 pub mod service_auth;
 pub mod signatures;

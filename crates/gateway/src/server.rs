@@ -18,6 +18,7 @@ use trawl_catalog::{Directory, GatewayKeyRecord, PrincipalKind};
 use trawl_common::auth::{self, GatewayKey, Identity};
 
 use crate::accounts::{AuthError, Authenticator};
+use crate::grpc_reply::{grpc_refusal, is_grpc};
 
 /// Gateway settings.
 #[derive(Debug, Clone)]
@@ -297,24 +298,10 @@ fn grpc_web_status(mut response: Response) -> Response {
     response
 }
 
-fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/grpc"))
-}
-
 /// A refusal in the caller's protocol: a gRPC status, or an ADX error body.
 fn refuse(grpc: bool, status: StatusCode, grpc_code: i32, message: &str) -> Response {
     if grpc {
-        let mut response = Response::new(Body::empty());
-        let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-        headers.insert("grpc-status", HeaderValue::from(grpc_code));
-        if let Ok(value) = HeaderValue::from_str(message) {
-            headers.insert("grpc-message", value);
-        }
-        return response;
+        return grpc_refusal(grpc_code, message);
     }
     let body = json!({"error": {
         "code": if status == StatusCode::UNAUTHORIZED { "Unauthorized" } else { "General_BadRequest" },

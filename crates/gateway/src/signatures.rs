@@ -66,6 +66,13 @@ impl SignatureCheck {
         self.cached(key_id)
     }
 
+    /// The identity a signed request (its head and whole body) carries.
+    pub async fn check_request(&self, parts: &http::request::Parts, body: &[u8]) -> Result<Identity, SignatureError> {
+        let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        self.check(parts.method.as_str(), path_and_query, &parts.headers, body)
+            .await
+    }
+
     /// The identity a signed request carries.
     pub async fn check(
         &self,
