@@ -7,6 +7,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/trawl/query/v1/query.proto",
         "proto/trawl/meta/v1/meta.proto",
         "proto/logproto/push.proto",
+        "proto/vendor/metrics.proto",
+        "proto/vendor/metrics_v3.proto",
+        "proto/vendor/trace/trace.proto",
+        "proto/vendor/trace/idx.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

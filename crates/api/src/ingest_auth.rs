@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use trawl_catalog::{Directory, Objects};
+use trawl_catalog::{Directory, Objects, SignalTables};
 use trawl_common::auth::{TokenKind, basic_password, bearer, parse_token, secret_matches};
 use trawl_common::{ErrorCode, TrawlError};
 
@@ -16,6 +16,31 @@ pub struct IngestRoute {
     pub table: String,
     /// Whether records may choose their table with the resource attribute `trawl.table`.
     pub allow_table_override: bool,
+    /// The vendor intake's per-signal tables (unset: `table`).
+    pub signal_tables: SignalTables,
+}
+
+/// A signal the vendor intake routes on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Logs,
+    Metrics,
+    Traces,
+}
+
+impl IngestRoute {
+    /// This route with the table the token names for `signal`, if it names one.
+    pub fn for_signal(mut self, signal: Signal) -> IngestRoute {
+        let table = match signal {
+            Signal::Logs => self.signal_tables.logs.take(),
+            Signal::Metrics => self.signal_tables.metrics.take(),
+            Signal::Traces => self.signal_tables.traces.take(),
+        };
+        if let Some(table) = table {
+            self.table = table;
+        }
+        self
+    }
 }
 
 /// The resource attribute a record chooses its table with, when its token allows it.
@@ -99,6 +124,7 @@ impl IngestAuth {
                 database: database.to_string(),
                 table: table.to_string(),
                 allow_table_override: false,
+                signal_tables: SignalTables::default(),
             }),
         }
     }
@@ -178,6 +204,7 @@ impl IngestAuth {
                     database: record.database,
                     table: record.table,
                     allow_table_override: record.allow_table_override,
+                    signal_tables: record.signal_tables,
                 })
             }
             _ => Err(refused("the ingest token is not valid")),
@@ -216,6 +243,7 @@ mod tests {
             database: "d".into(),
             table: "logs".into(),
             allow_table_override: false,
+            signal_tables: SignalTables::default(),
         };
         let sizes = |groups: Vec<(String, Vec<Row>)>| groups.into_iter().map(|(t, r)| (t, r.len())).collect::<Vec<_>>();
         assert_eq!(sizes(rows_by_table(&route, rows())), vec![("logs".to_string(), 4)]);

@@ -17,7 +17,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use tonic::{Response as GrpcResponse, Status};
-use trawl_catalog::{Change, Directory, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind};
+use trawl_catalog::{Change, Directory, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind, SignalTables};
 use trawl_common::auth::{Identity, Role};
 use trawl_gateway::accounts::{AuthError, hash_password, issue_access_token, issue_ingest_token};
 use trawl_gateway::service_auth::{MasterKeys, SERVICE_TOKEN_HEADER};
@@ -486,6 +486,18 @@ impl MetaService for MetaApi {
         };
         valid_name(database, "the database")?;
         valid_name(table, "the table")?;
+        let signal_table = |text: String, what: &str| -> Result<Option<String>, Status> {
+            if text.is_empty() {
+                return Ok(None);
+            }
+            valid_name(&text, what)?;
+            Ok(Some(text))
+        };
+        let signal_tables = SignalTables {
+            logs: signal_table(body.logs_table, "the logs table")?,
+            metrics: signal_table(body.metrics_table, "the metrics table")?,
+            traces: signal_table(body.traces_table, "the traces table")?,
+        };
         let now = trawl_common::time::now_nanos();
         let (id, token) = issue_ingest_token(
             self.directory.as_ref(),
@@ -493,6 +505,7 @@ impl MetaService for MetaApi {
             database,
             table,
             body.allow_table_override,
+            signal_tables,
             now,
         )
         .await
@@ -521,6 +534,9 @@ impl MetaService for MetaApi {
                     allow_table_override: t.allow_table_override,
                     created_at: t.created_at,
                     revoked_at: t.revoked_at.unwrap_or(0),
+                    logs_table: t.signal_tables.logs.unwrap_or_default(),
+                    metrics_table: t.signal_tables.metrics.unwrap_or_default(),
+                    traces_table: t.signal_tables.traces.unwrap_or_default(),
                 })
                 .collect(),
         }))

@@ -2,11 +2,13 @@
 //! its client libraries send. The key (`VX-API-KEY`, or the vendor's own `DD-API-KEY`) is an
 //! ingest token; missing or rejected: 403 (so agents report a bad key). Stored: 202 `{}`.
 //!
-//! Served so far: `/api/v2/logs` (JSON; gzip, deflate, zstd), `/api/v1/validate`
-//! (`?api_key=` too), `/_health`, and the routes answered 202 and discarded
-//! (`/api/v1/check_run`, `/intake/`, `/api/v1/metadata`, `/api/v0.2/stats`). Everything
-//! else, including the JSON series `/api/v1/series` and `/api/v1/distribution_points`, is
-//! 404; the metric, sketch and trace routes are not served yet (404).
+//! Served: `/api/v2/logs` (JSON), `/api/v2/series` (protobuf; a JSON body is 400),
+//! `/api/intake/metrics/v3/series`, `/api/beta/sketches`, `/api/v0.2/traces` (bodies plain,
+//! gzip, deflate or zstd), `/api/v1/validate` (`?api_key=` too), `/_health`, and the routes
+//! answered 202 and discarded (`/api/v1/check_run`, `/intake/`, `/api/v1/metadata`,
+//! `/api/v0.2/stats`). Everything else, including the JSON series `/api/v1/series` and
+//! `/api/v1/distribution_points`, is 404. The token routes each signal (logs, metrics,
+//! traces) to its own table when it names one, else to its table.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -16,19 +18,26 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use serde_json::json;
 use trawl_common::{ErrorCode, TrawlError};
-use trawl_intake::vendor;
+use trawl_intake::{IntakeError, IntakeOutput, vendor};
 
 use crate::compression::{BodyError, decode_body};
-use crate::ingest_auth::IngestRoute;
+use crate::ingest_auth::{IngestRoute, Signal};
 use crate::state::IngestState;
 
 pub fn router(state: IngestState) -> Router {
     let discarded = || any(discard);
     Router::new()
-        .route("/api/v2/logs", post(logs))
+        .route("/api/v2/logs", store(Signal::Logs, logs_mapping))
+        .route("/api/v2/series", store(Signal::Metrics, series_v2_mapping))
+        .route(
+            "/api/intake/metrics/v3/series",
+            store(Signal::Metrics, series_v3_mapping),
+        )
+        .route("/api/beta/sketches", store(Signal::Metrics, sketches_mapping))
+        .route("/api/v0.2/traces", store(Signal::Traces, traces_mapping))
         .route("/api/v1/validate", get(validate).post(validate))
         .route("/_health", get(|| async { Json(json!({})) }))
         .route("/api/v1/check_run", discarded())
@@ -107,12 +116,56 @@ async fn not_served() -> Response {
     error(StatusCode::NOT_FOUND, "not served by this intake")
 }
 
-async fn logs(State(state): State<IngestState>, headers: HeaderMap, body: Bytes) -> Response {
+/// Decodes and maps a body to rows, or says why the body is malformed.
+type Mapping = fn(&[u8], i64) -> Result<IntakeOutput, IntakeError>;
+
+fn logs_mapping(body: &[u8], now: i64) -> Result<IntakeOutput, IntakeError> {
+    Ok(vendor::logs::to_rows(vendor::logs::decode(body)?, now))
+}
+
+fn series_v2_mapping(body: &[u8], now: i64) -> Result<IntakeOutput, IntakeError> {
+    Ok(vendor::metrics::series_v2_to_rows(
+        &vendor::metrics::decode_series_v2(body)?,
+        now,
+    ))
+}
+
+fn series_v3_mapping(body: &[u8], now: i64) -> Result<IntakeOutput, IntakeError> {
+    vendor::series_v3::to_rows(&vendor::series_v3::decode(body)?, now)
+}
+
+fn sketches_mapping(body: &[u8], now: i64) -> Result<IntakeOutput, IntakeError> {
+    Ok(vendor::metrics::sketches_to_rows(
+        &vendor::metrics::decode_sketches(body)?,
+        now,
+    ))
+}
+
+fn traces_mapping(body: &[u8], now: i64) -> Result<IntakeOutput, IntakeError> {
+    Ok(vendor::traces::to_rows(&vendor::traces::decode(body)?, now))
+}
+
+/// A POST handler storing one signal with `mapping`.
+fn store(signal: Signal, mapping: Mapping) -> MethodRouter<IngestState> {
+    post(
+        move |State(state): State<IngestState>, headers: HeaderMap, body: Bytes| async move {
+            ingest(&state, &headers, body, signal, mapping).await
+        },
+    )
+}
+
+/// Authenticates, decompresses within the size and in-flight budgets, maps and stores; 202
+/// `{}` once the rows are durable. Items a mapping refuses are logged; a body of nothing but
+/// refused items is a 400.
+async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: Signal, mapping: Mapping) -> Response {
     state.counters.requests.fetch_add(1, Relaxed);
-    let route = match route(&state, key(&headers, None)).await {
-        Ok(route) => route,
+    let route = match route(state, key(headers, None)).await {
+        Ok(route) => route.for_signal(signal),
         Err(e) => return from_trawl(&e),
     };
+    if let Err(e) = state.auth.check_writable(&route.database, &route.table).await {
+        return from_trawl(&e);
+    }
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
     let body = match decode_body(encoding, body, state.max_body_bytes) {
         Ok(body) => body,
@@ -128,17 +181,25 @@ async fn logs(State(state): State<IngestState>, headers: HeaderMap, body: Bytes)
         Ok(held) => held,
         Err(e) => return from_trawl(&e),
     };
-    let entries = match vendor::logs::decode(&body) {
-        Ok(entries) => entries,
+    let output = match mapping(&body, trawl_common::time::now_nanos()) {
+        Ok(output) => output,
         Err(e) => {
             state.counters.failed_requests.fetch_add(1, Relaxed);
             return error(StatusCode::BAD_REQUEST, e.to_string());
         }
     };
     drop(body);
-    let output = vendor::logs::to_rows(entries, trawl_common::time::now_nanos());
+    if output.rejected > 0 {
+        if output.rows.is_empty() {
+            state.counters.failed_requests.fetch_add(1, Relaxed);
+            return error(StatusCode::BAD_REQUEST, output.error_message);
+        }
+        tracing::warn!(table = %route.table, "vendor intake: {}", output.error_message);
+    }
     let rows = output.rows.len() as u64;
-    if let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows).await {
+    if rows > 0
+        && let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows).await
+    {
         state.counters.failed_requests.fetch_add(1, Relaxed);
         return from_trawl(&e);
     }

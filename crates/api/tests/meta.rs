@@ -168,6 +168,9 @@ async fn roles_decide_who_changes_what() -> TestResult {
         database: "default".into(),
         table: "logs".into(),
         allow_table_override: false,
+        logs_table: String::new(),
+        metrics_table: "vx_metrics".into(),
+        traces_table: String::new(),
     };
     // An observer reads but does not change.
     let me = gateway
@@ -221,6 +224,22 @@ async fn roles_decide_who_changes_what() -> TestResult {
         .await?
         .into_inner();
     assert!(made.token.starts_with("trawl_it_"));
+    let listed = gateway
+        .list_ingest_tokens(bearer(&setup.admin_token, pb::ListIngestTokensRequest {})?)
+        .await?
+        .into_inner()
+        .tokens;
+    let signal_tables: Vec<_> = listed
+        .iter()
+        .map(|t| (t.logs_table.as_str(), t.metrics_table.as_str(), t.traces_table.as_str()))
+        .collect();
+    assert_eq!(signal_tables, vec![("", "vx_metrics", "")]);
+    let mut bad_signal_table = ingest();
+    bad_signal_table.traces_table = "no such name!".into();
+    let refused = gateway
+        .create_ingest_token(bearer(&setup.admin_token, bad_signal_table)?)
+        .await;
+    assert_eq!(refused.err().map(|s| s.code()), Some(tonic::Code::InvalidArgument));
     gateway
         .create_service_account(bearer(&setup.admin_token, account.clone())?)
         .await?;

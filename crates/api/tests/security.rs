@@ -201,6 +201,7 @@ async fn ingest_needs_a_valid_token_which_routes_the_rows() -> TestResult {
             database: "default".into(),
             table: "routed".into(),
             allow_table_override: false,
+            signal_tables: Default::default(),
             created_at: 0,
             revoked_at: None,
         })

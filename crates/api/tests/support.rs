@@ -6,7 +6,7 @@ use std::time::Duration;
 use trawl_api::IngestState;
 use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::state::{IngestCounters, Readiness};
-use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SignalTables, SqliteCatalog};
 use trawl_common::auth::{self, TokenKind};
 use trawl_ingest::{IngestConfig, Ingestor};
 use trawl_storage::{SegmentStore, SegmentWriter};
@@ -34,6 +34,14 @@ impl IngestSetup {
 
 /// Tokens required; the one made routes to `default.<table>`.
 pub async fn ingest_setup(table: &str) -> Result<IngestSetup, Box<dyn std::error::Error>> {
+    ingest_setup_routed(table, SignalTables::default()).await
+}
+
+/// As [`ingest_setup`], with a token that names tables for single signals.
+pub async fn ingest_setup_routed(
+    table: &str,
+    signal_tables: SignalTables,
+) -> Result<IngestSetup, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
     let catalog: Arc<dyn Catalog> = sqlite.clone();
@@ -47,6 +55,7 @@ pub async fn ingest_setup(table: &str) -> Result<IngestSetup, Box<dyn std::error
             database: "default".into(),
             table: table.into(),
             allow_table_override: false,
+            signal_tables,
             created_at: 0,
             revoked_at: None,
         })

@@ -105,3 +105,152 @@ async fn a_spent_budget_answers_503_with_retry_after() -> TestResult {
     assert_eq!(setup.rows("busy").await?, 0);
     Ok(())
 }
+
+/// Series v2, series v3, sketches and traces through the router, with a token that sends
+/// metrics and traces to their own tables and logs to its table.
+#[tokio::test]
+async fn metrics_sketches_and_traces_go_to_their_signal_tables() -> TestResult {
+    use prost::Message;
+    use trawl_proto::vendor::agentpayload::metric_payload::{MetricPoint, MetricSeries};
+    use trawl_proto::vendor::agentpayload::sketch_payload::{Sketch, sketch::Dogsketch};
+    use trawl_proto::vendor::agentpayload::{MetricPayload, SketchPayload};
+    use trawl_proto::vendor::metrics::v3;
+    use trawl_proto::vendor::trace::{AgentPayload, Span, TraceChunk, TracerPayload};
+
+    let tables = trawl_catalog::SignalTables {
+        logs: None,
+        metrics: Some("vx_metrics".into()),
+        traces: Some("vx_spans".into()),
+    };
+    let setup = crate::support::ingest_setup_routed("vx_logs", tables).await?;
+    let router = trawl_api::vendor::router(setup.state.clone());
+    let post = |path: &'static str, body: Vec<u8>, encoding: Option<&'static str>| {
+        let router = router.clone();
+        let key = setup.token.clone();
+        async move {
+            let mut request = Request::post(path).header("DD-API-KEY", key);
+            if let Some(encoding) = encoding {
+                request = request.header("content-encoding", encoding);
+            }
+            let response = router.oneshot(request.body(Body::from(body))?).await?;
+            let status = response.status();
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await?;
+            Ok::<_, Box<dyn std::error::Error>>((status, String::from_utf8_lossy(&bytes).into_owned()))
+        }
+    };
+
+    let series = MetricPayload {
+        series: vec![MetricSeries {
+            metric: "app.hits".into(),
+            points: vec![
+                MetricPoint {
+                    value: 1.0,
+                    timestamp: 1_700_000_000,
+                },
+                MetricPoint {
+                    value: 2.0,
+                    timestamp: 1_700_000_010,
+                },
+            ],
+            r#type: 1,
+            interval: 10,
+            ..MetricSeries::default()
+        }],
+    };
+    let mut deflated = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut deflated, &series.encode_to_vec())?;
+    let (status, body) = post("/api/v2/series", deflated.finish()?, Some("deflate")).await?;
+    assert_eq!((status, body.as_str()), (StatusCode::ACCEPTED, "{}"));
+
+    let json_series = br#"{"series": [{"metric": "a", "points": [[1700000000, 1]]}]}"#.to_vec();
+    let (status, body) = post("/api/v2/series", json_series, None).await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body.contains("JSON"), "{body}");
+
+    let mut name_dict = vec![4];
+    name_dict.extend_from_slice(b"v3.g");
+    let v3_payload = v3::Payload {
+        metadata: None,
+        metric_data: Some(v3::MetricData {
+            dict_name_str: name_dict,
+            types: vec![0x33],
+            name_refs: vec![1],
+            tagset_refs: vec![0],
+            resources_refs: vec![0],
+            source_type_name_refs: vec![0],
+            intervals: vec![0],
+            num_points: vec![1],
+            timestamps: vec![1_700_000_000],
+            vals_float64: vec![0.5],
+            ..v3::MetricData::default()
+        }),
+    };
+    let compressed = zstd::encode_all(&v3_payload.encode_to_vec()[..], 1)?;
+    let (status, _) = post("/api/intake/metrics/v3/series", compressed, Some("zstd")).await?;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let mut broken = v3_payload.clone();
+    if let Some(data) = broken.metric_data.as_mut() {
+        data.name_refs = vec![7];
+    }
+    let (status, body) = post("/api/intake/metrics/v3/series", broken.encode_to_vec(), None).await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body.contains("nameRefs"), "{body}");
+
+    let sketches = SketchPayload {
+        sketches: vec![Sketch {
+            metric: "lat".into(),
+            dogsketches: vec![Dogsketch {
+                ts: 1_700_000_000,
+                cnt: 1,
+                min: 1.0,
+                max: 1.0,
+                sum: 1.0,
+                avg: 1.0,
+                k: vec![1338],
+                n: vec![1],
+            }],
+            ..Sketch::default()
+        }],
+    };
+    let (status, _) = post("/api/beta/sketches", sketches.encode_to_vec(), None).await?;
+    assert_eq!(status, StatusCode::ACCEPTED);
+
+    let traces = AgentPayload {
+        tracer_payloads: vec![TracerPayload {
+            chunks: vec![TraceChunk {
+                spans: vec![Span {
+                    service: "api".into(),
+                    name: "op".into(),
+                    trace_id: 5,
+                    span_id: 6,
+                    start: 1_700_000_000_000_000_000,
+                    duration: 10,
+                    ..Span::default()
+                }],
+                ..TraceChunk::default()
+            }],
+            ..TracerPayload::default()
+        }],
+        ..AgentPayload::default()
+    };
+    let mut gzipped = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gzipped, &traces.encode_to_vec())?;
+    let (status, _) = post("/api/v0.2/traces", gzipped.finish()?, Some("gzip")).await?;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let mut all_bad = traces.clone();
+    all_bad.tracer_payloads[0].chunks[0].spans[0].span_id = 0;
+    let (status, body) = post("/api/v0.2/traces", all_bad.encode_to_vec(), None).await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body.contains("span id is zero"), "{body}");
+
+    let logs = serde_json::json!([{"message": "to the token's table"}])
+        .to_string()
+        .into_bytes();
+    let (status, _) = post("/api/v2/logs", logs, None).await?;
+    assert_eq!(status, StatusCode::ACCEPTED);
+
+    assert_eq!(setup.rows("vx_metrics").await?, 4, "2 v2 points, 1 v3 point, 1 sketch");
+    assert_eq!(setup.rows("vx_spans").await?, 1);
+    assert_eq!(setup.rows("vx_logs").await?, 1);
+    Ok(())
+}

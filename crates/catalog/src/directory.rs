@@ -17,8 +17,28 @@ pub struct IngestTokenRecord {
     pub table: String,
     /// Whether a record may pick its table with the resource attribute `trawl.table`.
     pub allow_table_override: bool,
+    /// Tables for single signals on the vendor intake; each unset one uses `table`.
+    pub signal_tables: SignalTables,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
+}
+
+/// Per-signal destination tables of an ingest token (the vendor intake routes logs, metrics
+/// and traces separately); `None` means the token's own table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SignalTables {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<String>,
+}
+
+impl SignalTables {
+    pub fn is_empty(&self) -> bool {
+        self.logs.is_none() && self.metrics.is_none() && self.traces.is_none()
+    }
 }
 
 /// Users sign in with a password (or, later, an identity provider); service accounts only

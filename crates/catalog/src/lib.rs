@@ -15,7 +15,9 @@ mod sqlite;
 mod sqlite_directory;
 mod sqlite_objects;
 
-pub use directory::{AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind};
+pub use directory::{
+    AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
+};
 pub use model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
 pub use objects::{Change, ObjectKind, ObjectRecord, Objects};
 pub use sqlite::SqliteCatalog;

@@ -86,7 +86,10 @@ impl SqliteCatalog {
             sqlx::query(*statement).execute(pool).await?;
         }
         // Columns newer than a catalog file: added in place.
-        for (table, column, statement) in crate::sqlite_objects::ADDED_COLUMNS {
+        let added = crate::sqlite_objects::ADDED_COLUMNS
+            .iter()
+            .chain(crate::sqlite_directory::ADDED_COLUMNS);
+        for (table, column, statement) in added {
             let existing: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
                 .bind(*table)
                 .fetch_all(pool)

@@ -5,7 +5,9 @@ use sqlx::Row as _;
 use sqlx::sqlite::SqliteRow;
 use trawl_common::auth::Role;
 
-use crate::directory::{AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind};
+use crate::directory::{
+    AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
+};
 use crate::{CatalogError, Result, SqliteCatalog};
 
 pub(crate) const SCHEMA: &[&str] = &[
@@ -17,7 +19,8 @@ pub(crate) const SCHEMA: &[&str] = &[
         table_name TEXT NOT NULL,
         allow_table_override INTEGER NOT NULL,
         created_at INTEGER NOT NULL,
-        revoked_at INTEGER)",
+        revoked_at INTEGER,
+        signal_tables TEXT)",
     "CREATE TABLE IF NOT EXISTS principals (
         id TEXT PRIMARY KEY,
         name TEXT NOT NULL UNIQUE,
@@ -42,8 +45,24 @@ fn corrupt(what: &str, value: &str) -> CatalogError {
     CatalogError::Corrupt(format!("unknown {what} '{value}'"))
 }
 
+/// Columns added to tables of older catalog files: (table, column, statement adding it).
+pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[(
+    "ingest_tokens",
+    "signal_tables",
+    "ALTER TABLE ingest_tokens ADD COLUMN signal_tables TEXT",
+)];
+
+/// A token row; statements name their columns, so one prepared before a column was added never
+/// reads a different shape.
 fn ingest_token(row: &SqliteRow) -> Result<IngestTokenRecord> {
+    let signal_tables: Option<String> = row.try_get("signal_tables")?;
+    let signal_tables = match signal_tables {
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|e| CatalogError::Corrupt(format!("ingest token signal tables: {e}")))?,
+        None => SignalTables::default(),
+    };
     Ok(IngestTokenRecord {
+        signal_tables,
         id: row.try_get("id")?,
         secret_hash: row.try_get("secret_hash")?,
         name: row.try_get("name")?,
@@ -72,8 +91,9 @@ fn principal(row: &SqliteRow) -> Result<Principal> {
 impl Directory for SqliteCatalog {
     async fn add_ingest_token(&self, token: &IngestTokenRecord) -> Result<()> {
         sqlx::query(
-            "INSERT INTO ingest_tokens (id, secret_hash, name, database, table_name, allow_table_override, created_at, revoked_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ingest_tokens (id, secret_hash, name, database, table_name, allow_table_override, signal_tables,
+                 created_at, revoked_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&token.id)
         .bind(&token.secret_hash)
@@ -81,6 +101,12 @@ impl Directory for SqliteCatalog {
         .bind(&token.database)
         .bind(&token.table)
         .bind(i64::from(token.allow_table_override))
+        .bind(
+            (!token.signal_tables.is_empty())
+                .then(|| serde_json::to_string(&token.signal_tables))
+                .transpose()
+                .map_err(|e| CatalogError::Corrupt(format!("ingest token signal tables: {e}")))?,
+        )
         .bind(token.created_at)
         .bind(token.revoked_at)
         .execute(&self.pool)
@@ -89,7 +115,10 @@ impl Directory for SqliteCatalog {
     }
 
     async fn ingest_token(&self, id: &str) -> Result<Option<IngestTokenRecord>> {
-        sqlx::query("SELECT * FROM ingest_tokens WHERE id = ?")
+        sqlx::query(
+            "SELECT id, secret_hash, name, database, table_name, allow_table_override, signal_tables, created_at, revoked_at
+             FROM ingest_tokens WHERE id = ?",
+        )
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -99,7 +128,10 @@ impl Directory for SqliteCatalog {
     }
 
     async fn ingest_tokens(&self) -> Result<Vec<IngestTokenRecord>> {
-        sqlx::query("SELECT * FROM ingest_tokens ORDER BY created_at, id")
+        sqlx::query(
+            "SELECT id, secret_hash, name, database, table_name, allow_table_override, signal_tables, created_at, revoked_at
+             FROM ingest_tokens ORDER BY created_at, id",
+        )
             .fetch_all(&self.pool)
             .await?
             .iter()
@@ -264,11 +296,23 @@ mod tests {
             database: "default".into(),
             table: "logs".into(),
             allow_table_override: true,
+            signal_tables: SignalTables::default(),
             created_at: 1,
             revoked_at: None,
         };
         directory.add_ingest_token(&token).await?;
         assert_eq!(directory.ingest_token(&token.id).await?, Some(token.clone()));
+        let routed = IngestTokenRecord {
+            id: "8899aabbccddeeff".into(),
+            signal_tables: SignalTables {
+                logs: None,
+                metrics: Some("metrics".into()),
+                traces: Some("spans".into()),
+            },
+            ..token.clone()
+        };
+        directory.add_ingest_token(&routed).await?;
+        assert_eq!(directory.ingest_token(&routed.id).await?, Some(routed));
         assert!(directory.revoke_ingest_token(&token.id, 5).await?);
         assert!(!directory.revoke_ingest_token(&token.id, 6).await?);
         assert!(

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use trawl_catalog::{AccessTokenRecord, Directory, IngestTokenRecord, Principal};
+use trawl_catalog::{AccessTokenRecord, Directory, IngestTokenRecord, Principal, SignalTables};
 use trawl_common::auth::{TokenKind, bearer, hash_secret, parse_token, secret_matches, token_text};
 
 use crate::random_bytes;
@@ -98,6 +98,7 @@ pub async fn issue_ingest_token(
     database: &str,
     table: &str,
     allow_table_override: bool,
+    signal_tables: SignalTables,
     now: i64,
 ) -> Result<(String, String), AuthError> {
     let random = |e: getrandom::Error| AuthError::Unavailable(format!("no randomness: {e}"));
@@ -114,6 +115,7 @@ pub async fn issue_ingest_token(
             database: database.to_string(),
             table: table.to_string(),
             allow_table_override,
+            signal_tables,
             created_at: now,
             revoked_at: None,
         })
@@ -190,7 +192,16 @@ mod tests {
             auth.principal(Some(&format!("Bearer {forged}")), 50).await,
             Err(AuthError::Invalid)
         ));
-        let (_, ingest) = issue_ingest_token(directory.as_ref(), "i", "default", "default", false, 0).await?;
+        let (_, ingest) = issue_ingest_token(
+            directory.as_ref(),
+            "i",
+            "default",
+            "default",
+            false,
+            SignalTables::default(),
+            0,
+        )
+        .await?;
         assert!(matches!(
             auth.principal(Some(&format!("Bearer {ingest}")), 50).await,
             Err(AuthError::Invalid)

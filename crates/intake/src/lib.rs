@@ -10,6 +10,8 @@
 //!   mapping table and every choice the SPEC left open are in `src/otlp/README.md`.
 //! - [`logpush`]: the log-push API (JSON envelope or Snappy protobuf) to log rows; its label
 //!   mapping is in `src/logpush/README.md`.
+//! - [`vendor`]: what the Datadog Agent sends (logs, series v2 and v3, sketches, traces) to
+//!   rows; the mapping tables are in `src/vendor/README.md`.
 //!
 //! This crate knows nothing of HTTP, gRPC servers, storage or the clock: callers extract the body,
 //! pass the ingest time in, and hand the rows to the write path. That keeps every mapping testable
@@ -42,6 +44,10 @@ pub enum IntakeError {
     /// The body is not Snappy block compressed.
     #[error("expected a snappy-compressed protobuf body, found bytes that do not decompress: {0}")]
     MalformedSnappy(String),
+    /// The body is not what the route reads (a vendor payload that does not decode, a JSON
+    /// body where protobuf is expected, a reference past the end of a dictionary).
+    #[error("expected {expected}, found {found}")]
+    MalformedBody { expected: &'static str, found: String },
     /// A stream's label text is not `{name="value", ...}`.
     #[error("{0}")]
     MalformedLabels(String),

@@ -5,6 +5,7 @@
 //! - [`query`]: the query service's `QueryService.ExecuteQuery` stream, generated at build
 //!   time from `proto/trawl/query/v1/query.proto` (the file clients generate their stubs from).
 //! - [`meta`]: the meta service, from `proto/trawl/meta/v1/meta.proto`.
+//! - [`vendor`]: the vendor-compatible intake's metric and trace bodies, from `proto/vendor/`.
 //! - [`prost`]: the protobuf runtime those messages implement (`prost::Message` to encode and
 //!   decode them).
 //!
@@ -30,6 +31,27 @@ pub mod meta {
 #[allow(clippy::all, missing_docs)]
 pub mod logproto {
     tonic::include_proto!("logproto");
+}
+
+/// The vendor-compatible intake's bodies (what the Datadog Agent sends): metric series v2 and
+/// sketches ([`vendor::agentpayload`]), columnar series v3 ([`vendor::metrics::v3`]) and APM
+/// traces ([`vendor::trace`], indexed form in [`vendor::trace::idx`]).
+#[allow(clippy::all, missing_docs)]
+pub mod vendor {
+    pub mod agentpayload {
+        tonic::include_proto!("vendor.agentpayload");
+    }
+    pub mod metrics {
+        pub mod v3 {
+            tonic::include_proto!("vendor.metrics.v3");
+        }
+    }
+    pub mod trace {
+        tonic::include_proto!("vendor.trace");
+        pub mod idx {
+            tonic::include_proto!("vendor.trace.idx");
+        }
+    }
 }
 
 /// The file descriptor set of Trawl's own services, for gRPC reflection.

@@ -86,6 +86,15 @@ pub enum TokenCommand {
         /// Let records choose their table with the resource attribute `trawl.table`.
         #[arg(long)]
         allow_table_override: bool,
+        /// Vendor intake: the table for logs (default: --table).
+        #[arg(long)]
+        logs_table: Option<String>,
+        /// Vendor intake: the table for metric series and sketches (default: --table).
+        #[arg(long)]
+        metrics_table: Option<String>,
+        /// Vendor intake: the table for spans (default: --table).
+        #[arg(long)]
+        traces_table: Option<String>,
     },
     /// List ingest tokens (never their secrets).
     List,
@@ -364,12 +373,18 @@ pub async fn token(connection: Connection, command: TokenCommand) -> anyhow::Res
                 database,
                 table,
                 allow_table_override,
+                logs_table,
+                metrics_table,
+                traces_table,
             } => {
                 let request = meta.request(pb::CreateIngestTokenRequest {
                     name,
                     database,
                     table,
                     allow_table_override,
+                    logs_table: logs_table.unwrap_or_default(),
+                    metrics_table: metrics_table.unwrap_or_default(),
+                    traces_table: traces_table.unwrap_or_default(),
                 });
                 let created = meta.client.create_ingest_token(request).await?.into_inner();
                 eprintln!("ingest token {} (shown once; keep it secret):", created.id);
@@ -381,11 +396,25 @@ pub async fn token(connection: Connection, command: TokenCommand) -> anyhow::Res
                 let rows = tokens
                     .into_iter()
                     .map(|t| {
+                        let signals: Vec<String> = [
+                            ("logs", &t.logs_table),
+                            ("metrics", &t.metrics_table),
+                            ("traces", &t.traces_table),
+                        ]
+                        .into_iter()
+                        .filter(|(_, table)| !table.is_empty())
+                        .map(|(signal, table)| format!("{signal}={table}"))
+                        .collect();
                         vec![
                             t.id,
                             t.name,
                             t.database,
                             t.table,
+                            if signals.is_empty() {
+                                "-".to_owned()
+                            } else {
+                                signals.join(",")
+                            },
                             t.allow_table_override.to_string(),
                             time_text(t.created_at),
                             time_text(t.revoked_at),
@@ -398,6 +427,7 @@ pub async fn token(connection: Connection, command: TokenCommand) -> anyhow::Res
                         "name",
                         "database",
                         "table",
+                        "signal_tables",
                         "table_override",
                         "created",
                         "revoked",

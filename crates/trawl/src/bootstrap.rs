@@ -75,6 +75,7 @@ pub async fn ensure(data_dir: &Path, directory: &dyn Directory) -> anyhow::Resul
         trawl_common::DEFAULT_DATABASE,
         trawl_common::DEFAULT_TABLE,
         true,
+        trawl_catalog::SignalTables::default(),
         now,
     )
     .await?;

@@ -8,8 +8,8 @@
 //!
 //! The mapping table and the choices the SPEC left open are in `README.md` beside this file.
 
-mod base64;
-mod common;
+pub(crate) mod base64;
+pub(crate) mod common;
 mod decode;
 mod json;
 mod logs;

@@ -122,18 +122,28 @@ fn flatten_into(prefix: &str, value: Json, out: &mut Map<String, Json>) {
 /// `key:value,key2:value2` tags to attributes; repeated keys become arrays; a tag without a
 /// value keeps an empty string.
 pub fn parse_tags(text: &str, attributes: &mut Map<String, Json>) {
-    for tag in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let (key, value) = tag.split_once(':').unwrap_or((tag, ""));
-        let value = Json::String(value.to_string());
-        match attributes.get_mut(key) {
-            Some(Json::Array(values)) => values.push(value),
-            Some(existing) => {
-                let first = existing.take();
-                *existing = Json::Array(vec![first, value]);
-            }
-            None => {
-                attributes.insert(key.to_string(), value);
-            }
+    for tag in text.split(',') {
+        add_tag(tag, attributes);
+    }
+}
+
+/// One `key:value` tag (split at the first `:`) into attributes; a repeated key becomes an
+/// array; a tag without a value keeps an empty string.
+pub fn add_tag(tag: &str, attributes: &mut Map<String, Json>) {
+    let tag = tag.trim();
+    if tag.is_empty() {
+        return;
+    }
+    let (key, value) = tag.split_once(':').unwrap_or((tag, ""));
+    let value = Json::String(value.to_string());
+    match attributes.get_mut(key) {
+        Some(Json::Array(values)) => values.push(value),
+        Some(existing) => {
+            let first = existing.take();
+            *existing = Json::Array(vec![first, value]);
+        }
+        None => {
+            attributes.insert(key.to_string(), value);
         }
     }
 }
