@@ -19,7 +19,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from trawl_e2e import QueryError, free_ports, http_request
+from trawl_e2e import QueryError, cli, free_ports, http_request
 
 JSON = {"Content-Type": "application/json"}
 
@@ -145,16 +145,6 @@ def test_readme_tour_with_the_bootstrap_tokens(trawl, trawl_bin):
     assert answer.status_code == 200
     primary = next(f for f in answer.json() if f.get("TableKind") == "PrimaryResult")
     assert primary["Rows"] == [[2]]
-
-
-def cli(trawl, trawl_bin, *args: str, token: str | None = None, stdin: str | None = None):
-    """Runs `trawl <args>` against the server's gateway; (exit code, stdout, stderr)."""
-    command = [str(trawl_bin), *args, "--url", trawl.gateway_url, "--data-dir", str(trawl.data_dir)]
-    if token is not None:
-        command += ["--token", token]
-    env = {k: v for k, v in os.environ.items() if k not in ("TRAWL_TOKEN", "TRAWL_URL", "TRAWL_DATA_DIR")}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, input=stdin or "")
-    return done.returncode, done.stdout, done.stderr
 
 
 def test_accounts_roles_and_tokens_from_the_command_line(trawl, trawl_bin):

@@ -355,3 +355,13 @@ def iso(ns: int) -> str:
     """A DateTime as the query API prints it: ISO 8601, 7 fractional digits (100 ns ticks), Z."""
     seconds, rest = divmod(ns, 1_000_000_000)
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 100:07d}Z"
+
+
+def cli(server: "TrawlServer", trawl_bin, *args: str, token: str | None = None, stdin: str | None = None):
+    """Runs `trawl <args>` against the server's gateway; (exit code, stdout, stderr)."""
+    command = [str(trawl_bin), *args, "--url", server.gateway_url, "--data-dir", str(server.data_dir)]
+    if token is not None:
+        command += ["--token", token]
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAWL_TOKEN", "TRAWL_URL", "TRAWL_DATA_DIR")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, input=stdin or "")
+    return done.returncode, done.stdout, done.stderr
