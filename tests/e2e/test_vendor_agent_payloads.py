@@ -11,6 +11,7 @@ import gzip
 import importlib
 import json
 import math
+import os
 import sys
 import time
 import uuid
@@ -47,15 +48,20 @@ def pb(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def agent(trawl_bin, tmp_path_factory):
-    """A server with the vendor intake on, and a key routing metrics, spans and logs apart."""
+    """A server with the vendor intake switched on by its environment variable, and a key
+    routing metrics, spans and logs apart."""
     (port,) = free_ports(1)
     server = TrawlServer(
         trawl_bin,
         tmp_path_factory.mktemp("agent"),
         name="agent",
-        extra_args=["--vendor-intake", "true", "--vendor-bind", f"127.0.0.1:{port}"],
+        extra_args=["--vendor-bind", f"127.0.0.1:{port}"],
     )
-    server.start()
+    os.environ["INGEST_VENDOR_INTAKE"] = "true"
+    try:
+        server.start()
+    finally:
+        del os.environ["INGEST_VENDOR_INTAKE"]
     server.vendor_url = f"http://127.0.0.1:{port}"
     code, key, err = cli(
         server,
