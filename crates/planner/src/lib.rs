@@ -20,6 +20,7 @@ mod parse_kv;
 mod scalar;
 mod scalar_functions;
 mod search;
+mod serial_windows;
 mod series;
 mod shredded;
 mod sources;

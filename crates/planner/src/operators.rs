@@ -361,7 +361,7 @@ impl Planner<'_> {
             .into_iter()
             .map(|(name, value)| (name, value.kql_type))
             .collect();
-        let builder = crate::windows::with_windows(&input, &exprs)?;
+        let (builder, exprs) = crate::windows::with_staged_windows(&input, exprs)?;
         let plan = build(builder.project(exprs).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
     }
