@@ -39,6 +39,24 @@ impl Planner<'_> {
             let captured = Typed::new(crate::scalar::to_dynamic(captured), KqlType::Dynamic);
             return Ok(Typed::new(self.dynamic_as(captured, target), target));
         }
+        if name == "column_names_of" {
+            // The column names of a tabular expression, known while planning.
+            let [table] = args else {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    e.span,
+                    "'column_names_of()' takes one tabular expression",
+                ));
+            };
+            let tabular = self.tabular(table)?;
+            let names: Vec<serde_json::Value> = tabular
+                .columns
+                .iter()
+                .map(|(column, _)| serde_json::Value::String(column.clone()))
+                .collect();
+            let text = serde_json::Value::Array(names).to_string();
+            return Ok(Typed::new(datafusion::logical_expr::lit(text), KqlType::Dynamic));
+        }
         if crate::windows::ROW_FUNCTIONS.contains(&name) {
             return self.row_function(name, args, e, input);
         }
