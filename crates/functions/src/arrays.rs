@@ -37,21 +37,31 @@ pub fn array_slice(args: &[Val]) -> Result<Out> {
     Ok(out(Value::Array(items[start as usize..=end as usize].to_vec())))
 }
 
+/// The stable order of `items` (nulls last unless `nulls_last` is false).
+fn sort_order(items: &[Value], descending: bool, nulls_last: bool) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&i, &j| {
+        let (a, b) = (&items[i], &items[j]);
+        match (a.is_null(), b.is_null()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) if nulls_last => std::cmp::Ordering::Greater,
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) if nulls_last => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            _ if descending => compare(b, a),
+            _ => compare(a, b),
+        }
+    });
+    order
+}
+
 fn sort(args: &[Val], descending: bool) -> Result<Out> {
-    let Some(mut items) = parse_array(arg(args, 0)) else {
+    let Some(items) = parse_array(arg(args, 0)) else {
         return Ok(Out::Null);
     };
     let nulls_last = arg(args, 1).bool().unwrap_or(true);
-    items.sort_by(|a, b| match (a.is_null(), b.is_null()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) if nulls_last => std::cmp::Ordering::Greater,
-        (true, false) => std::cmp::Ordering::Less,
-        (false, true) if nulls_last => std::cmp::Ordering::Less,
-        (false, true) => std::cmp::Ordering::Greater,
-        _ if descending => compare(b, a),
-        _ => compare(a, b),
-    });
-    Ok(out(Value::Array(items)))
+    let order = sort_order(&items, descending, nulls_last);
+    Ok(out(Value::Array(order.into_iter().map(|i| items[i].clone()).collect())))
 }
 
 pub fn array_sort_asc(args: &[Val]) -> Result<Out> {
@@ -60,6 +70,31 @@ pub fn array_sort_asc(args: &[Val]) -> Result<Out> {
 
 pub fn array_sort_desc(args: &[Val]) -> Result<Out> {
     sort(args, true)
+}
+
+/// `array_sort_asc(keys, other, ...)` gives each further array in the order that sorts the
+/// first: this reorders `args[1]` by the sort of `args[0]` (`args[2]`: nulls last). Arrays of
+/// different lengths give null.
+fn sort_by(args: &[Val], descending: bool) -> Result<Out> {
+    let (Some(keys), Some(target)) = (parse_array(arg(args, 0)), parse_array(arg(args, 1))) else {
+        return Ok(Out::Null);
+    };
+    if keys.len() != target.len() {
+        return Ok(Out::Null);
+    }
+    let nulls_last = arg(args, 2).bool().unwrap_or(true);
+    let order = sort_order(&keys, descending, nulls_last);
+    Ok(out(Value::Array(order.into_iter().map(|i| target[i].clone()).collect())))
+}
+
+/// The planner's lowering of the further arrays of a multi-array `array_sort_asc`.
+pub fn array_sort_by_asc(args: &[Val]) -> Result<Out> {
+    sort_by(args, false)
+}
+
+/// The planner's lowering of the further arrays of a multi-array `array_sort_desc`.
+pub fn array_sort_by_desc(args: &[Val]) -> Result<Out> {
+    sort_by(args, true)
 }
 
 pub fn array_concat(args: &[Val]) -> Result<Out> {

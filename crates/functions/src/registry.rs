@@ -182,6 +182,22 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     f!("array_slice", [Dynamic, Long, Long], 3, false, DYNAMIC, a::array_slice),
     f!("array_sort_asc", [Dynamic, Bool], 1, false, DYNAMIC, a::array_sort_asc),
     f!(
+        "__array_sort_by_asc",
+        [Dynamic, Dynamic, Bool],
+        2,
+        false,
+        DYNAMIC,
+        a::array_sort_by_asc
+    ),
+    f!(
+        "__array_sort_by_desc",
+        [Dynamic, Dynamic, Bool],
+        2,
+        false,
+        DYNAMIC,
+        a::array_sort_by_desc
+    ),
+    f!(
         "array_sort_desc",
         [Dynamic, Bool],
         1,

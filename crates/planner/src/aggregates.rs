@@ -41,6 +41,7 @@ const AGGREGATES: &[&str] = &[
     "arg_min",
     "percentile",
     "percentiles",
+    "percentilesw",
     "stdev",
     "stdevif",
     "stdevp",
@@ -309,8 +310,9 @@ impl Planner<'_> {
                 }]
             }
             "arg_max" | "arg_min" => self.arg_extreme(name, item, args, input, group_names)?,
-            "percentile" | "percentiles" => {
-                arity(2, usize::MAX)?;
+            "percentile" | "percentiles" | "percentilesw" => {
+                let weighted = name == "percentilesw";
+                arity(2 + usize::from(weighted), usize::MAX)?;
                 let value = self.scalar(&args[0], input)?;
                 let kql_type = value.kql_type;
                 let finish = match kql_type {
@@ -324,7 +326,8 @@ impl Planner<'_> {
                     _ => String::new(),
                 };
                 let mut outputs = Vec::new();
-                for (index, p) in args[1..].iter().enumerate() {
+                let first_percent = 1 + usize::from(weighted);
+                for (index, p) in args[first_percent..].iter().enumerate() {
                     let percent = match &p.kind {
                         ExprKind::Literal(Literal::Long(n)) => *n as f64,
                         ExprKind::Literal(Literal::Int(n)) => f64::from(*n),
@@ -361,7 +364,11 @@ impl Planner<'_> {
                             function: trawl_kql::ast::Ident::new("percentilew", p.span),
                             args: vec![
                                 args[0].clone(),
-                                KExpr::new(ExprKind::Literal(Literal::Long(1)), p.span),
+                                if weighted {
+                                    args[1].clone()
+                                } else {
+                                    KExpr::new(ExprKind::Literal(Literal::Long(1)), p.span)
+                                },
                                 p.clone(),
                             ],
                         },

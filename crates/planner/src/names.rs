@@ -83,3 +83,58 @@ mod tests {
         assert!(matches_pattern("abc", "abc"));
     }
 }
+
+/// `array_sort_asc(a, b, …)` (and `_desc`) with several arrays gives one column per array,
+/// each in the order that sorts the first, named `<array>_sorted` (or by a `(x, y) = …`
+/// tuple). Other items are returned as they are.
+pub fn expand_multi_array_sorts(items: &[trawl_kql::ast::NamedExpr]) -> Vec<trawl_kql::ast::NamedExpr> {
+    use trawl_kql::ast::{Ident, Literal, NamedExpr};
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let ExprKind::Call { function, args } = &item.expr.kind else {
+            out.push(item.clone());
+            continue;
+        };
+        let by = match function.name.as_str() {
+            "array_sort_asc" => "__array_sort_by_asc",
+            "array_sort_desc" => "__array_sort_by_desc",
+            _ => {
+                out.push(item.clone());
+                continue;
+            }
+        };
+        let (arrays, nulls_last) = match args.split_last() {
+            Some((last, rest)) if matches!(last.kind, ExprKind::Literal(Literal::Bool(_))) => (rest, Some(last)),
+            _ => (args.as_slice(), None),
+        };
+        if arrays.len() < 2 || !(item.names.is_empty() || item.names.len() == arrays.len()) {
+            out.push(item.clone());
+            continue;
+        }
+        for (index, array) in arrays.iter().enumerate() {
+            let name = match (item.names.get(index), &array.kind) {
+                (Some(ident), _) => ident.clone(),
+                (None, ExprKind::Name(ident)) => Ident::new(format!("{}_sorted", ident.name), array.span),
+                (None, _) => Ident::new(format!("array{}_sorted", index + 1), array.span),
+            };
+            let (callee, mut call_args) = if index == 0 {
+                (function.clone(), vec![array.clone()])
+            } else {
+                (Ident::new(by, function.span), vec![arrays[0].clone(), array.clone()])
+            };
+            call_args.extend(nulls_last.cloned());
+            out.push(NamedExpr {
+                names: vec![name],
+                expr: KExpr::new(
+                    ExprKind::Call {
+                        function: callee,
+                        args: call_args,
+                    },
+                    item.expr.span,
+                ),
+                span: item.span,
+            });
+        }
+    }
+    out
+}
