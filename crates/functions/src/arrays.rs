@@ -84,7 +84,9 @@ fn sort_by(args: &[Val], descending: bool) -> Result<Out> {
     }
     let nulls_last = arg(args, 2).bool().unwrap_or(true);
     let order = sort_order(&keys, descending, nulls_last);
-    Ok(out(Value::Array(order.into_iter().map(|i| target[i].clone()).collect())))
+    Ok(out(Value::Array(
+        order.into_iter().map(|i| target[i].clone()).collect(),
+    )))
 }
 
 /// The planner's lowering of the further arrays of a multi-array `array_sort_asc`.

@@ -17,6 +17,7 @@ mod names;
 mod operators;
 mod parse;
 mod parse_kv;
+mod rolling;
 mod scalar;
 mod scalar_functions;
 mod search;

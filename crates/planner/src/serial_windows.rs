@@ -75,7 +75,10 @@ pub fn call(kind: Serial, args: Vec<Expr>) -> Expr {
         kind,
         signature: Signature::variadic_any(Volatility::Immutable),
     });
-    Expr::from(WindowFunction::new(WindowFunctionDefinition::WindowUDF(Arc::new(udwf)), args))
+    Expr::from(WindowFunction::new(
+        WindowFunctionDefinition::WindowUDF(Arc::new(udwf)),
+        args,
+    ))
 }
 
 #[derive(Debug)]
@@ -164,7 +167,11 @@ impl PartitionEvaluator for SerialEvaluator {
                         } else {
                             position += 1;
                             if changed[i] {
-                                rank = if self.kind == Serial::RankDense { rank + 1 } else { position };
+                                rank = if self.kind == Serial::RankDense {
+                                    rank + 1
+                                } else {
+                                    position
+                                };
                             }
                         }
                         Some(rank)
@@ -177,7 +184,9 @@ impl PartitionEvaluator for SerialEvaluator {
                 let nanos = |array: &ArrayRef| -> Result<Vec<Option<i64>>> {
                     let cast = datafusion::arrow::compute::cast(array, &DataType::Int64)?;
                     let cast = cast.as_primitive::<Int64Type>();
-                    Ok((0..cast.len()).map(|i| cast.is_valid(i).then(|| cast.value(i))).collect())
+                    Ok((0..cast.len())
+                        .map(|i| cast.is_valid(i).then(|| cast.value(i)))
+                        .collect())
                 };
                 let times = nanos(first)?;
                 let limit = |index: usize| -> Result<Option<i64>> {

@@ -28,6 +28,7 @@ impl Planner<'_> {
             "bag_unpack" => self.bag_unpack(input, args, evaluate, span),
             "narrow" => self.narrow(input, span),
             "pivot" => self.pivot(input, args, span),
+            "rolling_percentile" => self.rolling_percentile(input, args, span),
             other => Err(self.error(
                 ErrorCode::BadRequest,
                 function.span,

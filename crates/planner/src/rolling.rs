@@ -1,0 +1,106 @@
+//! `evaluate rolling_percentile(value, percentile, index, bin_size, bins_back[, dimension,
+//! ...])`: for every bin of `index` that holds rows (per dimension values), the percentile of
+//! `value` over that bin and the `bins_back - 1` bins before it. Lowered to KQL: each row is
+//! copied into the `bins_back` windows it belongs to (`mv-expand` over the offsets), the
+//! windows are summarized, and only windows ending on a bin with rows are kept.
+
+use trawl_common::{ErrorCode, TrawlError};
+use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal, StatementKind};
+use trawl_kql::span::Span;
+
+use crate::context::{Binding, Planner, Tabular};
+
+/// The name the lowered query reads its input by.
+const INPUT: &str = "__rolling_input";
+
+impl Planner<'_> {
+    pub(crate) fn rolling_percentile(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let usage = "rolling_percentile(value_column, percentile, index_column, bin_size, bins_back[, dimension, ...])";
+        let [value, percentile, index, size, back, dimensions @ ..] = args else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        };
+        let column_name = |expr: &KExpr| match &expr.kind {
+            ExprKind::Name(ident) => Some(ident.name.clone()),
+            _ => None,
+        };
+        let (Some(value_name), Some(index_name)) = (column_name(value), column_name(index)) else {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                span,
+                format!("the value and index of {usage} must be columns"),
+            ));
+        };
+        let dimension_names: Option<Vec<String>> = dimensions.iter().map(column_name).collect();
+        let Some(dimension_names) = dimension_names else {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                span,
+                "rolling_percentile dimensions must be columns",
+            ));
+        };
+        let bins_back = match &back.kind {
+            ExprKind::Literal(Literal::Long(n)) if *n >= 1 => *n,
+            ExprKind::Literal(Literal::Int(n)) if *n >= 1 => i64::from(*n),
+            _ => {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    back.span,
+                    "the number of bins to look back must be a whole number literal of at least 1",
+                ));
+            }
+        };
+        let label = match &percentile.kind {
+            ExprKind::Literal(Literal::Long(n)) => n.to_string(),
+            ExprKind::Literal(Literal::Int(n)) => n.to_string(),
+            ExprKind::Literal(Literal::Real(x)) if x.fract() == 0.0 => format!("{}", *x as i64),
+            ExprKind::Literal(Literal::Real(x)) => format!("{x}").replace('.', "_"),
+            _ => {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    percentile.span,
+                    "the percentile must be a number literal",
+                ));
+            }
+        };
+        let quoted = |name: &str| format!("['{}']", name.replace('\'', "\\'"));
+        let dims: String = dimension_names.iter().map(|d| format!(", {}", quoted(d))).collect();
+        let output = format!("rolling_{bins_back}_percentile_{value_name}_{label}");
+        let text = format!(
+            "{INPUT} \
+             | extend __rp_bin = bin({index}, {size}) \
+             | mv-expand __rp_k = range(0, {last}, 1) to typeof(long) \
+             | extend __rp_target = __rp_bin + __rp_k * ({size}) \
+             | summarize __rp_value = percentile({value}, {percentile}) by __rp_target{dims} \
+             | join kind=inner ({INPUT} | summarize by __rp_target = bin({index}, {size}){dims}) on __rp_target{dims} \
+             | project {index_column} = __rp_target{dims}, {output_column} = __rp_value",
+            last = bins_back - 1,
+            index_column = quoted(&index_name),
+            output_column = quoted(&output),
+        );
+        let query = trawl_kql::parse(&text).map_err(|e| {
+            self.error(
+                ErrorCode::BadRequest,
+                span,
+                format!("rolling_percentile could not be lowered: {e}"),
+            )
+        })?;
+        let Some(StatementKind::Expr(lowered)) = query.statements.last().map(|s| &s.kind) else {
+            return Err(self.error(ErrorCode::BadRequest, span, "rolling_percentile could not be lowered"));
+        };
+        let previous = self.bindings.insert(INPUT.to_owned(), Binding::Tabular(input));
+        // Spans of the lowered text do not point into the user's query: report errors at the call.
+        let planned = self
+            .tabular(lowered)
+            .map_err(|e| TrawlError::new(e.code, format!("in rolling_percentile: {}", e.message)));
+        match previous {
+            Some(binding) => self.bindings.insert(INPUT.to_owned(), binding),
+            None => self.bindings.remove(INPUT),
+        };
+        planned
+    }
+}
