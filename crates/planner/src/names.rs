@@ -69,21 +69,6 @@ pub fn matches_pattern(pattern: &str, name: &str) -> bool {
     true
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wildcards() {
-        assert!(matches_pattern("a*", "abc"));
-        assert!(matches_pattern("*c", "abc"));
-        assert!(matches_pattern("a*c", "abc"));
-        assert!(matches_pattern("*", "x"));
-        assert!(!matches_pattern("b*", "abc"));
-        assert!(matches_pattern("abc", "abc"));
-    }
-}
-
 /// `array_sort_asc(a, b, …)` (and `_desc`) with several arrays gives one column per array,
 /// each in the order that sorts the first, named `<array>_sorted` (or by a `(x, y) = …`
 /// tuple). Other items are returned as they are.
@@ -137,4 +122,20 @@ pub fn expand_multi_array_sorts(items: &[trawl_kql::ast::NamedExpr]) -> Vec<traw
         }
     }
     out
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        assert!(matches_pattern("a*", "abc"));
+        assert!(matches_pattern("*c", "abc"));
+        assert!(matches_pattern("a*c", "abc"));
+        assert!(matches_pattern("*", "x"));
+        assert!(!matches_pattern("b*", "abc"));
+        assert!(matches_pattern("abc", "abc"));
+    }
 }
