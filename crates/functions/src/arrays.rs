@@ -428,6 +428,17 @@ mod tests {
             run("array_sort_asc", &[d("[\"John\",\"Paul\",\"George\",\"Ringo\"]")]),
             "[\"George\",\"John\",\"Paul\",\"Ringo\"]"
         );
+        let keys = d("[1,3,4,5,2]");
+        let other = d("[\"a\",\"b\",\"c\",\"d\",\"e\"]");
+        assert_eq!(
+            run("__array_sort_by_asc", &[keys.clone(), other.clone()]),
+            "[\"a\",\"e\",\"b\",\"c\",\"d\"]"
+        );
+        assert_eq!(
+            run("__array_sort_by_desc", &[keys, other]),
+            "[\"d\",\"c\",\"b\",\"e\",\"a\"]"
+        );
+        assert_eq!(run("__array_sort_by_asc", &[d("[1,2]"), d("[1]")]), "null", "lengths differ");
     }
 
     #[test]

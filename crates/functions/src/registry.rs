@@ -118,6 +118,23 @@ use crate::{
 
 /// Every registered function. Keep sorted by name.
 pub static FUNCTIONS: &[KqlFunction] = &[
+    // Internal: the further arrays of a multi-array `array_sort_asc`/`_desc` (planner).
+    f!(
+        "__array_sort_by_asc",
+        [Dynamic, Dynamic, Bool],
+        2,
+        false,
+        DYNAMIC,
+        a::array_sort_by_asc
+    ),
+    f!(
+        "__array_sort_by_desc",
+        [Dynamic, Dynamic, Bool],
+        2,
+        false,
+        DYNAMIC,
+        a::array_sort_by_desc
+    ),
     f!("abs", [Any], 1, false, SAME, m::abs),
     f!("acos", [Real], 1, false, REAL, m::acos),
     f!("array_concat", [Dynamic], 1, true, DYNAMIC, a::array_concat),
@@ -181,22 +198,6 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     ),
     f!("array_slice", [Dynamic, Long, Long], 3, false, DYNAMIC, a::array_slice),
     f!("array_sort_asc", [Dynamic, Bool], 1, false, DYNAMIC, a::array_sort_asc),
-    f!(
-        "__array_sort_by_asc",
-        [Dynamic, Dynamic, Bool],
-        2,
-        false,
-        DYNAMIC,
-        a::array_sort_by_asc
-    ),
-    f!(
-        "__array_sort_by_desc",
-        [Dynamic, Dynamic, Bool],
-        2,
-        false,
-        DYNAMIC,
-        a::array_sort_by_desc
-    ),
     f!(
         "array_sort_desc",
         [Dynamic, Bool],
