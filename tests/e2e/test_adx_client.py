@@ -12,7 +12,7 @@ import pytest
 from azure.kusto.data import KustoClient, KustoConnectionStringBuilder
 from azure.kusto.data.exceptions import KustoApiError
 
-from trawl_e2e import http_request
+from trawl_e2e import http_request, post_otlp_json_logs
 
 MARKER = "adx-client-e2e"
 
@@ -29,20 +29,7 @@ def loaded(trawl):
         }
         for i in range(3)
     ]
-    payload = {
-        "resourceLogs": [
-            {
-                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "checkout"}}]},
-                "scopeLogs": [{"logRecords": records}],
-            }
-        ]
-    }
-    status, _, answer = http_request(
-        trawl.otlp_http_url + "/v1/logs",
-        json.dumps(payload).encode(),
-        {"Content-Type": "application/json", **trawl.ingest_auth},
-        "POST",
-    )
+    status, answer = post_otlp_json_logs(trawl, records, service="checkout")
     assert status == 200, answer
     trawl.wait_for_count(f'default | where body has "{MARKER}"', 3)
     return trawl

@@ -15,7 +15,7 @@ import grpc
 import pytest
 from grpc_tools import protoc
 
-from trawl_e2e import http_request
+from trawl_e2e import post_otlp_json_logs
 
 REPO = Path(__file__).resolve().parents[2]
 PROTO_ROOT = REPO / "crates" / "proto" / "proto"
@@ -59,20 +59,7 @@ def loaded(trawl):
         }
         for i in range(ROWS)
     ]
-    payload = {
-        "resourceLogs": [
-            {
-                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "grpc"}}]},
-                "scopeLogs": [{"logRecords": records}],
-            }
-        ]
-    }
-    status, _, answer = http_request(
-        trawl.otlp_http_url + "/v1/logs",
-        json.dumps(payload).encode(),
-        {"Content-Type": "application/json", **trawl.ingest_auth},
-        "POST",
-    )
+    status, answer = post_otlp_json_logs(trawl, records, service="grpc")
     assert status == 200, answer
     trawl.wait_for_count(f'default | where body has "{MARKER}"', ROWS)
     return trawl

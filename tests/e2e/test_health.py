@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from trawl_e2e import http_request
+from trawl_e2e import http_request, post_otlp_json_logs
 
 
 @pytest.mark.parametrize("port", ["gateway_url", "query_url", "operator_url", "otlp_http_url"])
@@ -37,27 +37,8 @@ def test_operator_metrics_count_ingested_rows(trawl):
     text = body.decode()
     assert "# TYPE trawl_ingest_rows_total counter" in text
     before = counter(text, "trawl_ingest_rows_total")
-    payload = {
-        "resourceLogs": [
-            {
-                "scopeLogs": [
-                    {
-                        "logRecords": [
-                            {"body": {"stringValue": "one"}},
-                            {"body": {"stringValue": "two"}},
-                            {"body": {"stringValue": "three"}},
-                        ]
-                    }
-                ]
-            }
-        ]
-    }
-    status, _, answer = http_request(
-        trawl.otlp_http_url + "/v1/logs",
-        json.dumps(payload).encode(),
-        {"Content-Type": "application/json", **trawl.ingest_auth},
-        "POST",
-    )
+    records = [{"body": {"stringValue": text}} for text in ("one", "two", "three")]
+    status, answer = post_otlp_json_logs(trawl, records)
     assert status == 200, answer
     _, _, body = http_request(trawl.operator_url + "/metrics")
     assert counter(body.decode(), "trawl_ingest_rows_total") == before + 3

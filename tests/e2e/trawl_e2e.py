@@ -365,3 +365,17 @@ def cli(server: "TrawlServer", trawl_bin, *args: str, token: str | None = None, 
     env = {k: v for k, v in os.environ.items() if k not in ("TRAWL_TOKEN", "TRAWL_URL", "TRAWL_DATA_DIR")}
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, input=stdin or "")
     return done.returncode, done.stdout, done.stderr
+
+
+def post_otlp_json_logs(server: "TrawlServer", records: list[dict], service: str | None = None):
+    """Posts log records as one OTLP/JSON request (with `service.name` when given); (status, body)."""
+    resource_logs: dict[str, Any] = {"scopeLogs": [{"logRecords": records}]}
+    if service is not None:
+        resource_logs["resource"] = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    status, _, answer = http_request(
+        server.otlp_http_url + "/v1/logs",
+        json.dumps({"resourceLogs": [resource_logs]}).encode(),
+        {"Content-Type": "application/json", **server.ingest_auth},
+        "POST",
+    )
+    return status, answer

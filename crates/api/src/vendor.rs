@@ -160,10 +160,15 @@ fn store(signal: Signal, mapping: Mapping) -> MethodRouter<IngestState> {
 async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: Signal, mapping: Mapping) -> Response {
     state.counters.requests.fetch_add(1, Relaxed);
     let route = match route(state, key(headers, None)).await {
-        Ok(route) => route.for_signal(signal),
+        Ok(route) => route,
         Err(e) => return from_trawl(&e),
     };
-    if let Err(e) = state.auth.check_writable(&route.database, &route.table).await {
+    // `route` checked the token's table; a signal table of its own is checked here.
+    let token_table = route.table.clone();
+    let route = route.for_signal(signal);
+    if route.table != token_table
+        && let Err(e) = state.auth.check_writable(&route.database, &route.table).await
+    {
         return from_trawl(&e);
     }
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());

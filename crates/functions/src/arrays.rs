@@ -438,7 +438,11 @@ mod tests {
             run("__array_sort_by_desc", &[keys, other]),
             "[\"d\",\"c\",\"b\",\"e\",\"a\"]"
         );
-        assert_eq!(run("__array_sort_by_asc", &[d("[1,2]"), d("[1]")]), "null", "lengths differ");
+        assert_eq!(
+            run("__array_sort_by_asc", &[d("[1,2]"), d("[1]")]),
+            "null",
+            "lengths differ"
+        );
     }
 
     #[test]

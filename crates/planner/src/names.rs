@@ -124,7 +124,6 @@ pub fn expand_multi_array_sorts(items: &[trawl_kql::ast::NamedExpr]) -> Vec<traw
     out
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

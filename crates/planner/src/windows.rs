@@ -12,7 +12,8 @@ use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::functions_window::expr_fn as window;
 use datafusion::logical_expr::expr::{WindowFunction, WindowFunctionDefinition};
 use datafusion::logical_expr::{
-    Expr, ExprFunctionExt, LogicalPlanBuilder, WindowFrame, WindowFrameBound, WindowFrameUnits, cast, scalar_subquery,
+    Expr, ExprFunctionExt, LogicalPlan, LogicalPlanBuilder, WindowFrame, WindowFrameBound, WindowFrameUnits, cast,
+    scalar_subquery,
 };
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal};
@@ -242,11 +243,16 @@ impl Planner<'_> {
 
 /// A builder over `input` with a window node for the window functions in `exprs`, if any.
 pub fn with_windows(input: &Tabular, exprs: &[Expr]) -> Result<LogicalPlanBuilder, TrawlError> {
+    window_node(input.plan.clone(), exprs)
+}
+
+/// `plan` under a window node for the (top-level) window functions in `exprs`, if any.
+fn window_node(plan: LogicalPlan, exprs: &[Expr]) -> Result<LogicalPlanBuilder, TrawlError> {
     let windows = datafusion::logical_expr::utils::find_window_exprs(exprs.iter());
     if windows.is_empty() {
-        return Ok(input.builder());
+        return Ok(LogicalPlanBuilder::from(plan));
     }
-    let plan = LogicalPlanBuilder::window_plan(input.plan.clone(), windows).map_err(|e| internal(&e))?;
+    let plan = LogicalPlanBuilder::window_plan(plan, windows).map_err(|e| internal(&e))?;
     Ok(LogicalPlanBuilder::from(plan))
 }
 
@@ -276,12 +282,7 @@ pub fn with_staged_windows(input: &Tabular, exprs: Vec<Expr>) -> Result<(Logical
             .map_err(|e| internal(&e))?;
         }
         if !nested {
-            let windows = datafusion::logical_expr::utils::find_window_exprs(exprs.iter());
-            if windows.is_empty() {
-                return Ok((LogicalPlanBuilder::from(plan), exprs));
-            }
-            let plan = LogicalPlanBuilder::window_plan(plan, windows).map_err(|e| internal(&e))?;
-            return Ok((LogicalPlanBuilder::from(plan), exprs));
+            return Ok((window_node(plan, &exprs)?, exprs));
         }
         plan = LogicalPlanBuilder::window_plan(plan, innermost.clone()).map_err(|e| internal(&e))?;
         let names: Vec<(Expr, String)> = innermost

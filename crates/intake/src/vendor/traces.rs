@@ -155,16 +155,8 @@ fn classic_span(span: &trawl_proto::vendor::trace::Span, chunk_tid: Option<u64>,
         .collect();
     pairs.sort_by(|a, b| a.0.cmp(b.0));
     let mut attributes: Map<String, Json> = pairs.into_iter().map(|(key, value)| (key.clone(), value)).collect();
-    let take = |attributes: &mut Map<String, Json>, key: &str| match attributes.remove(key) {
-        Some(Json::String(text)) => text,
-        Some(other) => {
-            attributes.insert(key.to_owned(), other);
-            String::new()
-        }
-        None => String::new(),
-    };
-    let env = take(&mut attributes, "env");
-    let version = take(&mut attributes, "version");
+    let env = take_string(&mut attributes, "env").unwrap_or_default();
+    let version = take_string(&mut attributes, "version").unwrap_or_default();
     let component = span.meta.get("component").cloned().unwrap_or_default();
     let trace_high = span
         .meta
