@@ -11,6 +11,15 @@ use crate::rowfn::{Out, Val, arg, str_arg};
 
 /// `bag_pack(key1, value1, ...)` / `pack(...)`: keys and values arrive as dynamic values.
 pub fn bag_pack(args: &[Val]) -> Result<Out> {
+    pack_pairs(args, false)
+}
+
+/// `pack_all(true)`: like `bag_pack`, leaving out null values and empty strings.
+pub fn bag_pack_dense(args: &[Val]) -> Result<Out> {
+    pack_pairs(args, true)
+}
+
+fn pack_pairs(args: &[Val], dense: bool) -> Result<Out> {
     if !args.len().is_multiple_of(2) {
         return exec_err!("expects key/value pairs, found an odd number of arguments");
     }
@@ -21,7 +30,11 @@ pub fn bag_pack(args: &[Val]) -> Result<Out> {
             Val::Null => String::new(),
             other => return exec_err!("a key must be a string, found {other:?}"),
         };
-        bag.insert(key, parse(pair[1]).unwrap_or(Value::Null));
+        let value = parse(pair[1]).unwrap_or(Value::Null);
+        if dense && (value.is_null() || value.as_str().is_some_and(str::is_empty)) {
+            continue;
+        }
+        bag.insert(key, value);
     }
     Ok(out(Value::Object(bag)))
 }
@@ -128,11 +141,13 @@ pub fn bag_set_key(args: &[Val]) -> Result<Out> {
     Ok(out(root))
 }
 
-/// `bag_zip(keys, values)`: non-string keys are skipped, missing values are null.
+/// `bag_zip(keys, values)`: non-string keys are skipped, missing values are null; values that
+/// are not an array leave every key null.
 pub fn bag_zip(args: &[Val]) -> Result<Out> {
-    let (Some(keys), Some(values)) = (parse_array(arg(args, 0)), parse_array(arg(args, 1))) else {
+    let Some(keys) = parse_array(arg(args, 0)) else {
         return Ok(Out::Null);
     };
+    let values = parse_array(arg(args, 1)).unwrap_or_default();
     let mut bag = Map::new();
     for (i, key) in keys.into_iter().enumerate() {
         if let Value::String(key) = key {
@@ -213,6 +228,11 @@ mod tests {
         assert_eq!(r, "{\"Level\":\"Information\",\"n\":5}");
         assert_eq!(run("pack", &[d("\"a\""), null_dyn()]), "{\"a\":null}");
         assert!(fails("bag_pack", &[d("\"a\"")]));
+        let dense = run(
+            "__bag_pack_dense",
+            &[d("\"a\""), d("\"\""), d("\"b\""), null_dyn(), d("\"c\""), d("0")],
+        );
+        assert_eq!(dense, "{\"c\":0}");
     }
 
     #[test]
@@ -252,6 +272,8 @@ mod tests {
         );
         let r = run("bag_zip", &[d("[\"a\",\"b\",\"c\",1]"), d("[1,\"2\"]")]);
         assert_eq!(r, "{\"a\":1,\"b\":\"2\",\"c\":null}");
+        let r = run("bag_zip", &[d("[\"a\",8,\"b\"]"), d("1")]);
+        assert_eq!(r, "{\"a\":null,\"b\":null}");
     }
 
     #[test]

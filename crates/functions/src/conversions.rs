@@ -251,15 +251,20 @@ pub fn todecimal(args: &[Val]) -> Result<Out> {
     })
 }
 
-/// The bytes of a value as hashed by `hash_many`: strings as UTF-8, numbers little-endian.
-fn hash_bytes(v: Val) -> Option<Vec<u8>> {
+/// Ticks (100 ns) from 0001-01-01 to the Unix epoch.
+const EPOCH_TICKS: i64 = 621_355_968_000_000_000;
+
+/// The bytes of a value as hashed by `hash` and `hash_many`: strings as UTF-8, numbers
+/// little-endian, datetimes as their ticks since 0001-01-01 and timespans as ticks.
+pub(crate) fn hash_bytes(v: Val) -> Option<Vec<u8>> {
     match v {
         Val::Null => None,
         Val::Str(s) => Some(s.as_bytes().to_vec()),
         Val::Bool(b) => Some(vec![b as u8]),
         Val::Long(n) => Some(n.to_le_bytes().to_vec()),
         Val::Real(r) => Some(r.to_le_bytes().to_vec()),
-        Val::DateTime(t) | Val::Timespan(t) => Some((t / 100).to_le_bytes().to_vec()),
+        Val::DateTime(t) => Some((t.div_euclid(100) + EPOCH_TICKS).to_le_bytes().to_vec()),
+        Val::Timespan(t) => Some((t / 100).to_le_bytes().to_vec()),
     }
 }
 

@@ -175,9 +175,13 @@ pub fn hash_md5(args: &[Val]) -> Result<Out> {
     text(hex(&Md5::digest(str_arg(args, 0).as_bytes())))
 }
 
-/// `hash(text[, mod])` / `hash_xxhash64(text[, mod])`: XXH64 (seed 0) of the UTF-8 bytes.
+/// `hash(value[, mod])` / `hash_xxhash64(value[, mod])`: XXH64 (seed 0) of the value's bytes
+/// (UTF-8 for text, little-endian numbers, datetime ticks since 0001-01-01); null hashes to null.
 pub fn hash_xxhash64(args: &[Val]) -> Result<Out> {
-    let hash = twox_hash::XxHash64::oneshot(0, str_arg(args, 0).as_bytes()) as i64;
+    let Some(bytes) = crate::conversions::hash_bytes(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let hash = twox_hash::XxHash64::oneshot(0, &bytes) as i64;
     Ok(match arg(args, 1) {
         Val::Null => Out::Long(hash),
         v => match v.long() {
@@ -250,7 +254,7 @@ pub fn parse_url(args: &[Val]) -> Result<Out> {
 
 #[cfg(test)]
 mod tests {
-    use crate::testing::{d, l, run, s};
+    use crate::testing::{d, dt, l, run, s};
 
     #[test]
     fn urls() {
@@ -309,6 +313,10 @@ mod tests {
         assert_eq!(run("tohex", &[l(546), l(8)]), "00000222");
         assert_eq!(run("hash_xxhash64", &[s("World")]), "1846988464401551951");
         assert_eq!(run("hash", &[s("World"), l(100)]), "51");
+        // Datetimes hash their ticks since 0001-01-01, as the reference engine does.
+        assert_eq!(run("hash", &[dt("2015-01-01T00:00:00Z")]), "1380966698541616202");
+        assert_eq!(run("hash", &[l(1)]), run("hash", &[l(1)]));
+        assert_ne!(run("hash", &[l(1)]), run("hash", &[l(2)]));
         assert_eq!(
             run("hash_sha256", &[s("World")]),
             "78ae647dc5544d227130a0682a51e30bc7777fbb6d8a8f17007463a3ecd1d524"

@@ -135,6 +135,8 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         DYNAMIC,
         a::array_sort_by_desc
     ),
+    // Internal: `pack_all(true)`, a bag without null or empty values (planner).
+    f!("__bag_pack_dense", [Dynamic], 0, true, DYNAMIC, b::bag_pack_dense),
     f!("abs", [Any], 1, false, SAME, m::abs),
     f!("acos", [Real], 1, false, REAL, m::acos),
     f!("array_concat", [Dynamic], 1, true, DYNAMIC, a::array_concat),
@@ -376,10 +378,10 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         BOOL,
         ip::has_any_ipv4_prefix
     ),
-    f!("hash", [String, Long], 1, false, LONG, e::hash_xxhash64),
+    f!("hash", [Any, Long], 1, false, LONG, e::hash_xxhash64),
     f!("hash_md5", [String], 1, false, STRING, e::hash_md5),
     f!("hash_sha256", [String], 1, false, STRING, e::hash_sha256),
-    f!("hash_xxhash64", [String, Long], 1, false, LONG, e::hash_xxhash64),
+    f!("hash_xxhash64", [Any, Long], 1, false, LONG, e::hash_xxhash64),
     f!("hll_merge", [Dynamic], 1, true, DYNAMIC, hll::hll_merge_scalar),
     f!("hourofday", [DateTime], 1, false, INT, t::hourofday),
     f!(

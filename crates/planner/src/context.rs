@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::common::Column;
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, SortExpr};
 use trawl_common::error::Location;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, LetValue, OperatorKind, Statement, StatementKind};
@@ -34,6 +35,52 @@ impl Tabular {
 /// A reference to a column by its plain name (names may contain dots or spaces).
 pub fn column(name: &str) -> Expr {
     Expr::Column(Column::new_unqualified(name))
+}
+
+/// The sort keys `plan`'s rows are in, when a `sort`/`top` below it still orders them: found
+/// through the operators that keep row order and whose output still holds the keys' columns
+/// under the same names.
+pub fn serial_order(plan: &LogicalPlan) -> Option<Vec<SortExpr>> {
+    let keys = match plan {
+        LogicalPlan::Sort(sort) => sort.expr.clone(),
+        LogicalPlan::Projection(projection) => serial_order(&projection.input)?,
+        LogicalPlan::Filter(filter) => serial_order(&filter.input)?,
+        LogicalPlan::SubqueryAlias(alias) => serial_order(&alias.input)?,
+        LogicalPlan::Limit(limit) => serial_order(&limit.input)?,
+        LogicalPlan::Window(window) => serial_order(&window.input)?,
+        _ => return None,
+    };
+    let schema = plan.schema();
+    let mut unqualified = Vec::with_capacity(keys.len());
+    for key in keys {
+        let expr = key
+            .expr
+            .transform(|e| match e {
+                Expr::Column(c) => Ok(Transformed::yes(Expr::Column(Column::new_unqualified(c.name)))),
+                other => Ok(Transformed::no(other)),
+            })
+            .ok()?
+            .data;
+        // Every column of the key must pass through unchanged.
+        for c in expr.column_refs() {
+            let kept = match plan {
+                LogicalPlan::Projection(projection) => projection.expr.iter().any(|e| match e {
+                    Expr::Column(inner) => inner.name == c.name,
+                    Expr::Alias(alias) => {
+                        alias.name == c.name
+                            && matches!(alias.expr.as_ref(), Expr::Column(inner) if inner.name == c.name)
+                    }
+                    _ => false,
+                }),
+                _ => schema.field_with_unqualified_name(&c.name).is_ok(),
+            };
+            if !kept {
+                return None;
+            }
+        }
+        unqualified.push(SortExpr::new(expr, key.asc, key.nulls_first));
+    }
+    Some(unqualified)
 }
 
 /// A scalar expression with its KQL type.

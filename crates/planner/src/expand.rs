@@ -2,10 +2,11 @@
 //! expanded side by side, padded with nulls to the longest. A column expanded in place keeps
 //! its position; `name = expr` adds a column at the end. `to typeof(T)` converts the items.
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Column;
-use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{Expr, LogicalPlanBuilder, cast, lit};
 use std::sync::Arc;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_functions::lists::JsonItemsUdf;
@@ -14,6 +15,10 @@ use trawl_kql::ast::{ExprKind, MvExpand};
 use crate::context::{Planner, Tabular, Typed, column, internal};
 use crate::names::default_name;
 use crate::scalar::{kql_type_of_scalar, to_dynamic};
+
+/// The row number and item position columns that put expanded rows back in order.
+const ROW: &str = "__trawl_expand_row";
+const ITEM: &str = "__trawl_expand_item";
 
 impl Planner<'_> {
     pub fn mv_expand(&mut self, input: Tabular, expand: &MvExpand) -> Result<Tabular, TrawlError> {
@@ -52,11 +57,62 @@ impl Planner<'_> {
             .iter()
             .map(|(_, list, _)| Column::new_unqualified(list))
             .collect();
-        let unnested = input
-            .builder()
+        // Rows sorted before the expansion stay in that order, each row's items in theirs: the
+        // unnest does not keep the order, so rows are numbered (a window tied to the sort keys)
+        // with their items, and sorted back by both.
+        let order = crate::context::serial_order(&input.plan);
+        let mut base = input.builder();
+        let mut sequence = None;
+        if let Some(keys) = order {
+            let mut number = datafusion::functions_window::expr_fn::row_number();
+            if let Expr::WindowFunction(window) = &mut number {
+                window.params.order_by = keys;
+            }
+            let windowed =
+                LogicalPlanBuilder::window_plan(input.plan.clone(), vec![number]).map_err(|e| internal(&e))?;
+            let schema = windowed.schema().clone();
+            stage.push(Expr::Column(Column::from(schema.qualified_field(schema.fields().len() - 1))).alias(ROW));
+            let lengths: Vec<Expr> = targets
+                .iter()
+                .map(|(_, list, _)| {
+                    let list = stage
+                        .iter()
+                        .find(|e| e.schema_name().to_string() == *list)
+                        .map(|e| e.clone().unalias())
+                        .unwrap_or_else(|| column(list));
+                    datafusion::functions_nested::expr_fn::cardinality(list)
+                })
+                .collect();
+            let longest = if lengths.len() == 1 {
+                lengths.into_iter().next().unwrap_or_else(|| lit(0u64))
+            } else {
+                datafusion::functions::expr_fn::greatest(lengths)
+            };
+            stage.push(
+                datafusion::functions_nested::expr_fn::range(
+                    lit(0i64),
+                    cast(
+                        datafusion::functions::expr_fn::coalesce(vec![longest, lit(0u64)]),
+                        DataType::Int64,
+                    ),
+                    lit(1i64),
+                )
+                .alias(ITEM),
+            );
+            base = LogicalPlanBuilder::from(windowed);
+            sequence = Some(vec![column(ROW).sort(true, false), column(ITEM).sort(true, false)]);
+        }
+        let mut lists = lists;
+        if sequence.is_some() {
+            lists.push(Column::new_unqualified(ITEM));
+        }
+        let mut unnested = base
             .project(stage)
             .and_then(|b| b.unnest_columns_with_options(lists, Default::default()))
             .map_err(|e| internal(&e))?;
+        if let Some(keys) = sequence {
+            unnested = unnested.sort(keys).map_err(|e| internal(&e))?;
+        }
         // Stage 2: put each expanded value in its column, converted as asked.
         let mut columns: Vec<(String, KqlType)> = input.columns.clone();
         for (name, _, target) in &targets {

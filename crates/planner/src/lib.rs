@@ -20,6 +20,7 @@ mod parse_kv;
 mod rolling;
 mod scalar;
 mod scalar_functions;
+mod scan;
 mod search;
 mod serial_windows;
 mod series;

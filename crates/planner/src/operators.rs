@@ -259,6 +259,7 @@ impl Planner<'_> {
                 Ok(input)
             }
             OperatorKind::Serialize(items) => self.project(input, items, true),
+            OperatorKind::Scan(scan) => self.scan_operator(input, scan, operator.span),
             _ => Err(self.error(
                 ErrorCode::BadRequest,
                 operator.span,

@@ -3,6 +3,8 @@
 //! `value` over that bin and the `bins_back - 1` bins before it. Lowered to KQL: each row is
 //! copied into the `bins_back` windows it belongs to (`mv-expand` over the offsets), the
 //! windows are summarized, and only windows ending on a bin with rows are kept.
+//!
+//! `evaluate dcount_intersect(hll, ...)` is lowered to KQL the same way.
 
 use trawl_common::{ErrorCode, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal, StatementKind};
@@ -82,25 +84,85 @@ impl Planner<'_> {
             index_column = quoted(&index_name),
             output_column = quoted(&output),
         );
-        let query = trawl_kql::parse(&text).map_err(|e| {
+        self.lowered(input, "rolling_percentile", &text, span)
+    }
+
+    /// Plans `text`, a query generated for a plugin that reads its input as [`INPUT`].
+    pub(crate) fn lowered(
+        &mut self,
+        input: Tabular,
+        plugin: &str,
+        text: &str,
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let query = trawl_kql::parse(text).map_err(|e| {
             self.error(
                 ErrorCode::BadRequest,
                 span,
-                format!("rolling_percentile could not be lowered: {e}"),
+                format!("{plugin} could not be lowered: {e}"),
             )
         })?;
         let Some(StatementKind::Expr(lowered)) = query.statements.last().map(|s| &s.kind) else {
-            return Err(self.error(ErrorCode::BadRequest, span, "rolling_percentile could not be lowered"));
+            return Err(self.error(ErrorCode::BadRequest, span, format!("{plugin} could not be lowered")));
         };
         let previous = self.bindings.insert(INPUT.to_owned(), Binding::Tabular(input));
         // Spans of the lowered text do not point into the user's query: report errors at the call.
         let planned = self
             .tabular(lowered)
-            .map_err(|e| TrawlError::new(e.code, format!("in rolling_percentile: {}", e.message)));
+            .map_err(|e| TrawlError::new(e.code, format!("in {plugin}: {}", e.message)));
         match previous {
             Some(binding) => self.bindings.insert(INPUT.to_owned(), binding),
             None => self.bindings.remove(INPUT),
         };
         planned
+    }
+
+    /// `evaluate dcount_intersect(hll_1, hll_2, ...)`: one row with `s0` the distinct count of
+    /// the merged `hll_1` sketches, `s1` the estimated count of values in both `hll_1` and
+    /// `hll_2`, and so on, each intersection estimated from the unions by inclusion-exclusion.
+    pub(crate) fn dcount_intersect(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        const MOST: usize = 16;
+        if args.len() < 2 || args.len() > MOST {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                span,
+                format!("dcount_intersect takes 2 to {MOST} hll sketch columns"),
+            ));
+        }
+        let mut merges = Vec::with_capacity(args.len());
+        for (index, arg) in args.iter().enumerate() {
+            let ExprKind::Name(ident) = &arg.kind else {
+                return Err(self.error(ErrorCode::BadRequest, arg.span, "dcount_intersect takes sketch columns"));
+            };
+            merges.push(format!(
+                "__di{index} = hll_merge(['{}'])",
+                ident.name.replace('\'', "\\'")
+            ));
+        }
+        let mut outputs = Vec::with_capacity(args.len());
+        for k in 0..args.len() {
+            // |A0 ∩ … ∩ Ak| = Σ over non-empty subsets S of (-1)^(|S|+1) |∪ S|.
+            let mut terms = Vec::new();
+            for subset in 1u32..(1 << (k + 1)) {
+                let members: Vec<String> = (0..=k)
+                    .filter(|i| subset & (1 << i) != 0)
+                    .map(|i| format!("__di{i}"))
+                    .collect();
+                let sign = if members.len() % 2 == 1 { "+" } else { "-" };
+                terms.push(format!("{sign} dcount_hll(hll_merge({}))", members.join(", ")));
+            }
+            outputs.push(format!("s{k} = max_of(0, 0 {})", terms.join(" ")));
+        }
+        let text = format!(
+            "{INPUT} | summarize {} | project {}",
+            merges.join(", "),
+            outputs.join(", ")
+        );
+        self.lowered(input, "dcount_intersect", &text, span)
     }
 }

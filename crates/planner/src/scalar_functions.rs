@@ -242,7 +242,21 @@ impl Planner<'_> {
                 }
             }
             "pack_all" => {
-                // A bag of every column of the row.
+                // A bag of every column of the row; `pack_all(true)` leaves out null and empty values.
+                let dense = match args.first() {
+                    None => false,
+                    Some(arg) => match &arg.kind {
+                        ExprKind::Literal(Literal::Bool(dense)) => *dense,
+                        _ => {
+                            return Err(self.error(
+                                ErrorCode::BadRequest,
+                                arg.span,
+                                "pack_all() takes a constant bool (ignore null and empty values)",
+                            ));
+                        }
+                    },
+                };
+                let packer = if dense { "__bag_pack_dense" } else { "bag_pack" };
                 let mut pairs = Vec::with_capacity(input.columns.len() * 2);
                 for (column_name, _) in &input.columns {
                     pairs.push(KExpr::new(
@@ -256,7 +270,7 @@ impl Planner<'_> {
                 }
                 let call = KExpr::new(
                     ExprKind::Call {
-                        function: trawl_kql::ast::Ident::new("bag_pack", function.span),
+                        function: trawl_kql::ast::Ident::new(packer, function.span),
                         args: pairs,
                     },
                     e.span,
