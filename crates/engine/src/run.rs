@@ -263,6 +263,9 @@ impl Engine {
         run.progress(false).await?;
         let planned = run.ticking(self.plan(request, &counters)).await??;
         run.tracker.time_bin = planned.time_bin;
+        // Warnings aggregates raise while running; whatever is left when the run ends (an
+        // error, a cancel) is dropped with the guard.
+        let runtime_warnings = RuntimeWarnings(planned.runtime_warning_key);
         run.send(QueryEvent::Planned {
             warnings: planned.warnings,
             visualization: planned.visualization,
@@ -312,6 +315,9 @@ impl Engine {
                 "executed plan with metrics"
             );
             run.send(QueryEvent::TableFinished { rows }).await?;
+            for warning in runtime_warnings.take() {
+                run.send(QueryEvent::Warning(warning)).await?;
+            }
         }
         run.progress(true).await?;
         Ok(())
@@ -367,4 +373,32 @@ fn timeout(options: &RunOptions, arrived: Instant) -> TrawlError {
         ErrorCode::Timeout,
         format!("the query ran longer than its {limit:.1} s limit"),
     )
+}
+
+/// The key of a query's runtime warnings (see `trawl_functions::otel::warn`); drops what is
+/// left when the run ends.
+struct RuntimeWarnings(Option<i64>);
+
+impl RuntimeWarnings {
+    fn take(&self) -> Vec<QueryWarning> {
+        let Some(key) = self.0 else {
+            return Vec::new();
+        };
+        trawl_functions::otel::take_warnings(key)
+            .into_iter()
+            .map(|(kind, message)| QueryWarning {
+                kind,
+                message,
+                location: None,
+            })
+            .collect()
+    }
+}
+
+impl Drop for RuntimeWarnings {
+    fn drop(&mut self) {
+        if let Some(key) = self.0 {
+            trawl_functions::otel::take_warnings(key);
+        }
+    }
 }

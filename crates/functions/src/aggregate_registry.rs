@@ -14,7 +14,7 @@ use trawl_common::KqlType;
 
 use crate::registry::{ArgKind, ReturnRule};
 use crate::udaf::RowUdaf;
-use crate::{aggregates as s, hll as h, tdigest as t};
+use crate::{aggregates as s, hll as h, otel as o, tdigest as t};
 
 /// One registered aggregate.
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +92,27 @@ pub static AGGREGATES: &[KqlAggregate] = &[
     a!("hll_if", [Any, Bool, Long], 2, false, DYNAMIC, h::make_hll_if),
     a!("hll_merge", [Dynamic], 1, false, DYNAMIC, h::make_hll_merge),
     a!("merge_tdigest", [Dynamic], 1, false, DYNAMIC, t::make_tdigest_merge),
+    // The otel_* aggregates take, after the user's arguments, the query window's start and a
+    // warning key, both added by the planner.
+    a!("otel_delta", [Dynamic, Long, Long], 1, false, REAL, o::make_delta),
+    a!(
+        "otel_histogram_merge",
+        [Dynamic, Long, Long],
+        1,
+        false,
+        DYNAMIC,
+        o::make_histogram_merge
+    ),
+    a!(
+        "otel_histogram_percentile",
+        [Dynamic, Real, Long, Long],
+        2,
+        false,
+        REAL,
+        o::make_histogram_percentile
+    ),
+    a!("otel_increase", [Dynamic, Long, Long], 1, false, REAL, o::make_increase),
+    a!("otel_rate", [Dynamic, Long, Long], 1, false, REAL, o::make_rate),
     a!("percentilew", [Any, Long, Real], 3, false, SAME, t::make_percentilew),
     a!("stdevpif", [Real, Bool], 2, false, REAL, s::make_stdevpif),
     a!("tdigest", [Any, Long], 1, false, DYNAMIC, t::make_tdigest),

@@ -22,6 +22,7 @@ pub mod kv;
 pub mod lists;
 pub mod math;
 pub mod memo;
+pub mod otel;
 pub mod registry;
 pub mod registry_more;
 pub mod rowfn;

@@ -19,6 +19,7 @@
 
 pub mod logpush;
 pub mod otlp;
+pub mod series;
 pub mod vendor;
 
 use trawl_common::{ErrorCode, Row, TrawlError};

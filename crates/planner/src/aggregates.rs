@@ -434,6 +434,19 @@ impl Planner<'_> {
                             ),
                         ));
                     }
+                    let user_args = match name {
+                        "otel_histogram_percentile" => Some(2),
+                        _ if name.starts_with("otel_") => Some(1),
+                        _ => None,
+                    };
+                    if user_args.is_some_and(|n| args.len() != n) {
+                        let usage = if user_args == Some(2) {
+                            "($raw, percentile)"
+                        } else {
+                            "($raw)"
+                        };
+                        return Err(self.error(ErrorCode::BadRequest, e.span, format!("expected {name}{usage}")));
+                    }
                     let mut lowered = Vec::with_capacity(args.len());
                     let mut types = Vec::with_capacity(args.len());
                     for (index, arg) in args.iter().enumerate() {
@@ -444,6 +457,15 @@ impl Planner<'_> {
                         let (expr, kql_type) = self.convert_arg(value, kind, arg, name)?;
                         lowered.push(expr);
                         types.push(kql_type);
+                    }
+                    if user_args.is_some() {
+                        // The query window's start (series that began in it count in full) and
+                        // where warnings raised while running go.
+                        let key = *self
+                            .runtime_warning_key
+                            .get_or_insert_with(trawl_functions::otel::new_warning_key);
+                        lowered.push(lit(datafusion::common::ScalarValue::Int64(self.options.since)));
+                        lowered.push(lit(key));
                     }
                     let kql_type = match registered.returns {
                         trawl_functions::registry::ReturnRule::Fixed(t) => t,

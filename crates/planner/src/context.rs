@@ -118,6 +118,8 @@ pub struct Planner<'a> {
     pub discoveries: Vec<crate::Discovery>,
     /// See [`crate::PlannedQuery::time_bin`].
     pub time_bin: Option<i64>,
+    /// See [`crate::PlannedQuery::runtime_warning_key`].
+    pub runtime_warning_key: Option<i64>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -132,6 +134,7 @@ impl<'a> Planner<'a> {
             visualization: None,
             discoveries: Vec::new(),
             time_bin: None,
+            runtime_warning_key: None,
             warnings: Vec::new(),
         }
     }

@@ -110,6 +110,9 @@ pub struct PlannedQuery {
     /// The span (nanoseconds) of the first `summarize ... by bin(timestamp, span)`, for
     /// progress reports by time bin.
     pub time_bin: Option<i64>,
+    /// The key under which aggregates report warnings while the query runs
+    /// (`trawl_functions::otel::take_warnings`), when any may.
+    pub runtime_warning_key: Option<i64>,
 }
 
 /// Parses and plans `text`.
@@ -136,7 +139,9 @@ pub fn plan_query(
     let visualization = planner.visualization.take();
     let discoveries = std::mem::take(&mut planner.discoveries);
     let time_bin = planner.time_bin;
+    let runtime_warning_key = planner.runtime_warning_key;
     Ok(PlannedQuery {
+        runtime_warning_key,
         results,
         warnings: planner.into_warnings(),
         visualization,

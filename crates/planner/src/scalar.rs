@@ -224,6 +224,17 @@ impl Planner<'_> {
                 if let Some(kql_type) = input.column_type(&ident.name) {
                     return Ok(Typed::new(column(&ident.name), kql_type));
                 }
+                if ident.name == "$raw" && !self.bindings.contains_key("$raw") {
+                    // The whole row as a bag (what the otel_* aggregates read).
+                    let call = KExpr::new(
+                        ExprKind::Call {
+                            function: trawl_kql::ast::Ident::new("pack_all", ident.span),
+                            args: Vec::new(),
+                        },
+                        e.span,
+                    );
+                    return self.scalar(&call, input);
+                }
                 match self.bindings.get(&ident.name) {
                     Some(Binding::Scalar(value)) => Ok(value.clone()),
                     Some(Binding::Function(def)) if def.params.is_empty() => {
@@ -479,7 +490,10 @@ impl Planner<'_> {
         };
         let (le, re) = (operand(l.clone()), operand(r.clone()));
         let expr = match (op, l.kql_type, r.kql_type) {
-            (Div, Timespan, Timespan) => (cast(le, DataType::Int64) / cast(re, DataType::Int64)).cast_to_real(),
+            // A ratio of durations keeps its fraction (25ms / 1s is 0.025).
+            (Div, Timespan, Timespan) => {
+                cast(le, DataType::Int64).cast_to_real() / cast(re, DataType::Int64).cast_to_real()
+            }
             (Mul | Div, Timespan, _) | (Mul, _, Timespan) => {
                 let (span, factor) = if l.kql_type == Timespan { (le, re) } else { (re, le) };
                 let nanos = cast(cast(span, DataType::Int64), DataType::Float64);

@@ -220,6 +220,52 @@ impl Planner<'_> {
                     .map_err(|e| crate::context::internal(&e))?;
                 Ok(Typed::new(expr, kql_type))
             }
+            "bin_auto" => {
+                // bin(ts, size) with a size from a ladder of round intervals giving 750–1,500
+                // bins over the query window (one day when the query has no start).
+                let (Some(value), 1..=2) = (args.first(), args.len()) else {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        e.span,
+                        "expected bin_auto(timestamp[, min_size])",
+                    ));
+                };
+                let floor = match args.get(1) {
+                    None => 0,
+                    Some(arg) => {
+                        let empty = self.empty_tabular()?;
+                        let typed = self.scalar(arg, &empty)?;
+                        match (typed.kql_type, crate::sources::constant_value(&typed.expr)) {
+                            (KqlType::Timespan, Some(datafusion::common::ScalarValue::DurationNanosecond(Some(n)))) => {
+                                n
+                            }
+                            _ => {
+                                return Err(self.error(
+                                    ErrorCode::BadRequest,
+                                    arg.span,
+                                    "bin_auto's smallest bin size must be a constant timespan",
+                                ));
+                            }
+                        }
+                    }
+                };
+                let window = match self.options.since {
+                    Some(since) => self.options.until.unwrap_or(self.options.now).saturating_sub(since),
+                    None => 86_400_000_000_000,
+                };
+                let size = auto_bin_size(window).max(floor);
+                let call = KExpr::new(
+                    ExprKind::Call {
+                        function: trawl_kql::ast::Ident::new("bin", function.span),
+                        args: vec![
+                            value.clone(),
+                            KExpr::new(ExprKind::Literal(Literal::Timespan(size)), e.span),
+                        ],
+                    },
+                    e.span,
+                );
+                self.scalar(&call, input)
+            }
             "column_ifexists" => {
                 arity(2)?;
                 // The name must be known while planning: a literal, or a parameter bound to one.
@@ -542,6 +588,89 @@ impl Planner<'_> {
                 e.span,
                 "expected a timespan literal such as 5m or 1h",
             )),
+        }
+    }
+}
+
+/// Round bin sizes (nanoseconds), each at most twice the one before, so that one of them
+/// always gives between 750 and 1,500 bins.
+const BIN_LADDER: &[i64] = {
+    const MS: i64 = 1_000_000;
+    const S: i64 = 1_000 * MS;
+    const M: i64 = 60 * S;
+    const H: i64 = 60 * M;
+    const D: i64 = 24 * H;
+    &[
+        MS,
+        2 * MS,
+        4 * MS,
+        5 * MS,
+        10 * MS,
+        20 * MS,
+        40 * MS,
+        50 * MS,
+        100 * MS,
+        200 * MS,
+        250 * MS,
+        500 * MS,
+        S,
+        2 * S,
+        3 * S,
+        5 * S,
+        10 * S,
+        15 * S,
+        20 * S,
+        30 * S,
+        M,
+        2 * M,
+        3 * M,
+        5 * M,
+        10 * M,
+        15 * M,
+        20 * M,
+        30 * M,
+        H,
+        2 * H,
+        3 * H,
+        4 * H,
+        6 * H,
+        8 * H,
+        12 * H,
+        D,
+        2 * D,
+        3 * D,
+        4 * D,
+        7 * D,
+        14 * D,
+        28 * D,
+    ]
+};
+
+/// The smallest ladder size that gives at most 1,500 bins over `window` nanoseconds.
+pub(crate) fn auto_bin_size(window: i64) -> i64 {
+    let wanted = (window.max(1) as u64).div_ceil(1_500) as i64;
+    BIN_LADDER
+        .iter()
+        .copied()
+        .find(|size| *size >= wanted)
+        .unwrap_or(BIN_LADDER[BIN_LADDER.len() - 1])
+}
+
+#[cfg(test)]
+mod bin_auto_tests {
+    use super::{BIN_LADDER, auto_bin_size};
+
+    #[test]
+    fn the_ladder_gives_750_to_1500_bins() {
+        for pair in BIN_LADDER.windows(2) {
+            assert!(pair[1] <= 2 * pair[0], "{} then {}", pair[0], pair[1]);
+        }
+        let hour = 3_600_000_000_000i64;
+        assert_eq!(auto_bin_size(hour), 3_000_000_000, "1h → 3s (1,200 bins)");
+        assert_eq!(auto_bin_size(24 * hour), 60_000_000_000, "1d → 1m (1,440 bins)");
+        for window in [10_000_000_000i64, hour, 7 * 24 * hour, 90 * 24 * hour, 123_456_789_012] {
+            let bins = window / auto_bin_size(window);
+            assert!((750..=1_500).contains(&bins), "{window} ns gives {bins} bins");
         }
     }
 }

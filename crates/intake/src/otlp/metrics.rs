@@ -10,15 +10,17 @@ use trawl_proto::otlp::metrics::v1::{
     AggregationTemporality, ExponentialHistogramDataPoint, HistogramDataPoint, Metric, NumberDataPoint,
     SummaryDataPoint, metric, number_data_point,
 };
+use trawl_proto::otlp::resource::v1::Resource;
 
 use crate::IntakeOutput;
 use crate::otlp::common::{
-    Rejections, SharedCells, count_as_long, double_to_json, push_attributes, push_flags, push_non_empty,
-    timestamp_nanos,
+    Rejections, SharedCells, any_value_text, count_as_long, double_to_json, push_attributes, push_flags,
+    push_non_empty, timestamp_nanos,
 };
+use crate::series::SeriesSeed;
 
 /// Cells a metric row can have besides the resource and scope ones.
-const METRIC_COLUMNS: usize = 19;
+const METRIC_COLUMNS: usize = 20;
 
 /// Maps every data point of `request` to a row. A data point is rejected, not stored, when a
 /// time is past the year 2262, a count exceeds `i64::MAX`, or a histogram has bucket counts
@@ -48,6 +50,12 @@ pub fn metrics_to_rows(request: &ExportMetricsServiceRequest, ingest_time_nanos:
                     metric,
                     shared: &shared,
                     ingest_time_nanos,
+                    series: SeriesSeed::new(
+                        key_values(resource_attributes(resource_metrics.resource.as_ref())),
+                        scope_metrics.scope.as_ref().map_or("", |s| s.name.as_str()),
+                        scope_metrics.scope.as_ref().map_or("", |s| s.version.as_str()),
+                        &metric.name,
+                    ),
                 };
                 let location = |point_index: usize| {
                     move || {
@@ -140,6 +148,24 @@ struct MetricContext<'a> {
     metric: &'a Metric,
     shared: &'a SharedCells,
     ingest_time_nanos: i64,
+    /// The series identity so far (resource, scope, metric name); see [`crate::series`].
+    series: SeriesSeed,
+}
+
+fn resource_attributes(resource: Option<&Resource>) -> &[KeyValue] {
+    resource.map_or(&[], |r| r.attributes.as_slice())
+}
+
+/// Attribute keys with their values as JSON text, for [`SeriesSeed`].
+fn key_values(attributes: &[KeyValue]) -> impl Iterator<Item = (&str, String)> {
+    attributes.iter().map(|kv| {
+        let value = kv
+            .value
+            .as_ref()
+            .map(|v| any_value_text(v).to_string())
+            .unwrap_or_default();
+        (kv.key.as_str(), value)
+    })
 }
 
 /// The fields every data point kind has.
@@ -180,6 +206,10 @@ impl MetricContext<'_> {
         push_non_empty(&mut row, "metric_unit", &self.metric.unit);
         push_values(&mut row)?;
         push_attributes(&mut row, "attributes", header.attributes);
+        row.push(
+            "metric_hash",
+            Value::Long(self.series.metric_hash(key_values(header.attributes))),
+        );
         push_flags(&mut row, "no_recorded_value", header.flags);
         self.shared.append_to(&mut row);
         debug_assert!(row.cells.len() <= METRIC_COLUMNS + self.shared.len());

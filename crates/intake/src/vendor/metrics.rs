@@ -20,7 +20,7 @@ use crate::{IntakeError, IntakeOutput};
 pub const SCOPE_NAME: &str = "vx";
 
 /// Cells a vendor metric row can have.
-const METRIC_COLUMNS: usize = 20;
+const METRIC_COLUMNS: usize = 21;
 
 /// Decodes a `/api/v2/series` body. A JSON body (the `/api/v1/series` shape, which is not
 /// served) is refused by name rather than as undecodable bytes.
@@ -81,6 +81,8 @@ pub struct SeriesCells {
     attributes: Option<Arc<str>>,
     resource: Option<Arc<str>>,
     scope_version: &'static str,
+    /// See [`crate::series`].
+    metric_hash: i64,
 }
 
 impl SeriesCells {
@@ -108,8 +110,14 @@ impl SeriesCells {
             let key = if kind == "host" { "host.name" } else { kind };
             resource.insert(key.to_owned(), Json::String(value.to_owned()));
         }
+        fn pairs(bag: &Map<String, Json>) -> impl Iterator<Item = (&str, String)> {
+            bag.iter().map(|(k, v)| (k.as_str(), v.to_string()))
+        }
+        let metric_hash = crate::series::SeriesSeed::new(pairs(&resource), SCOPE_NAME, scope_version, name)
+            .metric_hash(pairs(&attributes));
         let text = |bag: Map<String, Json>| (!bag.is_empty()).then(|| Arc::from(Json::Object(bag).to_string()));
         SeriesCells {
+            metric_hash,
             name: name.to_owned(),
             unit: unit.to_owned(),
             interval,
@@ -149,6 +157,7 @@ impl SeriesCells {
         if let Some(attributes) = &self.attributes {
             row.push("attributes", Value::JsonText(attributes.clone()));
         }
+        row.push("metric_hash", Value::Long(self.metric_hash));
         if let Some(resource) = &self.resource {
             row.push("resource", Value::JsonText(resource.clone()));
         }

@@ -37,10 +37,46 @@ fn request(metrics: Vec<Metric>) -> ExportMetricsServiceRequest {
     }
 }
 
+/// The rows of `metrics`, without their `metric_hash` cell (checked to be there; see
+/// `points_of_one_series_share_a_metric_hash`).
 fn rows_of(metrics: Vec<Metric>) -> Vec<Row> {
+    let mut rows = hashed_rows_of(metrics);
+    for row in &mut rows {
+        let before = row.cells.len();
+        row.cells
+            .retain(|(name, value)| !(*name == "metric_hash" && matches!(value, Value::Long(_))));
+        assert_eq!(row.cells.len() + 1, before, "one metric_hash cell per row");
+    }
+    rows
+}
+
+fn hashed_rows_of(metrics: Vec<Metric>) -> Vec<Row> {
     let output = metrics_to_rows(&request(metrics), INGEST_NANOS);
     assert_eq!((output.rejected, output.error_message.as_str()), (0, ""));
     output.rows
+}
+
+#[test]
+fn points_of_one_series_share_a_metric_hash() {
+    let point = |cpu: &str, time: u64| NumberDataPoint {
+        attributes: vec![key_value("cpu", any_string(cpu))],
+        time_unix_nano: time,
+        value: Some(number_data_point::Value::AsInt(1)),
+        ..Default::default()
+    };
+    let gauge = |name: &str| {
+        metric(
+            name,
+            metric::Data::Gauge(Gauge {
+                data_points: vec![point("0", TIME), point("0", TIME + 1), point("1", TIME)],
+            }),
+        )
+    };
+    let rows = hashed_rows_of(vec![gauge("a"), gauge("b")]);
+    let hashes: Vec<&Value> = rows.iter().map(|row| cell(row, "metric_hash")).collect();
+    assert_eq!(hashes[0], hashes[1], "same series, later point");
+    assert_ne!(hashes[0], hashes[2], "other attributes");
+    assert_ne!(hashes[0], hashes[3], "other metric");
 }
 
 fn number_point(value: Option<number_data_point::Value>) -> NumberDataPoint {
@@ -332,6 +368,7 @@ fn missing_metadata_and_times_are_omitted_or_fall_back() {
     request.resource_metrics[0].resource = None;
     request.resource_metrics[0].scope_metrics[0].scope = None;
     let output = metrics_to_rows(&request, INGEST_NANOS);
+    let hash = cell(&output.rows[0], "metric_hash").clone();
     assert_eq!(
         output.rows[0].cells,
         vec![
@@ -339,6 +376,7 @@ fn missing_metadata_and_times_are_omitted_or_fall_back() {
             ("ingest_time", Value::DateTime(INGEST_NANOS)),
             ("metric_type", Value::String("gauge".into())),
             ("value", Value::Real(1.0)),
+            ("metric_hash", hash),
         ]
     );
 }
