@@ -272,10 +272,10 @@ impl Engine {
         })
         .await?;
         for (index, result) in planned.results.into_iter().enumerate() {
-            let name = if index == 0 {
-                "PrimaryResult".to_string()
-            } else {
-                format!("ExtraTable_{}", index - 1)
+            let name = match (&result.name, index) {
+                (Some(name), _) => name.clone(),
+                (None, 0) => "PrimaryResult".to_string(),
+                (None, _) => format!("ExtraTable_{}", index - 1),
             };
             run.tracker.planning = true;
             let (physical, task) = run.ticking(self.physical_plan(result.plan)).await??;

@@ -280,3 +280,26 @@ async fn bag_unpack_discovers_keys_from_stored_rows() -> TestResult {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn fork_names_one_result_per_branch() -> TestResult {
+    let f = sample().await?;
+    let request = trawl_engine::QueryRequest {
+        text: "default | where isnotempty(severity_text) \
+               | fork (summarize n = count()) errors = (where severity_text == 'ERROR' | project body) \
+               (take 1 | as one)"
+            .into(),
+        database: "default".into(),
+        window: QueryWindow::default(),
+    };
+    let output = f.engine.execute(&request).await?;
+    let names: Vec<&str> = output.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["GenericResult_1", "errors", "one"]);
+    assert_eq!(output.tables[0].json_rows(), vec![vec![json!(4)]]);
+    assert_eq!(output.tables[1].json_rows().len(), 2);
+    assert_eq!(output.tables[2].json_rows().len(), 1);
+    // fork ends a statement.
+    let misplaced = f.run("default | fork (count) (take 1) | count").await;
+    assert_eq!(misplaced.err().map(|e| e.code), Some(ErrorCode::BadRequest));
+    Ok(())
+}

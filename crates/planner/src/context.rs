@@ -120,6 +120,9 @@ pub struct Planner<'a> {
     pub time_bin: Option<i64>,
     /// See [`crate::PlannedQuery::runtime_warning_key`].
     pub runtime_warning_key: Option<i64>,
+    /// Inside `partition by`: the column telling partitions apart, for operators that keep
+    /// state across rows (`scan`).
+    pub partition_column: Option<String>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -135,6 +138,7 @@ impl<'a> Planner<'a> {
             discoveries: Vec::new(),
             time_bin: None,
             runtime_warning_key: None,
+            partition_column: None,
             warnings: Vec::new(),
         }
     }
@@ -177,11 +181,28 @@ impl<'a> Planner<'a> {
                 }
                 StatementKind::Set(_) => {}
                 StatementKind::Expr(expr) => {
-                    let tabular = crate::shredded::visible(self.tabular(expr)?)?;
-                    results.push(PlannedResult {
-                        plan: crate::shredded::read_shredded(tabular.plan)?,
-                        columns: tabular.columns,
-                    });
+                    let branches = match &expr.kind {
+                        ExprKind::Pipeline { source, operators } => match operators.split_last() {
+                            Some((last, before)) => match &last.kind {
+                                OperatorKind::Fork(branches) => Some((source, before, branches)),
+                                _ => None,
+                            },
+                            None => None,
+                        },
+                        _ => None,
+                    };
+                    let named = match branches {
+                        Some((source, before, branches)) => self.fork(source, before, branches)?,
+                        None => vec![(None, self.tabular(expr)?)],
+                    };
+                    for (name, tabular) in named {
+                        let tabular = crate::shredded::visible(tabular)?;
+                        results.push(PlannedResult {
+                            plan: crate::shredded::read_shredded(tabular.plan)?,
+                            columns: tabular.columns,
+                            name,
+                        });
+                    }
                 }
                 _ => {
                     return Err(self.error(

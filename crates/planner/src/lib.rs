@@ -26,6 +26,7 @@ mod serial_windows;
 mod series;
 mod shredded;
 mod sources;
+mod subqueries;
 mod top_nested;
 mod unpack;
 mod user_functions;
@@ -97,6 +98,9 @@ pub struct Visualization {
 pub struct PlannedResult {
     pub plan: LogicalPlan,
     pub columns: Vec<(String, KqlType)>,
+    /// The result table's name when the query names it (`fork` branches); otherwise the
+    /// engine names it by position.
+    pub name: Option<String>,
 }
 
 /// A whole query: result tables in statement order, and warnings.

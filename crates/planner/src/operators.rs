@@ -260,6 +260,15 @@ impl Planner<'_> {
             }
             OperatorKind::Serialize(items) => self.project(input, items, true),
             OperatorKind::Scan(scan) => self.scan_operator(input, scan, operator.span),
+            OperatorKind::Sample(count) => self.sample(input, count, operator.span),
+            OperatorKind::SampleDistinct(sample) => self.sample_distinct(input, sample, operator.span),
+            OperatorKind::TopHitters(hitters) => self.top_hitters(input, hitters, operator.span),
+            OperatorKind::Partition(partition) => self.partition(input, partition, operator.span),
+            OperatorKind::Fork(_) => Err(self.error(
+                ErrorCode::BadRequest,
+                operator.span,
+                "fork must be the last operator of a query statement",
+            )),
             _ => Err(self.error(
                 ErrorCode::BadRequest,
                 operator.span,

@@ -58,7 +58,12 @@ impl Planner<'_> {
             return Ok(Typed::new(datafusion::logical_expr::lit(text), KqlType::Dynamic));
         }
         if crate::windows::ROW_FUNCTIONS.contains(&name) {
-            return self.row_function(name, args, e, input);
+            // Tied to the order a sort below gave the rows, so that the optimizer keeps it.
+            let typed = self.row_function(name, args, e, input)?;
+            return Ok(Typed::new(
+                crate::windows::in_serial_order(typed.expr, input),
+                typed.kql_type,
+            ));
         }
         if is_aggregate(name) && trawl_functions::registry::lookup(name).is_none() {
             return Err(self.error(

@@ -291,6 +291,17 @@ impl PartitionEvaluator for ScanEvaluator {
         if values.len() != self.spec.row_columns {
             return exec_err!("scan expects {} columns, found {}", self.spec.row_columns, values.len());
         }
+        // The scan's expressions were built for the plan's types; the rows may arrive in
+        // another encoding of them (a string view for a string).
+        let mut cast_values = Vec::with_capacity(values.len());
+        for (value, field) in values.iter().zip(self.schema.fields().iter()) {
+            cast_values.push(if value.data_type() == field.data_type() {
+                value.clone()
+            } else {
+                datafusion::arrow::compute::cast(value, field.data_type())?
+            });
+        }
+        let values = cast_values.as_slice();
         let steps = self.spec.steps.len();
         let whole = self.whole_conditions(values, num_rows)?;
         let mut states: Vec<Option<State>> = vec![None; steps];
@@ -665,12 +676,10 @@ impl Planner<'_> {
         });
         let args: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n)).collect();
         let mut window = WindowFunction::new(WindowFunctionDefinition::WindowUDF(Arc::new(udwf)), args);
-        if let Some(order) = crate::context::serial_order(&input.plan) {
-            // Ties the window to the order the rows were sorted in: without a requirement the
-            // physical optimizer may drop a sort whose order it sees no later operator keep.
-            window.params.order_by = order;
+        if let Some(partition) = &self.partition_column {
+            window.params.partition_by = vec![column(partition)];
         }
-        let call = Expr::from(window);
+        let call = crate::windows::in_serial_order(Expr::from(window), &input);
         let records = "__trawl_scan";
         let plan = LogicalPlanBuilder::window_plan(input.plan.clone(), vec![call]).map_err(|e| internal(&e))?;
         let mut stage: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();

@@ -90,6 +90,18 @@ impl Planner<'_> {
                     }
                     None => 1,
                 };
+                if let Some(restart) = args.get(1) {
+                    // row_number(start, restart): numbering starts again where restart holds.
+                    let restart = self.restart_argument(restart, input)?;
+                    let ones = serial_windows::call(
+                        Serial::CumsumRestart,
+                        vec![datafusion::logical_expr::lit(1i64), restart],
+                    );
+                    return Ok(Typed::new(
+                        ones + datafusion::logical_expr::lit(start - 1),
+                        KqlType::Long,
+                    ));
+                }
                 let number = cast(window::row_number(), datafusion::arrow::datatypes::DataType::Int64);
                 Ok(Typed::new(
                     number + datafusion::logical_expr::lit(start - 1),
@@ -239,6 +251,25 @@ impl Planner<'_> {
             _ => Err(self.error(ErrorCode::UnknownFunction, e.span, format!("unknown function '{name}'"))),
         }
     }
+}
+
+/// `expr` with its window functions ordered by the sort keys `input`'s rows are in (see
+/// [`crate::context::serial_order`]): a window with no order does not ask for one, and the
+/// physical optimizer may then drop a sort that no later operator needs.
+pub fn in_serial_order(expr: Expr, input: &Tabular) -> Expr {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    let Some(order) = crate::context::serial_order(&input.plan) else {
+        return expr;
+    };
+    expr.transform(|e| match e {
+        Expr::WindowFunction(mut window) if window.params.order_by.is_empty() => {
+            window.params.order_by = order.clone();
+            Ok(Transformed::yes(Expr::WindowFunction(window)))
+        }
+        other => Ok(Transformed::no(other)),
+    })
+    .map(|t| t.data)
+    .unwrap_or_else(|e| datafusion::logical_expr::lit(e.to_string()))
 }
 
 /// A builder over `input` with a window node for the window functions in `exprs`, if any.

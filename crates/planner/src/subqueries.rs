@@ -1,0 +1,316 @@
+//! Operators that run sub-pipelines over their input, or pick some of its rows: `fork`,
+//! `partition`, `sample`, `sample-distinct` and `top-hitters`.
+//!
+//! - `fork (ops) name = (ops) ...` ends a statement: each branch runs over the same input and
+//!   is its own result table, named by the branch (`name = (...)`, or a last `| as name`
+//!   inside the branch), else `GenericResult_<n>` (1-based).
+//! - `partition [hint.*] by column (ops)` runs the sub-pipeline once per value of `column`
+//!   and unions the results. It is lowered to one pipeline over all partitions: a hidden copy
+//!   of the column is carried along; row operators (`where`, `extend`, `project`, `parse`,
+//!   `mv-expand`, ...) run as they are, `summarize`/`count`/`distinct` also group by it,
+//!   `sort` sorts by it first, `top`/`take` number the rows within each partition, and `scan`
+//!   keeps one state per partition.
+//! - `sample n`: n rows picked at random. `sample-distinct n of column`: up to n distinct values
+//!   of the column. `top-hitters n of column [by weight]`: the n values seen most often
+//!   (`approximate_count_<column>`) or with the largest total weight
+//!   (`approximate_sum_<weight>`); computed exactly.
+
+use datafusion::logical_expr::SortExpr;
+use trawl_common::{ErrorCode, TrawlError};
+use trawl_kql::ast::{
+    Expr as KExpr, ExprKind, ForkBranch, Literal, Operator, OperatorKind, Partition, SampleDistinct, StatementKind,
+    TopHitters,
+};
+use trawl_kql::span::Span;
+
+use crate::context::{Binding, Planner, Tabular, internal};
+
+/// The name sub-pipelines read their input by.
+const INPUT: &str = "__subquery_input";
+/// The hidden copy of the partition column.
+const PARTITION: &str = "__partition";
+
+/// The operators of `input | text`, parsed.
+fn operators_of(text: &str) -> Result<Vec<Operator>, TrawlError> {
+    let query = trawl_kql::parse(&format!("{INPUT} | {text}"))?;
+    match query.statements.last().map(|s| &s.kind) {
+        Some(StatementKind::Expr(KExpr {
+            kind: ExprKind::Pipeline { operators, .. },
+            ..
+        })) => Ok(operators.clone()),
+        _ => Err(TrawlError::new(
+            ErrorCode::Internal,
+            format!("could not lower '{text}'"),
+        )),
+    }
+}
+
+fn name_of(expr: &KExpr) -> Option<&str> {
+    match &expr.kind {
+        ExprKind::Name(ident) => Some(&ident.name),
+        _ => None,
+    }
+}
+
+fn quoted(name: &str) -> String {
+    format!("['{}']", name.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+impl Planner<'_> {
+    /// A whole number literal operand (`sample 10`).
+    fn count_literal(&self, expr: &KExpr, what: &str) -> Result<i64, TrawlError> {
+        match &expr.kind {
+            ExprKind::Literal(Literal::Long(n)) if *n >= 0 => Ok(*n),
+            ExprKind::Literal(Literal::Int(n)) if *n >= 0 => Ok(i64::from(*n)),
+            _ => Err(self.error(
+                ErrorCode::BadRequest,
+                expr.span,
+                format!("{what} takes a whole number literal"),
+            )),
+        }
+    }
+
+    /// Plans `operators` over `input` (bound as [`INPUT`]).
+    fn over_input(&mut self, input: Tabular, operators: Vec<Operator>, span: Span) -> Result<Tabular, TrawlError> {
+        let pipeline = KExpr::new(
+            ExprKind::Pipeline {
+                source: Box::new(KExpr::new(
+                    ExprKind::Name(trawl_kql::ast::Ident::new(INPUT, span)),
+                    span,
+                )),
+                operators,
+            },
+            span,
+        );
+        let previous = self.bindings.insert(INPUT.to_owned(), Binding::Tabular(input));
+        let planned = self.tabular(&pipeline);
+        match previous {
+            Some(binding) => self.bindings.insert(INPUT.to_owned(), binding),
+            None => self.bindings.remove(INPUT),
+        };
+        planned
+    }
+
+    pub fn sample(&mut self, input: Tabular, count: &KExpr, _span: Span) -> Result<Tabular, TrawlError> {
+        let n = self.count_literal(count, "sample")?;
+        let random = datafusion::functions::math::expr_fn::random();
+        let plan = input
+            .builder()
+            .sort(vec![SortExpr::new(random, true, false)])
+            .and_then(|b| b.limit(0, Some(n as usize)))
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        Ok(Tabular {
+            plan,
+            columns: input.columns,
+        })
+    }
+
+    pub fn sample_distinct(
+        &mut self,
+        input: Tabular,
+        sample: &SampleDistinct,
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let n = self.count_literal(&sample.count, "sample-distinct")?;
+        let Some(column) = name_of(&sample.of) else {
+            return Err(self.error(ErrorCode::BadRequest, sample.of.span, "sample-distinct takes a column"));
+        };
+        let operators = operators_of(&format!("summarize by {} | take {n}", quoted(column)))?;
+        self.over_input(input, operators, span)
+    }
+
+    pub fn top_hitters(&mut self, input: Tabular, hitters: &TopHitters, span: Span) -> Result<Tabular, TrawlError> {
+        let n = self.count_literal(&hitters.count, "top-hitters")?;
+        let Some(column) = name_of(&hitters.of) else {
+            return Err(self.error(ErrorCode::BadRequest, hitters.of.span, "top-hitters takes a column"));
+        };
+        let (output, aggregate) = match &hitters.by {
+            None => (format!("approximate_count_{column}"), "count()".to_owned()),
+            Some(weight) => match name_of(weight) {
+                Some(weight) => (format!("approximate_sum_{weight}"), format!("sum({})", quoted(weight))),
+                None => {
+                    return Err(self.error(ErrorCode::BadRequest, weight.span, "top-hitters weighs by a column"));
+                }
+            },
+        };
+        let operators = operators_of(&format!(
+            "summarize {out} = {aggregate} by {col} | top {n} by {out} desc",
+            out = quoted(&output),
+            col = quoted(column),
+        ))?;
+        self.over_input(input, operators, span)
+    }
+
+    /// `fork`: one named result per branch (see the module notes).
+    pub fn fork(
+        &mut self,
+        source: &KExpr,
+        before: &[Operator],
+        branches: &[ForkBranch],
+    ) -> Result<Vec<(Option<String>, Tabular)>, TrawlError> {
+        let mut input = self.tabular(source)?;
+        for operator in before {
+            input = self.operator(input, operator)?;
+        }
+        let mut results = Vec::with_capacity(branches.len());
+        for (index, branch) in branches.iter().enumerate() {
+            let named_by_as = branch.operators.last().and_then(|op| match &op.kind {
+                OperatorKind::As(binding) => Some(binding.name.name.clone()),
+                _ => None,
+            });
+            let name = branch
+                .name
+                .as_ref()
+                .map(|n| n.name.clone())
+                .or(named_by_as)
+                .unwrap_or_else(|| format!("GenericResult_{}", index + 1));
+            let planned = self.over_input(input.clone(), branch.operators.clone(), branch.span)?;
+            results.push((Some(name), planned));
+        }
+        Ok(results)
+    }
+
+    /// `partition by column (operators)` (see the module notes).
+    pub fn partition(&mut self, input: Tabular, partition: &Partition, span: Span) -> Result<Tabular, TrawlError> {
+        let Some(column) = name_of(&partition.by) else {
+            return Err(self.error(ErrorCode::BadRequest, partition.by.span, "partition by takes a column"));
+        };
+        if input.column_type(column).is_none() {
+            return Err(self.error(
+                ErrorCode::UnknownColumn,
+                partition.by.span,
+                format!("unknown column '{column}'"),
+            ));
+        }
+        let mut operators = operators_of(&format!("extend {PARTITION} = {}", quoted(column)))?;
+        for operator in &partition.subquery {
+            operators.extend(self.partitioned(operator)?);
+        }
+        operators.extend(operators_of(&format!("project-away {PARTITION}"))?);
+        let previous = self.partition_column.replace(PARTITION.to_owned());
+        let planned = self.over_input(input, operators, span);
+        self.partition_column = previous;
+        planned
+    }
+
+    /// `operator` rewritten to work within each partition.
+    fn partitioned(&self, operator: &Operator) -> Result<Vec<Operator>, TrawlError> {
+        let by_partition = |ops: &str| operators_of(ops);
+        let with_span = |mut ops: Vec<Operator>| {
+            for op in &mut ops {
+                op.span = operator.span;
+            }
+            ops
+        };
+        Ok(match &operator.kind {
+            OperatorKind::Where(_)
+            | OperatorKind::Extend(_)
+            | OperatorKind::Parse(_)
+            | OperatorKind::ParseWhere(_)
+            | OperatorKind::ParseKv(_)
+            | OperatorKind::MvExpand(_)
+            | OperatorKind::MvApply(_)
+            | OperatorKind::ProjectAway(_)
+            | OperatorKind::ProjectRename(_)
+            | OperatorKind::ProjectReorder(_)
+            | OperatorKind::Scan(_)
+            | OperatorKind::Serialize(_)
+            | OperatorKind::Render(_) => vec![operator.clone()],
+            OperatorKind::Project(items) => {
+                let mut items = items.clone();
+                items.extend(self.partition_items()?);
+                vec![Operator {
+                    kind: OperatorKind::Project(items),
+                    span: operator.span,
+                }]
+            }
+            OperatorKind::ProjectKeep(patterns) => {
+                let mut patterns = patterns.clone();
+                if let Some(OperatorKind::ProjectKeep(hidden)) = by_partition(&format!("project-keep {PARTITION}"))?
+                    .first()
+                    .map(|o| &o.kind)
+                {
+                    patterns.extend(hidden.iter().cloned());
+                }
+                vec![Operator {
+                    kind: OperatorKind::ProjectKeep(patterns),
+                    span: operator.span,
+                }]
+            }
+            OperatorKind::Summarize(summarize) => {
+                let mut summarize = summarize.clone();
+                summarize.by.extend(self.partition_items()?);
+                vec![Operator {
+                    kind: OperatorKind::Summarize(summarize),
+                    span: operator.span,
+                }]
+            }
+            OperatorKind::Count => with_span(by_partition(&format!("summarize Count = count() by {PARTITION}"))?),
+            OperatorKind::Distinct(items) => {
+                if items.iter().any(|i| matches!(i.kind, ExprKind::Star)) {
+                    vec![operator.clone()]
+                } else {
+                    let mut items = items.clone();
+                    items.push(KExpr::new(
+                        ExprKind::Name(trawl_kql::ast::Ident::new(PARTITION, operator.span)),
+                        operator.span,
+                    ));
+                    vec![Operator {
+                        kind: OperatorKind::Distinct(items),
+                        span: operator.span,
+                    }]
+                }
+            }
+            OperatorKind::Sort(sort) => {
+                let mut ops = by_partition(&format!("sort by {PARTITION} asc"))?;
+                if let Some(OperatorKind::Sort(first)) = ops.first_mut().map(|o| &mut o.kind) {
+                    first.keys.extend(sort.keys.iter().cloned());
+                }
+                with_span(ops)
+            }
+            OperatorKind::Top(top) => {
+                let n = self.count_literal(&top.count, "top")?;
+                let mut ops = by_partition(&format!(
+                    "sort by {PARTITION} asc \
+                     | extend __partition_rank = row_number(1, prev({PARTITION}) != {PARTITION}) \
+                     | where __partition_rank <= {n} | project-away __partition_rank"
+                ))?;
+                if let Some(OperatorKind::Sort(first)) = ops.first_mut().map(|o| &mut o.kind) {
+                    first.keys.push(top.by.clone());
+                }
+                with_span(ops)
+            }
+            OperatorKind::Take(count) => {
+                let n = self.count_literal(count, "take")?;
+                with_span(by_partition(&format!(
+                    "sort by {PARTITION} asc \
+                     | extend __partition_rank = row_number(1, prev({PARTITION}) != {PARTITION}) \
+                     | where __partition_rank <= {n} | project-away __partition_rank"
+                ))?)
+            }
+            other => {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    operator.span,
+                    format!("'{}' is not supported inside partition yet", other.name()),
+                ));
+            }
+        })
+    }
+
+    /// `__partition` as a `by`/`project` item.
+    fn partition_items(&self) -> Result<Vec<trawl_kql::ast::NamedExpr>, TrawlError> {
+        match operators_of(&format!("project {PARTITION}"))?
+            .into_iter()
+            .next()
+            .map(|o| o.kind)
+        {
+            Some(OperatorKind::Project(items)) => Ok(items),
+            _ => Err(TrawlError::new(
+                ErrorCode::Internal,
+                "could not name the partition column",
+            )),
+        }
+    }
+}
