@@ -166,6 +166,19 @@ def test_v2_progressive_frames_stream_in_order(loaded):
     assert frames[-1] == {"FrameType": "DataSetCompletion", "HasErrors": False, "Cancelled": False}
 
 
+def test_v2_progressive_newest_rows_come_as_refined_fragments(loaded):
+    # Rows 2 s apart: the newest time slice holds one row, so a replacing fragment with it comes
+    # before the final one with all three.
+    _, frames = progressive(loaded, f'default | where body has "{MARKER}" | top 3 by timestamp desc | project body')
+    fragments = [f for f in frames if f["FrameType"] == "TableFragment"]
+    assert all(f["TableFragmentType"] == "DataReplace" for f in fragments)
+    assert len(fragments) >= 2, fragments
+    assert fragments[0]["Rows"] == [[f"{MARKER} 2"]]
+    assert fragments[-1]["Rows"] == [[f"{MARKER} {i}"] for i in (2, 1, 0)]
+    completion = next(f for f in frames if f["FrameType"] == "TableCompletion")
+    assert completion["RowCount"] == 3
+
+
 def test_v2_progressive_errors(loaded):
     # Planning fails: an error status, as in non-progressive mode.
     body = {"db": "default", "csl": "nope | take 1", "properties": {"Options": {"results_progressive_enabled": True}}}

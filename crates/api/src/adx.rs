@@ -161,6 +161,7 @@ async fn progressive_response(
     let options = RunOptions {
         progress_every: Some(crate::query_grpc::PROGRESS_EVERY),
         deadline: None,
+        snapshots: true,
     };
     let mut events = state.engine.run(request, options);
     let mut streamer = ProgressiveFrames::new(request_id, started);
@@ -183,6 +184,18 @@ async fn progressive_response(
         axum::body::Body::from_stream(chunks),
     )
         .into_response())
+}
+
+/// Appends `batch`'s rows as v2 cells.
+fn push_rows(rows: &mut Vec<Json>, types: &[KqlType], batch: &trawl_engine::RecordBatch) {
+    for row in 0..batch.num_rows() {
+        let cells = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| trawl_engine::cells::cell(batch.column(i), row, *t))
+            .collect();
+        rows.push(Json::Array(cells));
+    }
 }
 
 /// Builds the text of progressive v2 frames from engine events.
@@ -250,14 +263,23 @@ impl ProgressiveFrames {
             }
             QueryEvent::Rows(batch) => {
                 if let Some((_, rows, types)) = &mut self.table {
-                    for row in 0..batch.num_rows() {
-                        let cells = types
-                            .iter()
-                            .enumerate()
-                            .map(|(i, t)| trawl_engine::cells::cell(batch.column(i), row, *t))
-                            .collect();
-                        rows.push(Json::Array(cells));
+                    push_rows(rows, types, &batch);
+                }
+            }
+            QueryEvent::Snapshot(batches) => {
+                // A refined snapshot: a fragment replacing what the table showed so far (the
+                // final rows replace it in turn).
+                if let Some((id, _, types)) = &self.table {
+                    let mut rows = Vec::new();
+                    for batch in &batches {
+                        push_rows(&mut rows, types, batch);
                     }
+                    frames.push(json!({
+                        "FrameType": "TableFragment",
+                        "TableFragmentType": "DataReplace",
+                        "TableId": id,
+                        "Rows": rows,
+                    }));
                 }
             }
             QueryEvent::Progress(progress) => {

@@ -96,6 +96,7 @@ impl QueryService for QueryGrpc {
             RunOptions {
                 progress_every: Some(PROGRESS_EVERY),
                 deadline: Some(tokio::time::Instant::now() + timeout),
+                snapshots: true,
             },
         );
         let frames = events
@@ -220,6 +221,30 @@ impl Framer {
                 if let Err(error) = self.add_rows(&batch, &mut out) {
                     self.fail(error, &mut out);
                 }
+            }
+            QueryEvent::Snapshot(batches) => {
+                // A refined snapshot is an iteration of its own, complete at its last batch;
+                // the rows after it (a later snapshot, or the final rows) start another.
+                self.seal(&mut out);
+                self.iteration_id = uuid::Uuid::new_v4().to_string();
+                for batch in &batches {
+                    if let Err(error) = self.add_rows(batch, &mut out) {
+                        self.fail(error, &mut out);
+                        return out;
+                    }
+                }
+                self.seal(&mut out);
+                let last = self.pending.take().unwrap_or_else(|| pb::RowBatch {
+                    table_name: self.table.clone(),
+                    result_iteration_id: self.iteration_id.clone(),
+                    rows: Vec::new(),
+                    is_iteration_complete: false,
+                });
+                out.push(self.frame(Payload::Batch(pb::RowBatch {
+                    is_iteration_complete: true,
+                    ..last
+                })));
+                self.iteration_id = uuid::Uuid::new_v4().to_string();
             }
             QueryEvent::TableFinished { .. } => {}
             QueryEvent::Warning(warning) => {

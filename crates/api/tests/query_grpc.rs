@@ -268,3 +268,55 @@ async fn grpc_timeout_is_honoured() -> TestResult {
     drop(holder);
     Ok(())
 }
+
+#[tokio::test]
+async fn newest_rows_arrive_as_refined_snapshots_then_the_final_iteration() -> TestResult {
+    let server = server(1_234, 4).await?;
+    let mut client = client(&server).await?;
+    let all = frames(&mut client, "default | top 300 by timestamp desc | project timestamp").await?;
+    let batches: Vec<_> = all
+        .iter()
+        .filter_map(|p| match p {
+            Payload::Batch(b) => Some(b),
+            _ => None,
+        })
+        .collect();
+    // Iterations in order, each with its rows and one completion flag on its last batch.
+    let mut iterations: Vec<(String, Vec<i64>, usize)> = Vec::new();
+    for batch in &batches {
+        if iterations.last().map(|i| &i.0) != Some(&batch.result_iteration_id) {
+            iterations.push((batch.result_iteration_id.clone(), Vec::new(), 0));
+        }
+        if let Some(iteration) = iterations.last_mut() {
+            for row in &batch.rows {
+                if let Some(value::Kind::DatetimeTicks(ticks)) = row.values[0].kind {
+                    iteration.1.push(ticks);
+                }
+            }
+            iteration.2 += usize::from(batch.is_iteration_complete);
+        }
+    }
+    assert!(
+        iterations.len() >= 2,
+        "snapshots come before the final rows: {}",
+        iterations.len()
+    );
+    let newest: Vec<i64> = (0..300).map(|i| (T0 + (1_233 - i) * 1_000_000) / 100).collect();
+    let (last, snapshots) = iterations.split_last().ok_or("no iteration")?;
+    assert_eq!(last.1, newest, "the final iteration holds the 300 newest rows");
+    for (id, rows, complete) in iterations.iter() {
+        assert_eq!(*complete, 1, "iteration {id} is completed once");
+        assert!(!rows.is_empty());
+    }
+    for (_, rows, _) in snapshots {
+        assert!(rows.len() < 300);
+        assert_eq!(
+            rows.as_slice(),
+            &newest[..rows.len()],
+            "a snapshot is the newest rows so far"
+        );
+    }
+    let ids: std::collections::HashSet<&String> = iterations.iter().map(|i| &i.0).collect();
+    assert_eq!(ids.len(), iterations.len(), "every iteration has its own id");
+    Ok(())
+}

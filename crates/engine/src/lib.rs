@@ -10,6 +10,7 @@
 pub mod cells;
 pub mod progress;
 mod run;
+mod slices;
 pub mod time_range;
 
 use std::collections::HashMap;

@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub progress_every: Option<Duration>,
     /// Stop the query with a `Timeout` error at this instant.
     pub deadline: Option<tokio::time::Instant>,
+    /// Send refined snapshots ([`QueryEvent::Snapshot`]) of time-sliced queries.
+    pub snapshots: bool,
 }
 
 /// What happens while a query runs, in order: progress at any time; `Planned` once; per
@@ -49,6 +51,10 @@ pub enum QueryEvent {
     },
     /// Rows of the table last started.
     Rows(RecordBatch),
+    /// A refined snapshot of the table last started, before its final rows: it replaces every
+    /// row (and snapshot) sent so far. Only with [`RunOptions::snapshots`], for queries that
+    /// run in time slices (see `slices.rs`); the final rows follow as `Rows`.
+    Snapshot(Vec<RecordBatch>),
     /// The table last started has all its rows.
     TableFinished {
         rows: usize,
@@ -148,11 +154,49 @@ impl Admission {
 /// Events a run could not deliver: the receiver is gone.
 struct Gone;
 
+/// Sends a table's rows up to the result limit, then a `ResultTruncated` warning.
+struct SentRows<'a> {
+    table: &'a str,
+    limit: usize,
+    rows: usize,
+}
+
+impl<'a> SentRows<'a> {
+    fn new(table: &'a str, limit: usize) -> SentRows<'a> {
+        SentRows { table, limit, rows: 0 }
+    }
+
+    /// Sends `batch`; false once the limit is reached (nothing more is sent).
+    async fn send(&mut self, run: &Run, batch: RecordBatch) -> Result<bool, Gone> {
+        let limit = self.limit;
+        if self.rows + batch.num_rows() > limit {
+            run.send(QueryEvent::Rows(batch.slice(0, limit - self.rows))).await?;
+            self.rows = limit;
+            run.send(QueryEvent::Warning(QueryWarning {
+                kind: "ResultTruncated".into(),
+                message: format!(
+                    "the result of {} was cut to {limit} rows; narrow the query or use take",
+                    self.table
+                ),
+                location: None,
+            }))
+            .await?;
+            return Ok(false);
+        }
+        self.rows += batch.num_rows();
+        if batch.num_rows() > 0 {
+            run.send(QueryEvent::Rows(batch)).await?;
+        }
+        Ok(true)
+    }
+}
+
 /// Sends events of one run, with progress at the set pace.
 struct Run {
     sender: mpsc::Sender<QueryEvent>,
     tracker: Tracker,
     ticker: Option<tokio::time::Interval>,
+    snapshots: bool,
 }
 
 impl Run {
@@ -227,6 +271,7 @@ impl Engine {
                     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                     ticker
                 }),
+                snapshots: options.snapshots,
             };
             let past = options.deadline.is_some_and(|d| d <= tokio::time::Instant::now());
             let outcome = tokio::select! {
@@ -271,6 +316,19 @@ impl Engine {
             visualization: planned.visualization,
         })
         .await?;
+        if let [only] = planned.results.as_slice()
+            && only.name.is_none()
+            && let Some(sliced) = crate::slices::sliceable(&request.text)
+            && let Some((lo, hi)) = self.time_extent(request, &sliced.table).await?
+        {
+            self.run_sliced(request, run, only.columns.clone(), sliced.mode, (lo, hi))
+                .await?;
+            for warning in runtime_warnings.take() {
+                run.send(QueryEvent::Warning(warning)).await?;
+            }
+            run.progress(true).await?;
+            return Ok(());
+        }
         for (index, result) in planned.results.into_iter().enumerate() {
             let name = match (&result.name, index) {
                 (Some(name), _) => name.clone(),
@@ -287,26 +345,13 @@ impl Engine {
             })
             .await?;
             let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
-            let mut rows = 0usize;
-            let limit = self.config.max_result_rows;
+            let mut sent = SentRows::new(&name, self.config.max_result_rows);
             while let Some(batch) = run.ticking(stream.next()).await? {
-                let batch = batch.map_err(execution_error)?;
-                if rows + batch.num_rows() > limit {
-                    run.send(QueryEvent::Rows(batch.slice(0, limit - rows))).await?;
-                    rows = limit;
-                    run.send(QueryEvent::Warning(QueryWarning {
-                        kind: "ResultTruncated".into(),
-                        message: format!("the result of {name} was cut to {limit} rows; narrow the query or use take"),
-                        location: None,
-                    }))
-                    .await?;
+                if !sent.send(run, batch.map_err(execution_error)?).await? {
                     break;
                 }
-                rows += batch.num_rows();
-                if batch.num_rows() > 0 {
-                    run.send(QueryEvent::Rows(batch)).await?;
-                }
             }
+            let rows = sent.rows;
             drop(stream);
             tracing::debug!(
                 target: "trawl_engine::plan",
@@ -352,7 +397,10 @@ impl Engine {
                 }
                 QueryEvent::Warning(warning) => output.warnings.push(warning),
                 QueryEvent::Failed(error) => return Err(error),
-                QueryEvent::Progress(_) | QueryEvent::TableFinished { .. } | QueryEvent::Finished => {}
+                QueryEvent::Progress(_)
+                | QueryEvent::Snapshot(_)
+                | QueryEvent::TableFinished { .. }
+                | QueryEvent::Finished => {}
             }
         }
         Ok(output)
@@ -401,4 +449,114 @@ impl Drop for RuntimeWarnings {
             trawl_functions::otel::take_warnings(key);
         }
     }
+}
+
+impl Engine {
+    /// The time range `request` reads of `table`: its segments' times within the query window,
+    /// as `[lo, hi)`; none when the table has no segments (or is not a table).
+    async fn time_extent(&self, request: &QueryRequest, table: &str) -> Result<Option<(i64, i64)>, TrawlError> {
+        let segments = self.catalog.live_segments(&request.database, table, None).await?;
+        let lo = segments.iter().map(|s| s.min_time).min();
+        let hi = segments.iter().map(|s| s.max_time).max();
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Ok(None);
+        };
+        let lo = request.window.since.map_or(lo, |since| since.max(lo));
+        let hi = request
+            .window
+            .until
+            .map_or(hi.saturating_add(1), |until| until.min(hi.saturating_add(1)));
+        Ok((lo < hi).then_some((lo, hi)))
+    }
+
+    /// Runs a time-sliced query (see `slices.rs`): slices newest first, a snapshot after each
+    /// one that is not the last, then the final rows.
+    async fn run_sliced(
+        &self,
+        request: &QueryRequest,
+        run: &mut Run,
+        columns: Vec<(String, KqlType)>,
+        mode: crate::slices::SliceMode,
+        (lo, hi): (i64, i64),
+    ) -> Result<(), Stop> {
+        let name = "PrimaryResult";
+        run.send(QueryEvent::TableStarted {
+            name: name.to_string(),
+            columns,
+        })
+        .await?;
+        let newest = match mode {
+            crate::slices::SliceMode::Newest { n } => Some(n),
+            crate::slices::SliceMode::Bins { .. } => None,
+        };
+        let slices = crate::slices::slices(mode, lo, hi);
+        let mut gathered: Vec<RecordBatch> = Vec::new();
+        let mut warnings: Vec<QueryWarning> = Vec::new();
+        let mut rows = 0usize;
+        let counters = run.tracker.counters();
+        for (index, (slice_lo, slice_hi)) in slices.iter().enumerate() {
+            let mut slice = request.clone();
+            slice.window.since = Some(request.window.since.map_or(*slice_lo, |s| s.max(*slice_lo)));
+            slice.window.until = Some(request.window.until.map_or(*slice_hi, |u| u.min(*slice_hi)));
+            let planned = run.ticking(self.plan(&slice, &counters)).await??;
+            let slice_warnings = RuntimeWarnings(planned.runtime_warning_key);
+            let Some(result) = planned.results.into_iter().next() else {
+                return Err(Stop::Failed(TrawlError::internal("a time slice planned no result")));
+            };
+            run.tracker.planning = true;
+            let (physical, task) = run.ticking(self.physical_plan(result.plan)).await??;
+            run.tracker.planning = false;
+            run.tracker.running(physical.clone());
+            let mut stream = execute_stream(physical, task).map_err(execution_error)?;
+            while let Some(batch) = run.ticking(stream.next()).await? {
+                let batch = batch.map_err(execution_error)?;
+                rows += batch.num_rows();
+                if batch.num_rows() > 0 {
+                    gathered.push(batch);
+                }
+                if newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows {
+                    break;
+                }
+            }
+            drop(stream);
+            for warning in slice_warnings.take() {
+                if !warnings.iter().any(|w: &QueryWarning| w.kind == warning.kind) {
+                    warnings.push(warning);
+                }
+            }
+            let complete = newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows;
+            if complete || index + 1 == slices.len() {
+                break;
+            }
+            if run.snapshots && rows > 0 {
+                run.send(QueryEvent::Snapshot(first_rows(&gathered, newest))).await?;
+            }
+        }
+        let mut sent = SentRows::new(name, self.config.max_result_rows);
+        for batch in first_rows(&gathered, newest) {
+            if !sent.send(run, batch).await? {
+                break;
+            }
+        }
+        run.send(QueryEvent::TableFinished { rows: sent.rows }).await?;
+        for warning in warnings {
+            run.send(QueryEvent::Warning(warning)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The first `n` rows of `batches` (all without `n`).
+fn first_rows(batches: &[RecordBatch], n: Option<usize>) -> Vec<RecordBatch> {
+    let mut out = Vec::with_capacity(batches.len());
+    let mut left = n.unwrap_or(usize::MAX);
+    for batch in batches {
+        if left == 0 {
+            break;
+        }
+        let take = batch.num_rows().min(left);
+        out.push(batch.slice(0, take));
+        left -= take;
+    }
+    out
 }

@@ -20,6 +20,7 @@ fn with_progress() -> RunOptions {
     RunOptions {
         progress_every: Some(Duration::from_millis(1)),
         deadline: None,
+        snapshots: false,
     }
 }
 
@@ -52,6 +53,7 @@ fn shape(events: &[QueryEvent]) -> Vec<&'static str> {
             QueryEvent::Planned { .. } => "planned",
             QueryEvent::TableStarted { .. } => "table",
             QueryEvent::Rows(_) => "rows",
+            QueryEvent::Snapshot(_) => "snapshot",
             QueryEvent::TableFinished { .. } => "table-finished",
             QueryEvent::Warning(_) => "warning",
             QueryEvent::Finished => "finished",
@@ -230,11 +232,99 @@ async fn a_passed_deadline_stops_the_query() -> TestResult {
     let options = RunOptions {
         progress_every: None,
         deadline: Some(tokio::time::Instant::now()),
+        snapshots: false,
     };
     let events = drain(f.engine.run(request("default | count"), options)).await;
     match events.last() {
         Some(QueryEvent::Failed(error)) => assert_eq!(error.code, ErrorCode::Timeout),
         other => return Err(format!("expected a timeout, got {other:?}").into()),
     }
+    Ok(())
+}
+
+/// The rows of `events`' final result (as JSON), and of each snapshot before it.
+fn results(events: &[QueryEvent]) -> (Vec<Vec<serde_json::Value>>, Vec<Vec<Vec<serde_json::Value>>>) {
+    let mut snapshots = Vec::new();
+    let mut table = trawl_engine::ResultTable {
+        name: String::new(),
+        columns: Vec::new(),
+        batches: Vec::new(),
+    };
+    for event in events {
+        match event {
+            QueryEvent::TableStarted { columns, .. } => table.columns = columns.clone(),
+            QueryEvent::Snapshot(batches) => {
+                let snapshot = trawl_engine::ResultTable {
+                    batches: batches.clone(),
+                    ..table.clone()
+                };
+                snapshots.push(snapshot.json_rows());
+            }
+            QueryEvent::Rows(batch) => table.batches.push(batch.clone()),
+            _ => {}
+        }
+    }
+    (table.json_rows(), snapshots)
+}
+
+#[tokio::test]
+async fn newest_rows_come_from_time_slices_with_snapshots_first() -> TestResult {
+    let f = four_segments().await?;
+    let options = RunOptions {
+        snapshots: true,
+        ..RunOptions::default()
+    };
+    let sliced = drain(f.engine.run(
+        request("default | top 25 by timestamp desc | project timestamp, body"),
+        options.clone(),
+    ))
+    .await;
+    let kinds = shape(&sliced);
+    assert!(kinds.contains(&"snapshot"), "{kinds:?}");
+    let (rows, snapshots) = results(&sliced);
+    // The same question in a shape that does not slice.
+    let reference = f
+        .rows("default | extend t = timestamp | top 25 by t desc | project timestamp, body")
+        .await?;
+    assert_eq!(rows, reference);
+    for snapshot in &snapshots {
+        assert!(snapshot.len() < 25 && !snapshot.is_empty());
+        assert_eq!(
+            snapshot.as_slice(),
+            &reference[..snapshot.len()],
+            "a snapshot is the newest rows so far"
+        );
+    }
+    // Without snapshots asked for: the same rows, no snapshot.
+    let plain = drain(f.engine.run(
+        request("default | top 25 by timestamp desc | project timestamp, body"),
+        RunOptions::default(),
+    ))
+    .await;
+    assert!(!shape(&plain).contains(&"snapshot"));
+    assert_eq!(results(&plain).0, reference);
+    Ok(())
+}
+
+#[tokio::test]
+async fn time_bins_come_from_whole_bin_slices() -> TestResult {
+    let f = four_segments().await?;
+    let options = RunOptions {
+        snapshots: true,
+        ..RunOptions::default()
+    };
+    let sliced = drain(f.engine.run(
+        request("default | summarize n = count(), b = dcount(body) by bin(timestamp, 10m) | extend k = 1"),
+        options,
+    ))
+    .await;
+    let (mut rows, snapshots) = results(&sliced);
+    let mut reference = f
+        .rows("default | summarize n = count(), b = dcount(body) by bin(timestamp + 0s, 10m) | extend k = 1")
+        .await?;
+    rows.sort_by_key(|r| r[0].to_string());
+    reference.sort_by_key(|r| r[0].to_string());
+    assert_eq!(rows, reference);
+    assert!(!snapshots.is_empty(), "bins arrive slice by slice");
     Ok(())
 }
