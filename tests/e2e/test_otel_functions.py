@@ -214,3 +214,14 @@ def test_bin_auto_picks_a_round_bin_for_the_window(trawl, sent):
     assert rows[0][0].startswith("2024-01-01T10:00:03")
     with pytest.raises(Exception):
         trawl.query("print bin_auto(now(), 5)")
+
+
+def test_summarize_over_its_memory_budget_warns_through_the_gateway(trawl_factory):
+    server = trawl_factory(extra_args=["--summarize-memory-limit-bytes", str(1 << 20)])
+    result = server.query_raw(
+        "range x from 1 to 200000 step 1 | summarize n = count() by k = strcat('k', x) | summarize groups = count(), rows = sum(n)"
+    )
+    groups, rows = server.primary(result)["rows"][0]
+    assert 0 < groups < 200_000 and groups == rows, (groups, rows)
+    warnings = next(t for t in result["Tables"] if t["name"] == "@Warnings")["rows"]
+    assert [w[0] for w in warnings] == ["SummarizeMemoryLimit"], warnings

@@ -7,6 +7,7 @@
 //!
 //! Must not know HTTP or gRPC.
 
+mod budget;
 pub mod cells;
 pub mod progress;
 mod run;
@@ -56,6 +57,9 @@ pub struct EngineConfig {
     pub max_concurrent_queries: usize,
     /// Queries that may wait for a slot; more are refused as unavailable.
     pub max_queued_queries: usize,
+    /// Memory one grouping `summarize` of a query may hold; past it whole groups are dropped
+    /// with a `SummarizeMemoryLimit` warning (see `budget.rs`).
+    pub summarize_memory_limit_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -67,6 +71,7 @@ impl Default for EngineConfig {
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_concurrent_queries: default_concurrent_queries(),
             max_queued_queries: 1_000,
+            summarize_memory_limit_bytes: 512 << 20,
         }
     }
 }
@@ -191,6 +196,9 @@ impl Engine {
         let state = SessionStateBuilder::new_from_existing(state)
             .with_optimizer_rules(rules)
             .with_physical_optimizer_rule(Arc::new(trawl_storage::count_by::CountByDictionary))
+            .with_physical_optimizer_rule(Arc::new(budget::BudgetAggregates {
+                limit_bytes: config.summarize_memory_limit_bytes,
+            }))
             .build();
         let context = SessionContext::new_with_state(state);
         store
@@ -263,6 +271,17 @@ impl Engine {
         request: &QueryRequest,
         counters: &Arc<ScanCounters>,
     ) -> Result<trawl_planner::PlannedQuery, TrawlError> {
+        self.plan_groups(request, counters, 0).await
+    }
+
+    /// As [`Engine::plan`], keeping 1 of 2^`group_fraction_bits` groups of every grouping
+    /// summarize (see `budget.rs`).
+    async fn plan_groups(
+        &self,
+        request: &QueryRequest,
+        counters: &Arc<ScanCounters>,
+        group_fraction_bits: u32,
+    ) -> Result<trawl_planner::PlannedQuery, TrawlError> {
         let tables = self.tables(&request.database, counters).await?;
         let now = trawl_common::time::now_nanos();
         let mut discovered: HashMap<String, Vec<(String, KqlType)>> = HashMap::new();
@@ -273,6 +292,7 @@ impl Engine {
                 until: request.window.until,
                 now,
                 discovered: Arc::new(discovered.clone()),
+                group_fraction_bits,
             };
             let planned = trawl_planner::plan_text(&request.text, &tables, options)?;
             if planned.discoveries.is_empty() {
@@ -349,6 +369,13 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
         DataFusionError::SchemaError(error, _) => {
             TrawlError::new(ErrorCode::BadRequest, format!("the query cannot run: {error}"))
         }
+        other if budget::over_budget(&other.to_string()) => TrawlError::new(
+            ErrorCode::BadRequest,
+            format!(
+                "a summarize needs more memory than its budget even with 1/{} of its groups: {other}",
+                1u64 << budget::MAX_FRACTION_BITS
+            ),
+        ),
         other if other.to_string().contains("Divide by zero") => {
             TrawlError::new(ErrorCode::BadRequest, "the query divides a whole number by zero")
         }

@@ -335,30 +335,70 @@ impl Engine {
                 (None, 0) => "PrimaryResult".to_string(),
                 (None, _) => format!("ExtraTable_{}", index - 1),
             };
-            run.tracker.planning = true;
-            let (physical, task) = run.ticking(self.physical_plan(result.plan)).await??;
-            run.tracker.planning = false;
-            run.tracker.running(physical.clone());
             run.send(QueryEvent::TableStarted {
                 name: name.clone(),
                 columns: result.columns,
             })
             .await?;
-            let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
-            let mut sent = SentRows::new(&name, self.config.max_result_rows);
-            while let Some(batch) = run.ticking(stream.next()).await? {
-                if !sent.send(run, batch.map_err(execution_error)?).await? {
-                    break;
+            let mut plan = result.plan;
+            let mut bits = 0u32;
+            let rows = loop {
+                run.tracker.planning = true;
+                let (physical, task) = run.ticking(self.physical_plan(plan.clone())).await??;
+                run.tracker.planning = false;
+                run.tracker.running(physical.clone());
+                let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
+                let mut sent = SentRows::new(&name, self.config.max_result_rows);
+                let mut failed = None;
+                while let Some(batch) = run.ticking(stream.next()).await? {
+                    match batch {
+                        Ok(batch) => {
+                            if !sent.send(run, batch).await? {
+                                break;
+                            }
+                        }
+                        Err(error) => {
+                            failed = Some(error);
+                            break;
+                        }
+                    }
                 }
+                drop(stream);
+                tracing::debug!(
+                    target: "trawl_engine::plan",
+                    result = %name,
+                    plan = %DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true),
+                    "executed plan with metrics"
+                );
+                match failed {
+                    None => break sent.rows,
+                    // A summarize over its memory budget, before any row went out: again with
+                    // half as many groups (see budget.rs).
+                    Some(error)
+                        if sent.rows == 0
+                            && bits < crate::budget::MAX_FRACTION_BITS
+                            && crate::budget::over_budget(&error.to_string()) =>
+                    {
+                        bits += 1;
+                        let counters = run.tracker.counters();
+                        let replanned = run.ticking(self.plan_groups(request, &counters, bits)).await??;
+                        let Some(again) = replanned.results.into_iter().nth(index) else {
+                            return Err(Stop::Failed(TrawlError::internal(
+                                "the query planned fewer results again",
+                            )));
+                        };
+                        plan = again.plan;
+                    }
+                    Some(error) => return Err(Stop::Failed(execution_error(error))),
+                }
+            };
+            if bits > 0 {
+                run.send(QueryEvent::Warning(crate::budget::warning(
+                    bits,
+                    self.config.summarize_memory_limit_bytes,
+                )))
+                .await?;
             }
-            let rows = sent.rows;
-            drop(stream);
-            tracing::debug!(
-                target: "trawl_engine::plan",
-                result = %name,
-                plan = %DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true),
-                "executed plan with metrics"
-            );
             run.send(QueryEvent::TableFinished { rows }).await?;
             for warning in runtime_warnings.take() {
                 run.send(QueryEvent::Warning(warning)).await?;

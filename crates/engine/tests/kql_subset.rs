@@ -303,3 +303,37 @@ async fn fork_names_one_result_per_branch() -> TestResult {
     assert_eq!(misplaced.err().map(|e| e.code), Some(ErrorCode::BadRequest));
     Ok(())
 }
+
+#[tokio::test]
+async fn a_summarize_over_its_memory_budget_drops_whole_groups_and_warns() -> TestResult {
+    let f = Fixture::with_config(trawl_engine::EngineConfig {
+        summarize_memory_limit_bytes: 1 << 20,
+        target_partitions: 2,
+        ..trawl_engine::EngineConfig::default()
+    })
+    .await?;
+    let request = trawl_engine::QueryRequest {
+        text: "range x from 1 to 300000 step 1 | extend k = strcat('key-', x) \
+               | summarize n = count(), s = sum(x) by k"
+            .into(),
+        database: "default".into(),
+        window: QueryWindow::default(),
+    };
+    let output = f.engine.execute(&request).await?;
+    let rows = output.tables[0].json_rows();
+    assert!(!rows.is_empty() && rows.len() < 300_000, "{} groups", rows.len());
+    // Whole groups: each kept key has its one row and its own value.
+    for row in &rows {
+        assert_eq!(row[1], json!(1), "{row:?}");
+        let key = row[0].as_str().ok_or("a key")?;
+        assert_eq!(format!("key-{}", row[2]), key);
+    }
+    let kinds: Vec<&str> = output.warnings.iter().map(|w| w.kind.as_str()).collect();
+    assert_eq!(kinds, ["SummarizeMemoryLimit"], "{:?}", output.warnings);
+    // Within the budget: every group, no warning.
+    let small = f
+        .run("range x from 1 to 1000 step 1 | summarize n = count() by x | count")
+        .await?;
+    assert_eq!(small.1, vec![vec![json!(1000)]]);
+    Ok(())
+}

@@ -88,6 +88,10 @@ pub struct ServeArgs {
     /// Memory the query engine may use before spilling (bytes).
     #[arg(long, env = "QUERY_MEMORY_LIMIT_BYTES", default_value_t = 2 << 30)]
     pub query_memory_limit_bytes: usize,
+    /// Memory one grouping summarize may hold (bytes); past it whole groups are dropped with a
+    /// `SummarizeMemoryLimit` warning.
+    #[arg(long, env = "QUERY_SUMMARIZE_MEMORY_LIMIT_BYTES", default_value_t = 512 << 20)]
+    pub summarize_memory_limit_bytes: usize,
     /// Seconds between background merges of small segments (0 turns merging off).
     #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 30)]
     pub merge_interval_secs: u64,
@@ -208,6 +212,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .max_concurrent_queries
                 .unwrap_or_else(trawl_engine::default_concurrent_queries),
             max_queued_queries: args.max_queued_queries,
+            summarize_memory_limit_bytes: args.summarize_memory_limit_bytes,
             ..EngineConfig::default()
         },
     )?;

@@ -1,0 +1,318 @@
+//! The memory budget of `summarize`: every final grouping aggregation of a query holds its
+//! groups within `summarize_memory_limit_bytes`. Past it the aggregation stops with
+//! [`BUDGET_EXCEEDED`] instead of spilling or growing; the engine then runs the query again
+//! keeping only the groups whose key hash falls in half the hash range (then a quarter, …) and
+//! says so with a `SummarizeMemoryLimit` warning. Whole groups are dropped, never parts of
+//! one, and the server never runs out of memory for a summarize.
+//!
+//! [`BudgetAggregates`] is a physical optimizer rule that wraps each final (or single-stage)
+//! grouped `AggregateExec` in a [`BudgetedAggregateExec`]; that node runs the aggregate in a
+//! task context whose memory pool counts its reservations against the budget and whose disk
+//! manager allows no spilling (so the aggregate reports the overrun rather than spilling).
+//! Sorts and joins keep the shared pool and spill as before.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use datafusion::common::Result;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
+use datafusion::config::ConfigOptions;
+use datafusion::error::DataFusionError;
+use datafusion::execution::TaskContext;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion::execution::memory_pool::{MemoryLimit, MemoryPool, MemoryReservation};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
+};
+
+/// Part of the error an aggregation over its budget stops with.
+pub(crate) const BUDGET_EXCEEDED: &str = "summarize memory budget exceeded";
+
+/// Whether `error` (as text) is an aggregation over its budget.
+pub(crate) fn over_budget(message: &str) -> bool {
+    message.contains(BUDGET_EXCEEDED)
+}
+
+/// Halvings of the groups tried before the query fails (down to 1 group in 64).
+pub(crate) const MAX_FRACTION_BITS: u32 = 6;
+
+/// The warning of a result that kept 1 of 2^`bits` of its groups.
+pub(crate) fn warning(bits: u32, limit_bytes: usize) -> trawl_planner::QueryWarning {
+    trawl_planner::QueryWarning {
+        kind: "SummarizeMemoryLimit".into(),
+        message: format!(
+            "a summarize needed more than its memory budget ({} MiB): the result keeps the groups \
+             whose key hash falls in 1/{} of the hash range and drops the others whole; group by \
+             fewer or coarser keys, filter first, or raise the budget (summarize_memory_limit)",
+            limit_bytes >> 20,
+            1u64 << bits
+        ),
+        location: None,
+    }
+}
+
+/// The rule; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct BudgetAggregates {
+    pub limit_bytes: usize,
+}
+
+impl PhysicalOptimizerRule for BudgetAggregates {
+    fn optimize(&self, plan: Arc<dyn ExecutionPlan>, _config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|node| {
+            let Some(aggregate) = node.downcast_ref::<AggregateExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            let grouped = !aggregate.group_expr().expr().is_empty();
+            let holds_groups = !matches!(aggregate.mode(), AggregateMode::Partial);
+            if !grouped || !holds_groups {
+                return Ok(Transformed::no(node));
+            }
+            // The aggregate's input runs in the query's own context again.
+            let children: Vec<Arc<dyn ExecutionPlan>> = node
+                .children()
+                .into_iter()
+                .map(|child| {
+                    Arc::new(OwnContextExec {
+                        properties: Arc::clone(child.properties()),
+                        inner: Arc::clone(child),
+                    }) as Arc<dyn ExecutionPlan>
+                })
+                .collect();
+            let node = datafusion::physical_plan::execution_plan::replace_children_if_necessary(node, children)?;
+            let wrapped = BudgetedAggregateExec {
+                properties: Arc::clone(node.properties()),
+                inner: node,
+                budget: Arc::new(AtomicUsize::new(0)),
+                limit: self.limit_bytes,
+            };
+            Ok(Transformed::yes(Arc::new(wrapped) as Arc<dyn ExecutionPlan>))
+        })
+        .data()
+    }
+
+    fn name(&self) -> &str {
+        "summarize_memory_budget"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// An aggregate run within a memory budget.
+#[derive(Debug)]
+pub(crate) struct BudgetedAggregateExec {
+    inner: Arc<dyn ExecutionPlan>,
+    properties: Arc<PlanProperties>,
+    /// Bytes the aggregate's partitions hold now.
+    budget: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+impl DisplayAs for BudgetedAggregateExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "BudgetedAggregateExec: limit={} bytes", self.limit)
+    }
+}
+
+impl ExecutionPlan for BudgetedAggregateExec {
+    fn name(&self) -> &str {
+        "BudgetedAggregateExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.inner]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![true]
+    }
+
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let Some(inner) = children.into_iter().next() else {
+            return Err(DataFusionError::Internal(
+                "a budgeted aggregate needs its aggregate".into(),
+            ));
+        };
+        Ok(Arc::new(BudgetedAggregateExec {
+            properties: Arc::clone(inner.properties()),
+            inner,
+            budget: Arc::clone(&self.budget),
+            limit: self.limit,
+        }))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let base = context.runtime_env();
+        let pool: Arc<dyn MemoryPool> = Arc::new(BudgetPool {
+            inner: Arc::clone(&base.memory_pool),
+            used: Arc::clone(&self.budget),
+            limit: self.limit,
+        });
+        let runtime = RuntimeEnvBuilder::from_runtime_env(&base)
+            .with_memory_pool(pool)
+            .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled))
+            .build_arc()?;
+        let config = context
+            .session_config()
+            .clone()
+            .with_extension(Arc::new(QueryContext(Arc::clone(&context))));
+        let budgeted = TaskContext::new(
+            context.task_id(),
+            context.session_id(),
+            config,
+            context.scalar_functions().clone(),
+            context.higher_order_functions().clone(),
+            context.aggregate_functions().clone(),
+            context.window_functions().clone(),
+            runtime,
+        );
+        self.inner.execute(partition, Arc::new(budgeted))
+    }
+}
+
+/// The query's own task context, carried inside a budgeted one.
+#[derive(Debug)]
+struct QueryContext(Arc<TaskContext>);
+
+/// Runs its input in the query's own task context (below a budgeted aggregate).
+#[derive(Debug)]
+struct OwnContextExec {
+    inner: Arc<dyn ExecutionPlan>,
+    properties: Arc<PlanProperties>,
+}
+
+impl DisplayAs for OwnContextExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "OwnContextExec")
+    }
+}
+
+impl ExecutionPlan for OwnContextExec {
+    fn name(&self) -> &str {
+        "OwnContextExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.inner]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![true]
+    }
+
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let Some(inner) = children.into_iter().next() else {
+            return Err(DataFusionError::Internal("a context node needs its input".into()));
+        };
+        Ok(Arc::new(OwnContextExec {
+            properties: Arc::clone(inner.properties()),
+            inner,
+        }))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let own = match context.session_config().get_extension::<QueryContext>() {
+            Some(query) => Arc::clone(&query.0),
+            None => context,
+        };
+        self.inner.execute(partition, own)
+    }
+}
+
+/// A pool that also counts reservations against a budget shared by one aggregate's partitions.
+#[derive(Debug)]
+struct BudgetPool {
+    inner: Arc<dyn MemoryPool>,
+    used: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+impl fmt::Display for BudgetPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "summarize budget: {} of {} bytes, within {}",
+            self.used.load(Ordering::Acquire),
+            self.limit,
+            self.inner
+        )
+    }
+}
+
+impl MemoryPool for BudgetPool {
+    fn name(&self) -> &str {
+        "summarize_budget"
+    }
+
+    fn register(&self, consumer: &datafusion::execution::memory_pool::MemoryConsumer) {
+        self.inner.register(consumer)
+    }
+
+    fn unregister(&self, consumer: &datafusion::execution::memory_pool::MemoryConsumer) {
+        self.inner.unregister(consumer)
+    }
+
+    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
+        self.used.fetch_add(additional, Ordering::AcqRel);
+        self.inner.grow(reservation, additional)
+    }
+
+    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
+        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            Some(used.saturating_sub(shrink))
+        });
+        self.inner.shrink(reservation, shrink)
+    }
+
+    fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
+        let used = self.used.load(Ordering::Acquire);
+        if used.saturating_add(additional) > self.limit {
+            return Err(DataFusionError::ResourcesExhausted(format!(
+                "{BUDGET_EXCEEDED}: {} needs {} bytes more, {used} of {} in use",
+                reservation.consumer().name(),
+                additional,
+                self.limit
+            )));
+        }
+        self.inner.try_grow(reservation, additional)?;
+        self.used.fetch_add(additional, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn reserved(&self) -> usize {
+        self.inner.reserved()
+    }
+
+    fn memory_limit(&self) -> MemoryLimit {
+        self.inner.memory_limit()
+    }
+}
