@@ -319,6 +319,8 @@ impl Engine {
         if let [only] = planned.results.as_slice()
             && only.name.is_none()
             && let Some(sliced) = crate::slices::sliceable(&request.text)
+            // Time bins gain nothing from slices unless someone watches the snapshots.
+            && (run.snapshots || matches!(sliced.mode, crate::slices::SliceMode::Newest { .. }))
             && let Some((lo, hi)) = self.time_extent(request, &sliced.table).await?
         {
             self.run_sliced(request, run, only.columns.clone(), sliced.mode, (lo, hi))

@@ -27,6 +27,7 @@ pub mod registry;
 pub mod registry_more;
 pub mod rowfn;
 pub mod series;
+pub mod series_analysis;
 pub mod strings;
 pub mod strings_more;
 pub mod tdigest;

@@ -3,11 +3,27 @@
 //! `registry.rs`; [`crate::registry::lookup`] searches both. Keep sorted by name.
 
 use crate::registry::{ArgKind, KqlFunction};
-use crate::{bytes as by, compress as cz, conversions as cv, ipv6 as v6, series as se};
+use crate::{bytes as by, compress as cz, conversions as cv, ipv6 as v6, series as se, series_analysis as sa};
 
 use crate::registry::{BOOL, DYNAMIC, LONG, REAL, STRING, registry_entry as f};
 
 pub static FUNCTIONS_MORE: &[KqlFunction] = &[
+    f!(
+        "__series_decompose",
+        [Dynamic, Long, String, Long, Real],
+        1,
+        false,
+        DYNAMIC,
+        sa::series_decompose_bag
+    ),
+    f!(
+        "__series_decompose_anomalies",
+        [Dynamic, Real, Long, String, Long, String, Real],
+        1,
+        false,
+        DYNAMIC,
+        sa::series_decompose_anomalies_bag
+    ),
     f!("around", [Any, Any, Any], 3, false, BOOL, cv::around),
     f!(
         "convert_angle",
@@ -187,6 +203,22 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         DYNAMIC,
         se::series_fill_linear
     ),
+    f!(
+        "series_fir",
+        [Dynamic, Dynamic, Bool, Bool],
+        2,
+        false,
+        DYNAMIC,
+        sa::series_fir
+    ),
+    f!(
+        "series_fit_line_dynamic",
+        [Dynamic],
+        1,
+        false,
+        DYNAMIC,
+        sa::series_fit_line_dynamic
+    ),
     f!("series_floor", [Dynamic], 1, false, DYNAMIC, se::series_floor),
     f!(
         "series_greater",
@@ -203,6 +235,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         false,
         DYNAMIC,
         se::series_greater_equals
+    ),
+    f!(
+        "series_iir",
+        [Dynamic, Dynamic, Dynamic],
+        3,
+        false,
+        DYNAMIC,
+        sa::series_iir
     ),
     f!("series_less", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_less),
     f!(
@@ -231,6 +271,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         false,
         DYNAMIC,
         se::series_not_equals
+    ),
+    f!(
+        "series_outliers",
+        [Dynamic, String, Real, Real, Real],
+        1,
+        false,
+        DYNAMIC,
+        sa::series_outliers
     ),
     f!("series_pow", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_pow),
     f!("series_sign", [Dynamic], 1, false, DYNAMIC, se::series_sign),

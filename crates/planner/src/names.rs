@@ -69,6 +69,118 @@ pub fn matches_pattern(pattern: &str, name: &str) -> bool {
     true
 }
 
+/// Functions with several output columns: the function computing them all as a bag, and each
+/// output (bag key and whether it is a real, a long or left dynamic).
+fn multi_output(name: &str) -> Option<(&'static str, &'static [(&'static str, char)])> {
+    Some(match name {
+        "series_fit_line" => (
+            "series_fit_line_dynamic",
+            &[
+                ("rsquare", 'r'),
+                ("slope", 'r'),
+                ("variance", 'r'),
+                ("rvariance", 'r'),
+                ("interception", 'r'),
+                ("line_fit", 'd'),
+            ],
+        ),
+        "series_stats" => (
+            "series_stats_dynamic",
+            &[
+                ("min", 'r'),
+                ("min_idx", 'l'),
+                ("max", 'r'),
+                ("max_idx", 'l'),
+                ("avg", 'r'),
+                ("stdev", 'r'),
+                ("variance", 'r'),
+            ],
+        ),
+        "series_decompose" => (
+            "__series_decompose",
+            &[("baseline", 'd'), ("seasonal", 'd'), ("trend", 'd'), ("residual", 'd')],
+        ),
+        "series_decompose_anomalies" => (
+            "__series_decompose_anomalies",
+            &[("ad_flag", 'd'), ("ad_score", 'd'), ("baseline", 'd')],
+        ),
+        _ => return None,
+    })
+}
+
+/// `extend series_fit_line(y)` (and the other functions of [`multi_output`]) gives one column
+/// per output, named `<function>_<argument>_<output>` (or by a `(a, b, …) = …` tuple, which
+/// takes the first outputs in order). Other items are returned as they are.
+pub fn expand_multi_outputs(items: &[trawl_kql::ast::NamedExpr]) -> Vec<trawl_kql::ast::NamedExpr> {
+    use trawl_kql::ast::{Ident, Literal, NamedExpr};
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let expansion = match &item.expr.kind {
+            ExprKind::Call { function, args } => multi_output(&function.name).map(|m| (function, args, m)),
+            _ => None,
+        };
+        let Some((function, args, (bag_function, outputs))) = expansion else {
+            out.push(item.clone());
+            continue;
+        };
+        if item.names.len() > outputs.len() {
+            out.push(item.clone());
+            continue;
+        }
+        let argument = match args.first().map(|a| &a.kind) {
+            Some(ExprKind::Name(ident)) => ident.name.clone(),
+            _ => "series".to_owned(),
+        };
+        let span = item.expr.span;
+        let bag = KExpr::new(
+            ExprKind::Call {
+                function: Ident::new(bag_function, function.span),
+                args: args.clone(),
+            },
+            span,
+        );
+        let wanted = if item.names.is_empty() {
+            outputs.len()
+        } else {
+            item.names.len()
+        };
+        for (index, (key, kind)) in outputs.iter().take(wanted).enumerate() {
+            let name = match item.names.get(index) {
+                Some(ident) => ident.clone(),
+                None => Ident::new(format!("{}_{argument}_{key}", function.name), span),
+            };
+            let value = KExpr::new(
+                ExprKind::Index {
+                    target: Box::new(bag.clone()),
+                    index: Box::new(KExpr::new(ExprKind::Literal(Literal::String((*key).to_owned())), span)),
+                },
+                span,
+            );
+            let converter = match kind {
+                'r' => Some("toreal"),
+                'l' => Some("tolong"),
+                _ => None,
+            };
+            let expr = match converter {
+                Some(converter) => KExpr::new(
+                    ExprKind::Call {
+                        function: Ident::new(converter, span),
+                        args: vec![value],
+                    },
+                    span,
+                ),
+                None => value,
+            };
+            out.push(NamedExpr {
+                names: vec![name],
+                expr,
+                span: item.span,
+            });
+        }
+    }
+    out
+}
+
 /// `array_sort_asc(a, b, …)` (and `_desc`) with several arrays gives one column per array,
 /// each in the order that sorts the first, named `<array>_sorted` (or by a `(x, y) = …`
 /// tuple). Other items are returned as they are.

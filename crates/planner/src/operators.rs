@@ -332,7 +332,7 @@ impl Planner<'_> {
     /// `project` (only the listed columns) and `extend` (every column plus the listed ones;
     /// a listed name that exists replaces it in place).
     fn project(&mut self, input: Tabular, items: &[NamedExpr], extend: bool) -> Result<Tabular, TrawlError> {
-        let items = &crate::names::expand_multi_array_sorts(items);
+        let items = &crate::names::expand_multi_outputs(&crate::names::expand_multi_array_sorts(items));
         let mut outputs: Vec<(String, Typed)> = Vec::new();
         if extend {
             for (name, kql_type) in &input.columns {

@@ -34,7 +34,7 @@ impl Planner<'_> {
     /// `print a = 1, b = "x"`: one row.
     pub fn print(&mut self, items: &[NamedExpr]) -> Result<Tabular, TrawlError> {
         let input = self.empty_tabular()?;
-        let items = &crate::names::expand_multi_array_sorts(items);
+        let items = &crate::names::expand_multi_outputs(&crate::names::expand_multi_array_sorts(items));
         let mut exprs = Vec::with_capacity(items.len());
         let mut columns = Vec::with_capacity(items.len());
         for (position, item) in items.iter().enumerate() {

@@ -1,0 +1,458 @@
+//! Series analysis on dynamic numeric arrays (the output of `make-series`): filters
+//! (`series_fir`, `series_iir`), outlier scores (`series_outliers`), a fitted line
+//! (`series_fit_line_dynamic`, and the columns of `series_fit_line`), and seasonal
+//! decomposition with anomaly flags (`series_decompose`, `series_decompose_anomalies`, whose
+//! several output columns the planner takes from the bags of `__series_decompose` and
+//! `__series_decompose_anomalies`). Elements that are not numbers count as missing: filters
+//! read them as 0, fits and decompositions skip them.
+
+use datafusion::error::Result;
+use serde_json::{Map, Value, json};
+
+use crate::json::{as_real, out, parse_array};
+use crate::rowfn::{Out, Val, arg};
+
+fn numbers(items: &[Value]) -> Vec<Option<f64>> {
+    items.iter().map(|v| as_real(v).filter(|x| x.is_finite())).collect()
+}
+
+fn real_json(x: f64) -> Value {
+    if x.is_finite() { json!(x) } else { Value::Null }
+}
+
+fn array_json(values: &[f64]) -> Value {
+    Value::Array(values.iter().map(|x| real_json(*x)).collect())
+}
+
+fn real_array(arg_value: Val) -> Option<Vec<f64>> {
+    parse_array(arg_value).map(|items| items.iter().map(|v| as_real(v).unwrap_or(0.0)).collect())
+}
+
+/// `series_fir(series, filter [, normalize = true, center = false])`: y[i] = Σ filter[j] ·
+/// x[i − j] (or centered: x[i + (len − 1)/2 − j]), divided by Σ filter when normalizing.
+pub fn series_fir(args: &[Val]) -> Result<Out> {
+    let (Some(items), Some(filter)) = (parse_array(arg(args, 0)), real_array(arg(args, 1))) else {
+        return Ok(Out::Null);
+    };
+    if filter.is_empty() {
+        return Ok(Out::Null);
+    }
+    let normalize = arg(args, 2).bool().unwrap_or(true);
+    let center = arg(args, 3).bool().unwrap_or(false);
+    let x: Vec<f64> = numbers(&items).into_iter().map(|v| v.unwrap_or(0.0)).collect();
+    let total: f64 = filter.iter().sum();
+    let scale = if normalize && total != 0.0 { total } else { 1.0 };
+    let shift = if center { (filter.len() as i64 - 1) / 2 } else { 0 };
+    let y: Vec<f64> = (0..x.len() as i64)
+        .map(|i| {
+            let mut sum = 0.0;
+            for (j, weight) in filter.iter().enumerate() {
+                let at = i + shift - j as i64;
+                if at >= 0 && (at as usize) < x.len() {
+                    sum += weight * x[at as usize];
+                }
+            }
+            sum / scale
+        })
+        .collect();
+    Ok(out(array_json(&y)))
+}
+
+/// `series_iir(series, numerators, denominators)`: y[n] = (Σ b[k]·x[n−k] − Σ_{k≥1} a[k]·y[n−k])
+/// / a[0].
+pub fn series_iir(args: &[Val]) -> Result<Out> {
+    let (Some(items), Some(b), Some(a)) = (
+        parse_array(arg(args, 0)),
+        real_array(arg(args, 1)),
+        real_array(arg(args, 2)),
+    ) else {
+        return Ok(Out::Null);
+    };
+    let Some(a0) = a.first().copied().filter(|a0| *a0 != 0.0) else {
+        return Ok(Out::Null);
+    };
+    let x: Vec<f64> = numbers(&items).into_iter().map(|v| v.unwrap_or(0.0)).collect();
+    let mut y = vec![0.0; x.len()];
+    for n in 0..x.len() {
+        let mut sum = 0.0;
+        for (k, bk) in b.iter().enumerate() {
+            if k <= n {
+                sum += bk * x[n - k];
+            }
+        }
+        for (k, ak) in a.iter().enumerate().skip(1) {
+            if k <= n {
+                sum -= ak * y[n - k];
+            }
+        }
+        y[n] = sum / a0;
+    }
+    Ok(out(array_json(&y)))
+}
+
+/// The `p`th percentile (0–100) of sorted values, interpolated between neighbours.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let low = rank.floor() as usize;
+    let high = rank.ceil() as usize;
+    sorted[low] + (sorted[high] - sorted[low]) * (rank - low as f64)
+}
+
+/// Tukey fence scores of `values` with the `low`/`high` percentiles as quartiles: 0 inside
+/// [P_low − 1.5·IQR, P_high + 1.5·IQR], else the distance past the fence in IQRs (negative
+/// below). Missing values score 0.
+fn outlier_scores(values: &[Option<f64>], low: f64, high: f64) -> Vec<f64> {
+    let mut sorted: Vec<f64> = values.iter().flatten().copied().collect();
+    sorted.sort_by(f64::total_cmp);
+    let (q1, q3) = (percentile(&sorted, low), percentile(&sorted, high));
+    let iqr = q3 - q1;
+    let (lower, upper) = (q1 - 1.5 * iqr, q3 + 1.5 * iqr);
+    values
+        .iter()
+        .map(|v| match v {
+            Some(x) if *x > upper => (x - upper) / iqr.max(f64::MIN_POSITIVE),
+            Some(x) if *x < lower => (x - lower) / iqr.max(f64::MIN_POSITIVE),
+            _ => 0.0,
+        })
+        .map(|s| if s.is_finite() { s } else { 0.0 })
+        .collect()
+}
+
+/// The quartile percentiles of an outlier test kind: `tukey` (25, 75) or `ctukey` (given,
+/// default 10, 90).
+fn fence_percentiles(kind: Option<&str>, low: Option<f64>, high: Option<f64>) -> (f64, f64) {
+    match kind {
+        Some("tukey") => (25.0, 75.0),
+        _ => (low.unwrap_or(10.0), high.unwrap_or(90.0)),
+    }
+}
+
+/// `series_outliers(series [, kind = 'ctukey', ignore_val, min_percentile = 10,
+/// max_percentile = 90])`: a score per element (see [`outlier_scores`]).
+pub fn series_outliers(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let kind = match arg(args, 1) {
+        Val::Str(s) => Some(s.to_ascii_lowercase()),
+        _ => None,
+    };
+    let ignore = arg(args, 2).real();
+    let mut values = numbers(&items);
+    if let Some(ignored) = ignore {
+        for v in values.iter_mut() {
+            if *v == Some(ignored) {
+                *v = None;
+            }
+        }
+    }
+    let (low, high) = fence_percentiles(kind.as_deref(), arg(args, 3).real(), arg(args, 4).real());
+    Ok(out(array_json(&outlier_scores(&values, low, high))))
+}
+
+/// The least-squares line through (i, y[i]) of the present values.
+struct Line {
+    slope: f64,
+    interception: f64,
+    rsquare: f64,
+    variance: f64,
+    rvariance: f64,
+    fit: Vec<f64>,
+}
+
+fn fit_line(values: &[Option<f64>]) -> Option<Line> {
+    let points: Vec<(f64, f64)> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.map(|y| (i as f64, y)))
+        .collect();
+    let n = points.len() as f64;
+    if points.is_empty() {
+        return None;
+    }
+    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let interception = mean_y - slope * mean_x;
+    let fit: Vec<f64> = (0..values.len()).map(|i| interception + slope * i as f64).collect();
+    let total: f64 = points.iter().map(|p| (p.1 - mean_y).powi(2)).sum();
+    let residual: f64 = points
+        .iter()
+        .map(|p| (p.1 - (interception + slope * p.0)).powi(2))
+        .sum();
+    let rsquare = if total > 0.0 { 1.0 - residual / total } else { 1.0 };
+    Some(Line {
+        slope,
+        interception,
+        rsquare,
+        variance: total / n,
+        rvariance: residual / n,
+        fit,
+    })
+}
+
+/// `series_fit_line_dynamic(series)`: a bag of rsquare, slope, variance, rvariance,
+/// interception and line_fit (the fitted values).
+pub fn series_fit_line_dynamic(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let Some(line) = fit_line(&numbers(&items)) else {
+        return Ok(Out::Null);
+    };
+    Ok(out(json!({
+        "rsquare": real_json(line.rsquare),
+        "slope": real_json(line.slope),
+        "variance": real_json(line.variance),
+        "rvariance": real_json(line.rvariance),
+        "interception": real_json(line.interception),
+        "line_fit": array_json(&line.fit),
+    })))
+}
+
+/// The period of the strongest repetition in `values` (autocorrelation of the detrended
+/// values at lags 2 … n/2 above `threshold`), if any.
+fn detect_period(values: &[f64], threshold: f64) -> Option<usize> {
+    let n = values.len();
+    if n < 8 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let centered: Vec<f64> = values.iter().map(|v| v - mean).collect();
+    let energy: f64 = centered.iter().map(|v| v * v).sum();
+    if energy <= 0.0 {
+        return None;
+    }
+    let mut best: Option<(usize, f64)> = None;
+    for lag in 2..=n / 2 {
+        let score: f64 = centered.iter().zip(&centered[lag..]).map(|(a, b)| a * b).sum::<f64>() / energy * n as f64
+            / (n - lag) as f64;
+        if score >= threshold && best.is_none_or(|(_, s)| score > s + 1e-9) {
+            best = Some((lag, score));
+        }
+    }
+    best.map(|(lag, _)| lag)
+}
+
+/// A decomposition: baseline = seasonal + trend; residual = value − baseline.
+struct Decomposition {
+    baseline: Vec<f64>,
+    seasonal: Vec<f64>,
+    trend: Vec<f64>,
+    residual: Vec<f64>,
+}
+
+/// Decomposes the first `len − test_points` values and extends trend and seasonality over the
+/// test points. `seasonality`: −1 detects it, 0 none, n a period of n points. `trend`: `avg`,
+/// `linefit` or `none`.
+fn decompose(
+    values: &[Option<f64>],
+    seasonality: i64,
+    trend: &str,
+    test_points: usize,
+    threshold: f64,
+) -> Decomposition {
+    let n = values.len();
+    let train = n.saturating_sub(test_points).max(1).min(n);
+    let filled: Vec<f64> = {
+        let present: Vec<f64> = values[..train].iter().flatten().copied().collect();
+        let mean = if present.is_empty() {
+            0.0
+        } else {
+            present.iter().sum::<f64>() / present.len() as f64
+        };
+        values.iter().map(|v| v.unwrap_or(mean)).collect()
+    };
+    let trend_values: Vec<f64> = match trend {
+        "none" => vec![0.0; n],
+        "linefit" => match fit_line(&values[..train]) {
+            Some(line) => (0..n).map(|i| line.interception + line.slope * i as f64).collect(),
+            None => vec![0.0; n],
+        },
+        _ => {
+            let present: Vec<f64> = values[..train].iter().flatten().copied().collect();
+            let mean = if present.is_empty() {
+                0.0
+            } else {
+                present.iter().sum::<f64>() / present.len() as f64
+            };
+            vec![mean; n]
+        }
+    };
+    let detrended: Vec<f64> = filled.iter().zip(&trend_values).map(|(v, t)| v - t).collect();
+    let period = match seasonality {
+        s if s < 0 => detect_period(&detrended[..train], threshold),
+        0 | 1 => None,
+        s => usize::try_from(s).ok().filter(|p| *p < train),
+    };
+    let seasonal: Vec<f64> = match period {
+        None => vec![0.0; n],
+        Some(period) => {
+            // Each phase: the median of the training values at that phase.
+            let mut phases: Vec<Vec<f64>> = vec![Vec::new(); period];
+            for (i, v) in detrended[..train].iter().enumerate() {
+                if values[i].is_some() {
+                    phases[i % period].push(*v);
+                }
+            }
+            let medians: Vec<f64> = phases
+                .iter_mut()
+                .map(|phase| {
+                    phase.sort_by(f64::total_cmp);
+                    if phase.is_empty() { 0.0 } else { percentile(phase, 50.0) }
+                })
+                .collect();
+            (0..n).map(|i| medians[i % period]).collect()
+        }
+    };
+    let baseline: Vec<f64> = seasonal.iter().zip(&trend_values).map(|(s, t)| s + t).collect();
+    let residual: Vec<f64> = filled.iter().zip(&baseline).map(|(v, b)| v - b).collect();
+    Decomposition {
+        baseline,
+        seasonal,
+        trend: trend_values,
+        residual,
+    }
+}
+
+fn decompose_args(args: &[Val], seasonality_at: usize, default_trend: &str) -> (i64, String, usize, f64) {
+    let seasonality = arg(args, seasonality_at).long().unwrap_or(-1);
+    let trend = match arg(args, seasonality_at + 1) {
+        Val::Str(s) => s.to_ascii_lowercase(),
+        _ => default_trend.to_owned(),
+    };
+    let test_points = arg(args, seasonality_at + 2).long().unwrap_or(0).max(0) as usize;
+    (seasonality, trend, test_points, 0.6)
+}
+
+/// `series_decompose(series [, seasonality = -1, trend = 'avg', test_points = 0,
+/// seasonality_threshold = 0.6])` as a bag of baseline, seasonal, trend and residual.
+pub fn series_decompose_bag(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let (seasonality, trend, test_points, _) = decompose_args(args, 1, "avg");
+    let threshold = arg(args, 4).real().unwrap_or(0.6);
+    let parts = decompose(&numbers(&items), seasonality, &trend, test_points, threshold);
+    let mut bag = Map::new();
+    bag.insert("baseline".into(), array_json(&parts.baseline));
+    bag.insert("seasonal".into(), array_json(&parts.seasonal));
+    bag.insert("trend".into(), array_json(&parts.trend));
+    bag.insert("residual".into(), array_json(&parts.residual));
+    Ok(out(Value::Object(bag)))
+}
+
+/// `series_decompose_anomalies(series [, threshold = 1.5, seasonality = -1, trend = 'linefit',
+/// test_points = 0, ad_method = 'ctukey', seasonality_threshold = 0.6])` as a bag of ad_flag
+/// (+1, −1 or 0), ad_score (the outlier score of the residual) and baseline.
+pub fn series_decompose_anomalies_bag(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let threshold = arg(args, 1).real().unwrap_or(1.5);
+    let (seasonality, trend, test_points, _) = decompose_args(args, 2, "linefit");
+    let method = match arg(args, 5) {
+        Val::Str(s) => Some(s.to_ascii_lowercase()),
+        _ => None,
+    };
+    let seasonality_threshold = arg(args, 6).real().unwrap_or(0.6);
+    let values = numbers(&items);
+    let parts = decompose(&values, seasonality, &trend, test_points, seasonality_threshold);
+    let residual: Vec<Option<f64>> = parts.residual.iter().zip(&values).map(|(r, v)| v.map(|_| *r)).collect();
+    let (low, high) = fence_percentiles(method.as_deref(), None, None);
+    let scores = outlier_scores(&residual, low, high);
+    let flags: Vec<Value> = scores
+        .iter()
+        .map(|s| {
+            json!(if *s > threshold {
+                1
+            } else if *s < -threshold {
+                -1
+            } else {
+                0
+            })
+        })
+        .collect();
+    let mut bag = Map::new();
+    bag.insert("ad_flag".into(), Value::Array(flags));
+    bag.insert("ad_score".into(), array_json(&scores));
+    bag.insert("baseline".into(), array_json(&parts.baseline));
+    Ok(out(Value::Object(bag)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{b, d, l, r, run, s};
+
+    fn reals(text: &str) -> Vec<f64> {
+        serde_json::from_str::<Vec<Option<f64>>>(text)
+            .map(|v| v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn filters() {
+        // A moving sum of 3 (not normalized), then a centered moving average.
+        assert_eq!(
+            run("series_fir", &[d("[1,2,3,4,5]"), d("[1,1,1]"), b(false)]),
+            "[1.0,3.0,6.0,9.0,12.0]"
+        );
+        assert_eq!(
+            run("series_fir", &[d("[1,2,3,4,5]"), d("[1,1,1]"), b(true), b(true)]),
+            "[1.0,2.0,3.0,4.0,3.0]"
+        );
+        // y[n] = x[n] + y[n-1]: a cumulative sum (the documented example).
+        assert_eq!(
+            run("series_iir", &[d("[1,2,3,4]"), d("[1]"), d("[1,-1]")]),
+            "[1.0,3.0,6.0,10.0]"
+        );
+        assert_eq!(run("series_iir", &[d("[1]"), d("[1]"), d("[0]")]), "null");
+    }
+
+    #[test]
+    fn outliers_score_past_the_fences() {
+        let scores = reals(&run("series_outliers", &[d("[1,2,3,2,1,2,3,2,1,50]")]));
+        assert_eq!(scores.len(), 10);
+        assert!(scores[9] > 1.5, "{scores:?}");
+        assert!(scores[..9].iter().all(|s| *s == 0.0), "{scores:?}");
+        let tukey = reals(&run("series_outliers", &[d("[1,2,3,4,-40]"), s("tukey")]));
+        assert!(tukey[4] < 0.0);
+    }
+
+    #[test]
+    fn a_line_fits() {
+        let bag: serde_json::Value =
+            serde_json::from_str(&run("series_fit_line_dynamic", &[d("[1,3,5,7]")])).unwrap_or_default();
+        assert_eq!(bag["slope"], 2.0);
+        assert_eq!(bag["interception"], 1.0);
+        assert_eq!(bag["rsquare"], 1.0);
+        assert_eq!(bag["line_fit"], serde_json::json!([1.0, 3.0, 5.0, 7.0]));
+        assert_eq!(bag["rvariance"], 0.0);
+    }
+
+    #[test]
+    fn seasonal_decomposition_and_anomalies() {
+        // A weekly pattern over four weeks plus a spike.
+        let mut values: Vec<f64> = (0..28)
+            .map(|i| [10.0, 12.0, 14.0, 12.0, 10.0, 5.0, 5.0][i % 7])
+            .collect();
+        values[20] += 40.0;
+        let text = serde_json::to_string(&values).unwrap_or_default();
+        let bag: serde_json::Value =
+            serde_json::from_str(&run("__series_decompose", &[d(&text), l(7), s("avg")])).unwrap_or_default();
+        let seasonal = bag["seasonal"].as_array().map(Vec::len);
+        assert_eq!(seasonal, Some(28));
+        let baseline: Vec<f64> = serde_json::from_value(bag["baseline"].clone()).unwrap_or_default();
+        assert!((baseline[2] - 14.0).abs() < 1.5, "{baseline:?}");
+        let anomalies: serde_json::Value =
+            serde_json::from_str(&run("__series_decompose_anomalies", &[d(&text), r(1.5), l(-1)])).unwrap_or_default();
+        let flags: Vec<i64> = serde_json::from_value(anomalies["ad_flag"].clone()).unwrap_or_default();
+        assert_eq!(flags.iter().filter(|f| **f != 0).count(), 1, "{flags:?}");
+        assert_eq!(flags[20], 1);
+    }
+}
