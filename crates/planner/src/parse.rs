@@ -25,14 +25,39 @@ fn escape(text: &str) -> String {
     out
 }
 
-/// The capture of a column of `kql_type`.
-fn capture(kql_type: KqlType, last: bool) -> &'static str {
+/// The capture of a column of `kql_type`. In regex mode text columns are greedy, as the
+/// reference engine's documented examples show (a text column followed by `.*?` still takes
+/// everything up to the next delimiter).
+fn capture(kql_type: KqlType, last: bool, regex: bool) -> &'static str {
     match kql_type {
         KqlType::Int | KqlType::Long => r"(-?\d+)",
         KqlType::Real | KqlType::Decimal => r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)",
-        _ if last => "(.*)",
+        _ if last || regex => "(.*)",
         _ => "(.*?)",
     }
+}
+
+/// `pattern` with its capturing groups made non-capturing, so that only the columns capture:
+/// `(` not escaped, not in a character class and not already `(?…`.
+fn uncaptured(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        out.push(c);
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            }
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class && chars.peek() != Some(&'?') => out.push_str("?:"),
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Planner<'_> {
@@ -49,7 +74,16 @@ impl Planner<'_> {
             "regex" => true,
             other => return Err(self.error(ErrorCode::BadRequest, span, format!("unknown parse kind '{other}'"))),
         };
-        let flags = param_word(&parse.params, "flags");
+        // Flags keep their case: `U` (swap greediness) is not `u` (Unicode).
+        let flags = parse
+            .params
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case("flags"))
+            .and_then(|p| match &p.value.kind {
+                trawl_kql::ast::ExprKind::Name(ident) => Some(ident.name.clone()),
+                trawl_kql::ast::ExprKind::Literal(trawl_kql::ast::Literal::String(s)) => Some(s.clone()),
+                _ => None,
+            });
         let source = self.scalar(&parse.source, &input)?;
         let text = to_string(source);
         let mut pattern = String::from(if regex_kind { "" } else { "^" });
@@ -57,11 +91,13 @@ impl Planner<'_> {
         let last_index = parse.pattern.len().saturating_sub(1);
         for (index, part) in parse.pattern.iter().enumerate() {
             match part {
-                ParsePart::Text { text, .. } => pattern.push_str(&if regex_kind { text.clone() } else { escape(text) }),
+                ParsePart::Text { text, .. } => {
+                    pattern.push_str(&if regex_kind { uncaptured(text) } else { escape(text) })
+                }
                 ParsePart::Wildcard { .. } => pattern.push_str(if index == last_index { ".*" } else { ".*?" }),
                 ParsePart::Column { name, ty, .. } => {
                     let kql_type = ty.map_or(KqlType::String, kql_type_of_scalar);
-                    pattern.push_str(capture(kql_type, index == last_index));
+                    pattern.push_str(capture(kql_type, index == last_index, regex_kind));
                     outputs.push((name.name.clone(), kql_type));
                 }
             }
@@ -69,7 +105,7 @@ impl Planner<'_> {
         if outputs.is_empty() {
             return Err(self.error(ErrorCode::BadRequest, span, "the parse pattern extracts no column"));
         }
-        let flags = flags.map(|f| lit(f.replace('U', "")));
+        let flags = flags.map(lit);
         let matched_name = "__trawl_parse_match";
         let mut stage: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
         stage.push(f::regexp_match(text, lit(pattern), flags).alias(matched_name));
