@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::ScalarValue;
 use datafusion::functions_aggregate::expr_fn as agg;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{Expr, ScalarUDF, SortExpr, cast, lit, when};
@@ -64,6 +65,9 @@ pub enum Finish {
     List(ListFinish, Option<i64>),
     /// A cast back to the argument's type (percentiles of timespans and datetimes).
     Cast(DataType),
+    /// The value KQL gives when nothing was aggregated (a sum of no values is 0, their
+    /// average NaN).
+    Otherwise(datafusion::common::ScalarValue),
 }
 
 impl Finish {
@@ -75,6 +79,9 @@ impl Finish {
                 Expr::ScalarFunction(ScalarFunction::new_udf(udf, vec![value, lit(limit.unwrap_or(0))]))
             }
             Finish::Cast(data_type) => cast(cast(value, DataType::Int64), data_type.clone()),
+            Finish::Otherwise(default) => {
+                datafusion::functions::expr_fn::coalesce(vec![value, Expr::Literal(default.clone(), None)])
+            }
         }
     }
 }
@@ -98,10 +105,16 @@ pub fn default_aggregate_name(name: &str, args: &[KExpr]) -> String {
         "buildschema" => "schema",
         other => other,
     };
-    let column_name = |arg: Option<&KExpr>| match arg.map(|a| &a.kind) {
-        Some(ExprKind::Name(ident)) => Some(ident.name.clone()),
-        _ => None,
-    };
+    // A column, also under conversions (`buildschema(todynamic(tostring(x)))` is `schema_x`).
+    fn column_name(arg: Option<&KExpr>) -> Option<String> {
+        match arg.map(|a| &a.kind) {
+            Some(ExprKind::Name(ident)) => Some(ident.name.clone()),
+            Some(ExprKind::Call { function, args }) if function.name.starts_with("to") && args.len() == 1 => {
+                column_name(args.first())
+            }
+            _ => None,
+        }
+    }
     if name.starts_with("covariance")
         && let (Some(x), Some(y)) = (column_name(args.first()), column_name(args.get(1)))
     {
@@ -224,16 +237,27 @@ impl Planner<'_> {
                     let condition = self.condition(&args[1], input)?;
                     numeric = when(condition, numeric).end().map_err(|e| internal(&e))?;
                 }
-                if name.starts_with("avg") {
-                    single(out_name, agg::avg(numeric), KqlType::Real)
+                let (aggregate, result_type, otherwise) = if name.starts_with("avg") {
+                    (agg::avg(numeric), KqlType::Real, ScalarValue::Float64(Some(f64::NAN)))
                 } else {
-                    let result_type = match kql_type {
-                        KqlType::Int | KqlType::Long | KqlType::Bool => KqlType::Long,
-                        KqlType::Timespan => KqlType::Timespan,
-                        _ => KqlType::Real,
-                    };
-                    single(out_name, agg::sum(numeric), result_type)
-                }
+                    match kql_type {
+                        KqlType::Int | KqlType::Long | KqlType::Bool => {
+                            (agg::sum(numeric), KqlType::Long, ScalarValue::Int64(Some(0)))
+                        }
+                        KqlType::Timespan => (
+                            agg::sum(numeric),
+                            KqlType::Timespan,
+                            ScalarValue::DurationNanosecond(Some(0)),
+                        ),
+                        _ => (agg::sum(numeric), KqlType::Real, ScalarValue::Float64(Some(0.0))),
+                    }
+                };
+                vec![AggregateOutput {
+                    name: out_name,
+                    aggregate,
+                    finish: Finish::Otherwise(otherwise),
+                    kql_type: result_type,
+                }]
             }
             "min" | "max" | "minif" | "maxif" => {
                 let conditional = name.ends_with("if");
@@ -418,7 +442,13 @@ impl Planner<'_> {
                     "variance" | "varianceif" => agg::var_sample(numeric),
                     _ => agg::var_pop(numeric),
                 };
-                single(out_name, aggregate, KqlType::Real)
+                // One value or none: 0, as KQL gives.
+                vec![AggregateOutput {
+                    name: out_name,
+                    aggregate,
+                    finish: Finish::Otherwise(ScalarValue::Float64(Some(0.0))),
+                    kql_type: KqlType::Real,
+                }]
             }
             _ => match trawl_functions::aggregate_registry::lookup(name) {
                 Some(registered) => {
@@ -536,7 +566,8 @@ impl Planner<'_> {
             match &arg.kind {
                 ExprKind::Star => {
                     for (column_name, kql_type) in &input.columns {
-                        if *column_name != by_name && !group_names.contains(column_name) {
+                        let is_by_column = matches!(&by.kind, ExprKind::Name(ident) if ident.name == *column_name);
+                        if *column_name != by_name && !is_by_column && !group_names.contains(column_name) {
                             columns.push((column_name.clone(), Typed::new(column(column_name), *kql_type)));
                         }
                     }
