@@ -14,7 +14,7 @@ use trawl_common::KqlType;
 
 use crate::registry::{ArgKind, ReturnRule};
 use crate::udaf::RowUdaf;
-use crate::{aggregates as s, hll as h, otel as o, tdigest as t};
+use crate::{aggregates as s, basket as bk, hll as h, otel as o, tdigest as t};
 
 /// One registered aggregate.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +64,15 @@ const SAME: ReturnRule = ReturnRule::SameAsArg(0);
 
 /// Every registered aggregate, sorted by name.
 pub static AGGREGATES: &[KqlAggregate] = &[
+    // Internal: `evaluate basket` (planner).
+    a!(
+        "__basket",
+        [Dynamic, Real, Real, Long],
+        1,
+        false,
+        DYNAMIC,
+        bk::make_basket
+    ),
     a!("binary_all_and", [Long], 1, false, LONG, s::make_binary_all_and),
     a!("binary_all_or", [Long], 1, false, LONG, s::make_binary_all_or),
     a!("binary_all_xor", [Long], 1, false, LONG, s::make_binary_all_xor),

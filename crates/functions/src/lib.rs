@@ -7,6 +7,7 @@ pub mod aggregate_registry;
 pub mod aggregates;
 pub mod arrays;
 pub mod bags;
+pub mod basket;
 pub mod bytes;
 pub mod compress;
 pub mod conversions;

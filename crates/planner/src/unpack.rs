@@ -26,6 +26,7 @@ impl Planner<'_> {
         };
         match function.name.as_str() {
             "bag_unpack" => self.bag_unpack(input, args, evaluate, span),
+            "basket" => self.basket(input, args, span),
             "dcount_intersect" => self.dcount_intersect(input, args, span),
             "narrow" => self.narrow(input, span),
             "pivot" => self.pivot(input, args, span),
