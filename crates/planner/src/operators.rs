@@ -344,7 +344,12 @@ impl Planner<'_> {
                 return Err(self.error(
                     ErrorCode::BadRequest,
                     item.span,
-                    "several output names for one expression are not supported yet",
+                    format!(
+                        "{} names for an expression with fewer outputs (a tuple names the outputs of \
+                         array_sort_asc/desc, series_fit_line, series_stats, series_decompose or \
+                         series_decompose_anomalies)",
+                        item.names.len()
+                    ),
                 ));
             }
             let value = self.scalar(&item.expr, &input)?;

@@ -259,6 +259,14 @@ impl Planner<'_> {
                     None => 86_400_000_000_000,
                 };
                 let size = auto_bin_size(window).max(floor);
+                let typed = self.scalar(value, input)?;
+                if typed.kql_type != KqlType::DateTime {
+                    return Err(self.error(
+                        ErrorCode::TypeMismatch,
+                        value.span,
+                        format!("bin_auto() takes a datetime, found {}", typed.kql_type),
+                    ));
+                }
                 let call = KExpr::new(
                     ExprKind::Call {
                         function: trawl_kql::ast::Ident::new("bin", function.span),
