@@ -225,25 +225,13 @@ impl Framer {
             QueryEvent::Snapshot(batches) => {
                 // A refined snapshot is an iteration of its own, complete at its last batch;
                 // the rows after it (a later snapshot, or the final rows) start another.
-                self.seal(&mut out);
-                self.iteration_id = uuid::Uuid::new_v4().to_string();
                 for batch in &batches {
                     if let Err(error) = self.add_rows(batch, &mut out) {
                         self.fail(error, &mut out);
                         return out;
                     }
                 }
-                self.seal(&mut out);
-                let last = self.pending.take().unwrap_or_else(|| pb::RowBatch {
-                    table_name: self.table.clone(),
-                    result_iteration_id: self.iteration_id.clone(),
-                    rows: Vec::new(),
-                    is_iteration_complete: false,
-                });
-                out.push(self.frame(Payload::Batch(pb::RowBatch {
-                    is_iteration_complete: true,
-                    ..last
-                })));
+                self.complete_iteration(&mut out);
                 self.iteration_id = uuid::Uuid::new_v4().to_string();
             }
             QueryEvent::TableFinished { .. } => {}
@@ -252,21 +240,7 @@ impl Framer {
                 self.late_warnings = true;
             }
             QueryEvent::Finished => {
-                self.seal(&mut out);
-                let last = self.pending.take().unwrap_or_else(|| pb::RowBatch {
-                    table_name: if self.table.is_empty() {
-                        "PrimaryResult".to_string()
-                    } else {
-                        self.table.clone()
-                    },
-                    result_iteration_id: self.iteration_id.clone(),
-                    rows: Vec::new(),
-                    is_iteration_complete: false,
-                });
-                out.push(self.frame(Payload::Batch(pb::RowBatch {
-                    is_iteration_complete: true,
-                    ..last
-                })));
+                self.complete_iteration(&mut out);
                 if self.late_warnings {
                     out.push(self.frame(Payload::Metadata(self.metadata())));
                 }
@@ -276,6 +250,25 @@ impl Framer {
             QueryEvent::Failed(error) => self.fail(error, &mut out),
         }
         out
+    }
+
+    /// Sends the batch held back, or an empty one, flagged as the last of the iteration.
+    fn complete_iteration(&mut self, out: &mut Vec<pb::ExecuteQueryResultFrame>) {
+        self.seal(out);
+        let last = self.pending.take().unwrap_or_else(|| pb::RowBatch {
+            table_name: if self.table.is_empty() {
+                "PrimaryResult".to_string()
+            } else {
+                self.table.clone()
+            },
+            result_iteration_id: self.iteration_id.clone(),
+            rows: Vec::new(),
+            is_iteration_complete: false,
+        });
+        out.push(self.frame(pb::execute_query_result_frame::Payload::Batch(pb::RowBatch {
+            is_iteration_complete: true,
+            ..last
+        })));
     }
 
     fn fail(&mut self, error: TrawlError, out: &mut Vec<pb::ExecuteQueryResultFrame>) {

@@ -6,7 +6,7 @@
 //! one, and the server never runs out of memory for a summarize.
 //!
 //! [`BudgetAggregates`] is a physical optimizer rule that wraps each final (or single-stage)
-//! grouped `AggregateExec` in a [`BudgetedAggregateExec`]; that node runs the aggregate in a
+//! grouped `AggregateExec` in a [`ContextExec`]; that node runs the aggregate in a
 //! task context whose memory pool counts its reservations against the budget and whose disk
 //! manager allows no spilling (so the aggregate reports the overrun rather than spilling).
 //! Sorts and joins keep the shared pool and spill as before.
@@ -77,21 +77,17 @@ impl PhysicalOptimizerRule for BudgetAggregates {
             let children: Vec<Arc<dyn ExecutionPlan>> = node
                 .children()
                 .into_iter()
-                .map(|child| {
-                    Arc::new(OwnContextExec {
-                        properties: Arc::clone(child.properties()),
-                        inner: Arc::clone(child),
-                    }) as Arc<dyn ExecutionPlan>
-                })
+                .map(|child| ContextExec::wrap(Arc::clone(child), Context::Query))
                 .collect();
             let node = datafusion::physical_plan::execution_plan::replace_children_if_necessary(node, children)?;
-            let wrapped = BudgetedAggregateExec {
-                properties: Arc::clone(node.properties()),
-                inner: node,
-                budget: Arc::new(AtomicUsize::new(0)),
-                limit: self.limit_bytes,
-            };
-            Ok(Transformed::yes(Arc::new(wrapped) as Arc<dyn ExecutionPlan>))
+            let wrapped = ContextExec::wrap(
+                node,
+                Context::Budget {
+                    used: Arc::new(AtomicUsize::new(0)),
+                    limit: self.limit_bytes,
+                },
+            );
+            Ok(Transformed::yes(wrapped))
         })
         .data()
     }
@@ -105,66 +101,44 @@ impl PhysicalOptimizerRule for BudgetAggregates {
     }
 }
 
-/// An aggregate run within a memory budget.
+/// The task context a [`ContextExec`] runs its input in.
+#[derive(Debug, Clone)]
+enum Context {
+    /// The aggregate's budget: bytes its partitions hold now, and the limit.
+    Budget { used: Arc<AtomicUsize>, limit: usize },
+    /// The query's own context again (below a budgeted aggregate).
+    Query,
+}
+
+/// The query's own task context, carried inside a budgeted one.
 #[derive(Debug)]
-pub(crate) struct BudgetedAggregateExec {
+struct QueryContext(Arc<TaskContext>);
+
+/// Runs its input in another task context: a budgeted aggregate, or the input below it.
+#[derive(Debug)]
+pub(crate) struct ContextExec {
     inner: Arc<dyn ExecutionPlan>,
     properties: Arc<PlanProperties>,
-    /// Bytes the aggregate's partitions hold now.
-    budget: Arc<AtomicUsize>,
-    limit: usize,
+    context: Context,
 }
 
-impl DisplayAs for BudgetedAggregateExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "BudgetedAggregateExec: limit={} bytes", self.limit)
-    }
-}
-
-impl ExecutionPlan for BudgetedAggregateExec {
-    fn name(&self) -> &str {
-        "BudgetedAggregateExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.inner]
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
-    }
-
-    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        let Some(inner) = children.into_iter().next() else {
-            return Err(DataFusionError::Internal(
-                "a budgeted aggregate needs its aggregate".into(),
-            ));
-        };
-        Ok(Arc::new(BudgetedAggregateExec {
+impl ContextExec {
+    fn wrap(inner: Arc<dyn ExecutionPlan>, context: Context) -> Arc<dyn ExecutionPlan> {
+        Arc::new(ContextExec {
             properties: Arc::clone(inner.properties()),
             inner,
-            budget: Arc::clone(&self.budget),
-            limit: self.limit,
-        }))
+            context,
+        })
     }
 
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    /// `context` with a pool that counts against the budget and no spilling; the query's own
+    /// context rides along for the input.
+    fn budgeted(context: Arc<TaskContext>, used: &Arc<AtomicUsize>, limit: usize) -> Result<Arc<TaskContext>> {
         let base = context.runtime_env();
         let pool: Arc<dyn MemoryPool> = Arc::new(BudgetPool {
             inner: Arc::clone(&base.memory_pool),
-            used: Arc::clone(&self.budget),
-            limit: self.limit,
+            used: Arc::clone(used),
+            limit,
         });
         let runtime = RuntimeEnvBuilder::from_runtime_env(&base)
             .with_memory_pool(pool)
@@ -174,7 +148,7 @@ impl ExecutionPlan for BudgetedAggregateExec {
             .session_config()
             .clone()
             .with_extension(Arc::new(QueryContext(Arc::clone(&context))));
-        let budgeted = TaskContext::new(
+        Ok(Arc::new(TaskContext::new(
             context.task_id(),
             context.session_id(),
             config,
@@ -183,31 +157,25 @@ impl ExecutionPlan for BudgetedAggregateExec {
             context.aggregate_functions().clone(),
             context.window_functions().clone(),
             runtime,
-        );
-        self.inner.execute(partition, Arc::new(budgeted))
+        )))
     }
 }
 
-/// The query's own task context, carried inside a budgeted one.
-#[derive(Debug)]
-struct QueryContext(Arc<TaskContext>);
-
-/// Runs its input in the query's own task context (below a budgeted aggregate).
-#[derive(Debug)]
-struct OwnContextExec {
-    inner: Arc<dyn ExecutionPlan>,
-    properties: Arc<PlanProperties>,
-}
-
-impl DisplayAs for OwnContextExec {
+impl DisplayAs for ContextExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "OwnContextExec")
+        match &self.context {
+            Context::Budget { limit, .. } => write!(f, "BudgetedAggregateExec: limit={limit} bytes"),
+            Context::Query => write!(f, "OwnContextExec"),
+        }
     }
 }
 
-impl ExecutionPlan for OwnContextExec {
+impl ExecutionPlan for ContextExec {
     fn name(&self) -> &str {
-        "OwnContextExec"
+        match self.context {
+            Context::Budget { .. } => "BudgetedAggregateExec",
+            Context::Query => "OwnContextExec",
+        }
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
@@ -233,18 +201,18 @@ impl ExecutionPlan for OwnContextExec {
         let Some(inner) = children.into_iter().next() else {
             return Err(DataFusionError::Internal("a context node needs its input".into()));
         };
-        Ok(Arc::new(OwnContextExec {
-            properties: Arc::clone(inner.properties()),
-            inner,
-        }))
+        Ok(ContextExec::wrap(inner, self.context.clone()))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let own = match context.session_config().get_extension::<QueryContext>() {
-            Some(query) => Arc::clone(&query.0),
-            None => context,
+        let context = match &self.context {
+            Context::Budget { used, limit } => ContextExec::budgeted(context, used, *limit)?,
+            Context::Query => match context.session_config().get_extension::<QueryContext>() {
+                Some(query) => Arc::clone(&query.0),
+                None => context,
+            },
         };
-        self.inner.execute(partition, own)
+        self.inner.execute(partition, context)
     }
 }
 

@@ -159,35 +159,41 @@ fn series_of(row: &Map<String, Value>) -> i64 {
     twox_hash::XxHash64::oneshot(0, identity.to_string().as_bytes()) as i64
 }
 
+/// A histogram from the columns of a metric row (or a merged histogram's bag): explicit
+/// buckets, or exponential ones.
+fn histogram_of(bag: &Map<String, Value>, exponential: bool) -> Histogram {
+    let mut h = Histogram {
+        count: number(bag.get("count")).unwrap_or(0.0),
+        sum: number(bag.get("sum")).unwrap_or(0.0),
+        min: number(bag.get("min")),
+        max: number(bag.get("max")),
+        ..Histogram::default()
+    };
+    if exponential {
+        h.exponential = Some(Exponential {
+            scale: number(bag.get("scale")).unwrap_or(0.0) as i32,
+            zero_count: number(bag.get("zero_count")).unwrap_or(0.0),
+            positive: buckets(bag.get("positive")),
+            negative: buckets(bag.get("negative")),
+        });
+    } else {
+        h.bounds = counts(bag.get("explicit_bounds"));
+        h.counts = counts(bag.get("bucket_counts"));
+    }
+    h
+}
+
 /// The point of a metric row (None for rows that are not sums, gauges or histograms).
 fn point_of(row: &Map<String, Value>, histogram: bool) -> Option<Point> {
     let timestamp = time(row.get("timestamp"))?;
     let start = time(row.get("start_time"));
     let cumulative = row.get("aggregation_temporality").and_then(Value::as_str) == Some("CUMULATIVE");
     let value = if histogram {
-        let mut h = Histogram {
-            count: number(row.get("count")).unwrap_or(0.0),
-            sum: number(row.get("sum")).unwrap_or(0.0),
-            min: number(row.get("min")),
-            max: number(row.get("max")),
-            ..Histogram::default()
-        };
         match row.get("metric_type").and_then(Value::as_str) {
-            Some("histogram") => {
-                h.bounds = counts(row.get("explicit_bounds"));
-                h.counts = counts(row.get("bucket_counts"));
-            }
-            Some("exponential_histogram") => {
-                h.exponential = Some(Exponential {
-                    scale: number(row.get("scale")).unwrap_or(0.0) as i32,
-                    zero_count: number(row.get("zero_count")).unwrap_or(0.0),
-                    positive: buckets(row.get("positive")),
-                    negative: buckets(row.get("negative")),
-                })
-            }
+            Some("histogram") => Sample::Histogram(histogram_of(row, false)),
+            Some("exponential_histogram") => Sample::Histogram(histogram_of(row, true)),
             _ => return None,
         }
-        Sample::Histogram(h)
     } else {
         Sample::Number(number(row.get("value"))?)
     };
@@ -388,8 +394,6 @@ struct OtelAgg {
     /// Where warnings go.
     warning_key: Option<i64>,
     percentile: Option<f64>,
-    /// Rows that were not metric points of the right kind.
-    skipped: u64,
 }
 
 impl OtelAgg {
@@ -505,25 +509,7 @@ fn point_from_json(value: &Value, histogram: bool) -> Option<Point> {
     let cumulative = items.get(2)?.as_bool()?;
     let sample = if histogram {
         let bag = items.get(3)?.as_object()?;
-        let mut h = Histogram {
-            count: number(bag.get("count")).unwrap_or(0.0),
-            sum: number(bag.get("sum")).unwrap_or(0.0),
-            min: number(bag.get("min")),
-            max: number(bag.get("max")),
-            ..Histogram::default()
-        };
-        if bag.contains_key("scale") {
-            h.exponential = Some(Exponential {
-                scale: number(bag.get("scale")).unwrap_or(0.0) as i32,
-                zero_count: number(bag.get("zero_count")).unwrap_or(0.0),
-                positive: buckets(bag.get("positive")),
-                negative: buckets(bag.get("negative")),
-            });
-        } else {
-            h.bounds = counts(bag.get("explicit_bounds"));
-            h.counts = counts(bag.get("bucket_counts"));
-        }
-        Sample::Histogram(h)
+        Sample::Histogram(histogram_of(bag, bag.contains_key("scale")))
     } else {
         Sample::Number(items.get(3)?.as_f64()?)
     };
@@ -555,13 +541,12 @@ impl RowAgg for OtelAgg {
         if let Some(Val::Long(key)) = row.get(extra_key) {
             self.warning_key = Some(*key);
         }
+        // Rows that are not metric points of the right kind are left out.
         let Ok(Value::Object(bag)) = serde_json::from_str::<Value>(text) else {
-            self.skipped += 1;
             return Ok(());
         };
-        match point_of(&bag, self.histogram()) {
-            Some(point) => self.series.entry(series_of(&bag)).or_default().push(point),
-            None => self.skipped += 1,
+        if let Some(point) = point_of(&bag, self.histogram()) {
+            self.series.entry(series_of(&bag)).or_default().push(point);
         }
         Ok(())
     }
@@ -673,7 +658,6 @@ fn make(kind: Kind) -> Result<Box<dyn RowAgg>> {
         window_start: None,
         warning_key: None,
         percentile: None,
-        skipped: 0,
     }))
 }
 

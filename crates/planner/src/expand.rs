@@ -60,14 +60,10 @@ impl Planner<'_> {
         // Rows sorted before the expansion stay in that order, each row's items in theirs: the
         // unnest does not keep the order, so rows are numbered (a window tied to the sort keys)
         // with their items, and sorted back by both.
-        let order = crate::context::serial_order(&input.plan);
         let mut base = input.builder();
         let mut sequence = None;
-        if let Some(keys) = order {
-            let mut number = datafusion::functions_window::expr_fn::row_number();
-            if let Expr::WindowFunction(window) = &mut number {
-                window.params.order_by = keys;
-            }
+        if crate::context::serial_order(&input.plan).is_some() {
+            let number = crate::windows::in_serial_order(datafusion::functions_window::expr_fn::row_number(), &input);
             let windowed =
                 LogicalPlanBuilder::window_plan(input.plan.clone(), vec![number]).map_err(|e| internal(&e))?;
             let schema = windowed.schema().clone();

@@ -236,6 +236,11 @@ pub fn expand_multi_array_sorts(items: &[trawl_kql::ast::NamedExpr]) -> Vec<traw
     out
 }
 
+/// `name` as a bracketed column name for generated KQL text (`['a b']`).
+pub(crate) fn bracketed(name: &str) -> String {
+    format!("['{}']", name.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,8 @@ use trawl_common::{ErrorCode, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal, StatementKind};
 use trawl_kql::span::Span;
 
-use crate::context::{Binding, Planner, Tabular};
+use crate::context::{Planner, Tabular};
+use crate::names::bracketed;
 
 /// The name the lowered query reads its input by.
 const INPUT: &str = "__rolling_input";
@@ -70,8 +71,7 @@ impl Planner<'_> {
                 ));
             }
         };
-        let quoted = |name: &str| format!("['{}']", name.replace('\'', "\\'"));
-        let dims: String = dimension_names.iter().map(|d| format!(", {}", quoted(d))).collect();
+        let dims: String = dimension_names.iter().map(|d| format!(", {}", bracketed(d))).collect();
         let output = format!("rolling_{bins_back}_percentile_{value_name}_{label}");
         let text = format!(
             "{INPUT} \
@@ -82,8 +82,8 @@ impl Planner<'_> {
              | join kind=inner ({INPUT} | summarize by __rp_target = bin({index}, {size}){dims}) on __rp_target{dims} \
              | project {index_column} = __rp_target{dims}, {output_column} = __rp_value",
             last = bins_back - 1,
-            index_column = quoted(&index_name),
-            output_column = quoted(&output),
+            index_column = bracketed(&index_name),
+            output_column = bracketed(&output),
         );
         self.lowered(input, "rolling_percentile", &text, span)
     }
@@ -106,16 +106,9 @@ impl Planner<'_> {
         let Some(StatementKind::Expr(lowered)) = query.statements.last().map(|s| &s.kind) else {
             return Err(self.error(ErrorCode::BadRequest, span, format!("{plugin} could not be lowered")));
         };
-        let previous = self.bindings.insert(INPUT.to_owned(), Binding::Tabular(input));
         // Spans of the lowered text do not point into the user's query: report errors at the call.
-        let planned = self
-            .tabular(lowered)
-            .map_err(|e| TrawlError::new(e.code, format!("in {plugin}: {}", e.message)));
-        match previous {
-            Some(binding) => self.bindings.insert(INPUT.to_owned(), binding),
-            None => self.bindings.remove(INPUT),
-        };
-        planned
+        self.with_input(INPUT, input, |planner| planner.tabular(lowered))
+            .map_err(|e| TrawlError::new(e.code, format!("in {plugin}: {}", e.message)))
     }
 
     /// `evaluate dcount_intersect(hll_1, hll_2, ...)`: one row with `s0` the distinct count of
@@ -140,10 +133,7 @@ impl Planner<'_> {
             let ExprKind::Name(ident) = &arg.kind else {
                 return Err(self.error(ErrorCode::BadRequest, arg.span, "dcount_intersect takes sketch columns"));
             };
-            merges.push(format!(
-                "__di{index} = hll_merge(['{}'])",
-                ident.name.replace('\'', "\\'")
-            ));
+            merges.push(format!("__di{index} = hll_merge({})", bracketed(&ident.name)));
         }
         let mut outputs = Vec::with_capacity(args.len());
         for k in 0..args.len() {
@@ -215,7 +205,6 @@ impl Planner<'_> {
                 }
             },
         };
-        let quoted = |name: &str| format!("['{}']", name.replace('\\', "\\\\").replace('\'', "\\'"));
         let dimensions: Vec<(String, trawl_common::KqlType)> = input
             .columns
             .iter()
@@ -238,10 +227,10 @@ impl Planner<'_> {
                 "basket needs string, bool, int or long columns",
             ));
         }
-        let packed: Vec<String> = dimensions.iter().map(|(n, _)| quoted(n)).collect();
+        let packed: Vec<String> = dimensions.iter().map(|(n, _)| bracketed(n)).collect();
         let weight_expr = weight
             .as_deref()
-            .map_or("1.0".to_owned(), |w| format!("todouble({})", quoted(w)));
+            .map_or("1.0".to_owned(), |w| format!("todouble({})", bracketed(w)));
         let count = if weight.is_some() { "todouble" } else { "tolong" };
         let mut outputs = vec![
             "SegmentId = toint(__bp.id)".to_owned(),
@@ -256,7 +245,7 @@ impl Planner<'_> {
                 trawl_common::KqlType::Int => format!("toint({value})"),
                 _ => format!("tolong({value})"),
             };
-            outputs.push(format!("{} = {typed}", quoted(name)));
+            outputs.push(format!("{} = {typed}", bracketed(name)));
         }
         let text = format!(
             "{INPUT} | summarize __bb = __basket(pack_array({}), {weight_expr}, {threshold:?}, {max_dimensions}) \

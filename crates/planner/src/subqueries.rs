@@ -24,6 +24,7 @@ use trawl_kql::ast::{
 use trawl_kql::span::Span;
 
 use crate::context::{Binding, Planner, Tabular, internal};
+use crate::names::bracketed;
 
 /// The name sub-pipelines read their input by.
 const INPUT: &str = "__subquery_input";
@@ -52,10 +53,6 @@ fn name_of(expr: &KExpr) -> Option<&str> {
     }
 }
 
-fn quoted(name: &str) -> String {
-    format!("['{}']", name.replace('\\', "\\\\").replace('\'', "\\'"))
-}
-
 impl Planner<'_> {
     /// A whole number literal operand (`sample 10`).
     fn count_literal(&self, expr: &KExpr, what: &str) -> Result<i64, TrawlError> {
@@ -82,11 +79,21 @@ impl Planner<'_> {
             },
             span,
         );
-        let previous = self.bindings.insert(INPUT.to_owned(), Binding::Tabular(input));
-        let planned = self.tabular(&pipeline);
+        self.with_input(INPUT, input, |planner| planner.tabular(&pipeline))
+    }
+
+    /// Runs `plan` with `input` bound to `name` (the binding it shadows comes back after).
+    pub(crate) fn with_input<T>(
+        &mut self,
+        name: &str,
+        input: Tabular,
+        plan: impl FnOnce(&mut Self) -> Result<T, TrawlError>,
+    ) -> Result<T, TrawlError> {
+        let previous = self.bindings.insert(name.to_owned(), Binding::Tabular(input));
+        let planned = plan(self);
         match previous {
-            Some(binding) => self.bindings.insert(INPUT.to_owned(), binding),
-            None => self.bindings.remove(INPUT),
+            Some(binding) => self.bindings.insert(name.to_owned(), binding),
+            None => self.bindings.remove(name),
         };
         planned
     }
@@ -116,7 +123,7 @@ impl Planner<'_> {
         let Some(column) = name_of(&sample.of) else {
             return Err(self.error(ErrorCode::BadRequest, sample.of.span, "sample-distinct takes a column"));
         };
-        let operators = operators_of(&format!("summarize by {} | take {n}", quoted(column)))?;
+        let operators = operators_of(&format!("summarize by {} | take {n}", bracketed(column)))?;
         self.over_input(input, operators, span)
     }
 
@@ -128,7 +135,10 @@ impl Planner<'_> {
         let (output, aggregate) = match &hitters.by {
             None => (format!("approximate_count_{column}"), "count()".to_owned()),
             Some(weight) => match name_of(weight) {
-                Some(weight) => (format!("approximate_sum_{weight}"), format!("sum({})", quoted(weight))),
+                Some(weight) => (
+                    format!("approximate_sum_{weight}"),
+                    format!("sum({})", bracketed(weight)),
+                ),
                 None => {
                     return Err(self.error(ErrorCode::BadRequest, weight.span, "top-hitters weighs by a column"));
                 }
@@ -136,8 +146,8 @@ impl Planner<'_> {
         };
         let operators = operators_of(&format!(
             "summarize {out} = {aggregate} by {col} | top {n} by {out} desc",
-            out = quoted(&output),
-            col = quoted(column),
+            out = bracketed(&output),
+            col = bracketed(column),
         ))?;
         self.over_input(input, operators, span)
     }
@@ -183,7 +193,7 @@ impl Planner<'_> {
                 format!("unknown column '{column}'"),
             ));
         }
-        let mut operators = operators_of(&format!("extend {PARTITION} = {}", quoted(column)))?;
+        let mut operators = operators_of(&format!("extend {PARTITION} = {}", bracketed(column)))?;
         for operator in &partition.subquery {
             operators.extend(self.partitioned(operator)?);
         }
@@ -196,7 +206,6 @@ impl Planner<'_> {
 
     /// `operator` rewritten to work within each partition.
     fn partitioned(&self, operator: &Operator) -> Result<Vec<Operator>, TrawlError> {
-        let by_partition = |ops: &str| operators_of(ops);
         let with_span = |mut ops: Vec<Operator>| {
             for op in &mut ops {
                 op.span = operator.span;
@@ -227,7 +236,7 @@ impl Planner<'_> {
             }
             OperatorKind::ProjectKeep(patterns) => {
                 let mut patterns = patterns.clone();
-                if let Some(OperatorKind::ProjectKeep(hidden)) = by_partition(&format!("project-keep {PARTITION}"))?
+                if let Some(OperatorKind::ProjectKeep(hidden)) = operators_of(&format!("project-keep {PARTITION}"))?
                     .first()
                     .map(|o| &o.kind)
                 {
@@ -246,7 +255,7 @@ impl Planner<'_> {
                     span: operator.span,
                 }]
             }
-            OperatorKind::Count => with_span(by_partition(&format!("summarize Count = count() by {PARTITION}"))?),
+            OperatorKind::Count => with_span(operators_of(&format!("summarize Count = count() by {PARTITION}"))?),
             OperatorKind::Distinct(items) => {
                 if items.iter().any(|i| matches!(i.kind, ExprKind::Star)) {
                     vec![operator.clone()]
@@ -263,7 +272,7 @@ impl Planner<'_> {
                 }
             }
             OperatorKind::Sort(sort) => {
-                let mut ops = by_partition(&format!("sort by {PARTITION} asc"))?;
+                let mut ops = operators_of(&format!("sort by {PARTITION} asc"))?;
                 if let Some(OperatorKind::Sort(first)) = ops.first_mut().map(|o| &mut o.kind) {
                     first.keys.extend(sort.keys.iter().cloned());
                 }
@@ -271,7 +280,7 @@ impl Planner<'_> {
             }
             OperatorKind::Top(top) => {
                 let n = self.count_literal(&top.count, "top")?;
-                let mut ops = by_partition(&format!(
+                let mut ops = operators_of(&format!(
                     "sort by {PARTITION} asc \
                      | extend __partition_rank = row_number(1, prev({PARTITION}) != {PARTITION}) \
                      | where __partition_rank <= {n} | project-away __partition_rank"
@@ -283,7 +292,7 @@ impl Planner<'_> {
             }
             OperatorKind::Take(count) => {
                 let n = self.count_literal(count, "take")?;
-                with_span(by_partition(&format!(
+                with_span(operators_of(&format!(
                     "sort by {PARTITION} asc \
                      | extend __partition_rank = row_number(1, prev({PARTITION}) != {PARTITION}) \
                      | where __partition_rank <= {n} | project-away __partition_rank"

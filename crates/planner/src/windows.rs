@@ -261,6 +261,8 @@ pub fn in_serial_order(expr: Expr, input: &Tabular) -> Expr {
     let Some(order) = crate::context::serial_order(&input.plan) else {
         return expr;
     };
+    let original = expr.clone();
+    // The rewrite cannot fail; should it, the expression stays as it was.
     expr.transform(|e| match e {
         Expr::WindowFunction(mut window) if window.params.order_by.is_empty() => {
             window.params.order_by = order.clone();
@@ -268,8 +270,7 @@ pub fn in_serial_order(expr: Expr, input: &Tabular) -> Expr {
         }
         other => Ok(Transformed::no(other)),
     })
-    .map(|t| t.data)
-    .unwrap_or_else(|e| datafusion::logical_expr::lit(e.to_string()))
+    .map_or(original, |t| t.data)
 }
 
 /// A builder over `input` with a window node for the window functions in `exprs`, if any.
