@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Runs the public KQL conformance corpus (../shared/kql-corpus) against a freshly started
+# Runs the public KQL conformance corpus (corpus/, kept in the repository) against a freshly started
 # `trawl serve`, through its gateway (`/v1/rest/query` with the bootstrap admin token), and
 # fails when fewer cases pass than the floor in floor.txt.
 # Usage: TRAWL_BIN=path/to/trawl tests/conformance/run.sh [extra run.py arguments]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-corpus_dir="${TRAWL_CORPUS_DIR:-$repo/../shared/kql-corpus}"
+corpus_dir="${TRAWL_CORPUS_DIR:-$here/corpus}"
 if [ ! -f "$corpus_dir/public.jsonl" ]; then
   echo "conformance: corpus not found at $corpus_dir (set TRAWL_CORPUS_DIR)" >&2
   exit 2
