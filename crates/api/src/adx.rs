@@ -66,7 +66,36 @@ fn client_request_id(headers: &HeaderMap) -> String {
 }
 
 async fn run(state: &QueryState, body: &AdxBody) -> Result<QueryOutput, TrawlError> {
-    state.engine.execute(&request(state, body)?).await
+    let timeout = server_timeout(&body.properties()?)?;
+    state.engine.execute_within(&request(state, body)?, timeout).await
+}
+
+/// The time limit a request asks for: `Options.servertimeout` as a .NET timespan
+/// (`00:04:00`, what ADX clients send) or a duration such as `30s`;
+/// `Options.norequesttimeout: true` asks for the longest the service allows. None: the
+/// service's default.
+fn server_timeout(properties: &Json) -> Result<Option<std::time::Duration>, TrawlError> {
+    if properties
+        .pointer("/Options/norequesttimeout")
+        .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true"))
+    {
+        return Ok(Some(std::time::Duration::MAX));
+    }
+    let Some(value) = properties.pointer("/Options/servertimeout") else {
+        return Ok(None);
+    };
+    let nanos = match value {
+        Json::Null => return Ok(None),
+        Json::String(text) => trawl_common::time::parse_clock_timespan(text)
+            .or_else(|| trawl_common::time::parse_duration(text)),
+        _ => None,
+    };
+    match nanos {
+        Some(nanos) if nanos >= 0 => Ok(Some(std::time::Duration::from_nanos(nanos as u64))),
+        _ => Err(TrawlError::bad_request(format!(
+            "'servertimeout' must be a timespan such as \"00:04:00\" or \"30s\", found {value}"
+        ))),
+    }
 }
 
 /// The query of a request: its text, database, and time window from the request options
@@ -160,7 +189,7 @@ async fn progressive_response(
     let request = request(state, body)?;
     let options = RunOptions {
         progress_every: Some(crate::query_grpc::PROGRESS_EVERY),
-        deadline: None,
+        timeout: server_timeout(&body.properties()?)?,
         snapshots: true,
     };
     let mut events = state.engine.run(request, options);

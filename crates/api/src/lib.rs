@@ -21,6 +21,7 @@ pub mod meta_grpc;
 pub mod operator;
 pub mod otlp_grpc;
 pub mod otlp_http;
+pub mod panics;
 pub mod probes;
 pub mod problem;
 pub mod query_grpc;

@@ -66,6 +66,7 @@ pub fn router(state: IngestState) -> Router {
         )
         .route(crate::log_push::PATH, post(crate::log_push::push))
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(axum::middleware::from_fn(crate::panics::catch_panics))
         .with_state(state)
         .merge(probes)
 }

@@ -7,7 +7,8 @@
 //! whole result is one iteration: its batches share one `result_iteration_id`, and the last
 //! batch sent (an empty one when no table has rows) has `is_iteration_complete`.
 //!
-//! `grpc-timeout` sets the query's deadline (60 s when absent). When the client goes away,
+//! `grpc-timeout` sets the query's limit (the engine's default, 60 s, when absent; at most its
+//! `max_timeout`). When the client goes away,
 //! tonic drops the stream, which drops the engine's events and stops the scans.
 
 use std::pin::Pin;
@@ -33,8 +34,6 @@ use crate::state::QueryState;
 pub const MAX_BATCH_ROWS: usize = 100;
 /// Encoded rows per batch, at most: the 4 MiB message limit less room for the frame.
 pub const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024 - 64 * 1024;
-/// Deadline of a query whose request has no `grpc-timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Pace of progress frames.
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -62,12 +61,14 @@ impl QueryService for QueryGrpc {
 
     async fn execute_query(&self, request: Request<pb::ExecuteQueryRequest>) -> Result<Response<FrameStream>, Status> {
         let timeout = match request.metadata().get("grpc-timeout") {
-            Some(value) => value
-                .to_str()
-                .ok()
-                .and_then(parse_grpc_timeout)
-                .ok_or_else(|| Status::invalid_argument("grpc-timeout is not a valid timeout"))?,
-            None => DEFAULT_TIMEOUT,
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .ok()
+                    .and_then(parse_grpc_timeout)
+                    .ok_or_else(|| Status::invalid_argument("grpc-timeout is not a valid timeout"))?,
+            ),
+            None => None,
         };
         let user = metadata_text(&request, "x-svc-username");
         let client = metadata_text(&request, "x-svc-client-name");
@@ -95,7 +96,7 @@ impl QueryService for QueryGrpc {
             },
             RunOptions {
                 progress_every: Some(PROGRESS_EVERY),
-                deadline: Some(tokio::time::Instant::now() + timeout),
+                timeout,
                 snapshots: true,
             },
         );

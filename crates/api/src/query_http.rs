@@ -27,6 +27,26 @@ pub struct QueryBody {
     #[serde(alias = "to")]
     pub until: Option<String>,
     pub timezone: Option<String>,
+    /// The query's time limit (`30s`, `00:00:30`); the engine's default when absent.
+    pub timeout: Option<String>,
+}
+
+impl QueryBody {
+    /// The time limit the body asks for.
+    pub fn timeout(&self) -> Result<Option<std::time::Duration>, TrawlError> {
+        let Some(text) = self.timeout.as_deref() else {
+            return Ok(None);
+        };
+        trawl_common::time::parse_clock_timespan(text)
+            .or_else(|| trawl_common::time::parse_duration(text))
+            .filter(|nanos| *nanos >= 0)
+            .map(|nanos| Some(std::time::Duration::from_nanos(nanos as u64)))
+            .ok_or_else(|| {
+                TrawlError::bad_request(format!(
+                    "'timeout' must be a timespan such as \"30s\" or \"00:00:30\", found {text:?}"
+                ))
+            })
+    }
 }
 
 /// The query port's routes: HTTP, ADX REST and the gRPC `QueryService`, behind the gateway
@@ -46,7 +66,8 @@ pub fn router(state: QueryState) -> Router {
         .route("/v2/rest/query", post(crate::adx::v2_query))
         .with_state(state)
         .merge(grpc)
-        .merge(probes);
+        .merge(probes)
+        .layer(axum::middleware::from_fn(crate::panics::catch_panics));
     match signatures {
         Some(check) => router.layer(axum::middleware::from_fn_with_state(
             check,
@@ -70,13 +91,14 @@ async fn query(State(state): State<QueryState>, body: Bytes) -> Response {
 
 async fn run_query(state: &QueryState, body: &[u8]) -> Result<QueryOutput, TrawlError> {
     let body: QueryBody = parse_body(body)?;
+    let timeout = body.timeout()?;
     let window = resolve_window_now(body.since.as_deref(), body.until.as_deref(), body.timezone.as_deref())?;
     let request = QueryRequest {
         text: body.query,
         database: state.database.clone(),
         window,
     };
-    state.engine.execute(&request).await
+    state.engine.execute_within(&request, timeout).await
 }
 
 /// The result-table shape of `POST /query`.

@@ -47,6 +47,7 @@ pub fn router(state: IngestState) -> Router {
         .fallback(not_served)
         // Bodies are bounded after decompression; this bounds the compressed bytes read.
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(axum::middleware::from_fn(crate::panics::catch_panics))
         .with_state(state)
 }
 

@@ -13,7 +13,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 use datafusion::common::Result;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
@@ -21,7 +21,7 @@ use datafusion::config::ConfigOptions;
 use datafusion::error::DataFusionError;
 use datafusion::execution::TaskContext;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
-use datafusion::execution::memory_pool::{MemoryLimit, MemoryPool, MemoryReservation};
+use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -29,6 +29,8 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
+
+use crate::memory::{Limit, LimitedPool};
 
 /// Part of the error an aggregation over its budget stops with.
 pub(crate) const BUDGET_EXCEEDED: &str = "summarize memory budget exceeded";
@@ -135,11 +137,12 @@ impl ContextExec {
     /// context rides along for the input.
     fn budgeted(context: Arc<TaskContext>, used: &Arc<AtomicUsize>, limit: usize) -> Result<Arc<TaskContext>> {
         let base = context.runtime_env();
-        let pool: Arc<dyn MemoryPool> = Arc::new(BudgetPool {
-            inner: Arc::clone(&base.memory_pool),
-            used: Arc::clone(used),
+        let pool: Arc<dyn MemoryPool> = Arc::new(LimitedPool::new(
+            Arc::clone(&base.memory_pool),
+            Arc::clone(used),
             limit,
-        });
+            Limit::Summarize,
+        ));
         let runtime = RuntimeEnvBuilder::from_runtime_env(&base)
             .with_memory_pool(pool)
             .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled))
@@ -216,71 +219,3 @@ impl ExecutionPlan for ContextExec {
     }
 }
 
-/// A pool that also counts reservations against a budget shared by one aggregate's partitions.
-#[derive(Debug)]
-struct BudgetPool {
-    inner: Arc<dyn MemoryPool>,
-    used: Arc<AtomicUsize>,
-    limit: usize,
-}
-
-impl fmt::Display for BudgetPool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "summarize budget: {} of {} bytes, within {}",
-            self.used.load(Ordering::Acquire),
-            self.limit,
-            self.inner
-        )
-    }
-}
-
-impl MemoryPool for BudgetPool {
-    fn name(&self) -> &str {
-        "summarize_budget"
-    }
-
-    fn register(&self, consumer: &datafusion::execution::memory_pool::MemoryConsumer) {
-        self.inner.register(consumer)
-    }
-
-    fn unregister(&self, consumer: &datafusion::execution::memory_pool::MemoryConsumer) {
-        self.inner.unregister(consumer)
-    }
-
-    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
-        self.used.fetch_add(additional, Ordering::AcqRel);
-        self.inner.grow(reservation, additional)
-    }
-
-    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
-        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-            Some(used.saturating_sub(shrink))
-        });
-        self.inner.shrink(reservation, shrink)
-    }
-
-    fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
-        let used = self.used.load(Ordering::Acquire);
-        if used.saturating_add(additional) > self.limit {
-            return Err(DataFusionError::ResourcesExhausted(format!(
-                "{BUDGET_EXCEEDED}: {} needs {} bytes more, {used} of {} in use",
-                reservation.consumer().name(),
-                additional,
-                self.limit
-            )));
-        }
-        self.inner.try_grow(reservation, additional)?;
-        self.used.fetch_add(additional, Ordering::AcqRel);
-        Ok(())
-    }
-
-    fn reserved(&self) -> usize {
-        self.inner.reserved()
-    }
-
-    fn memory_limit(&self) -> MemoryLimit {
-        self.inner.memory_limit()
-    }
-}

@@ -8,6 +8,8 @@
 //! Must not know HTTP or gRPC.
 
 mod budget;
+mod coop;
+mod memory;
 pub mod cells;
 pub mod progress;
 mod run;
@@ -47,8 +49,13 @@ const DISABLED_OPTIMIZER_RULES: &[&str] = &["extract_leaf_expressions", "push_do
 pub struct EngineConfig {
     /// Memory all running queries may use before operators spill or fail.
     pub memory_limit_bytes: usize,
+    /// Memory one query may use (within `memory_limit_bytes`) before its operators spill or
+    /// it fails alone (see `memory.rs`).
+    pub query_memory_limit_bytes: usize,
     /// Where spilled data goes.
     pub spill_dir: Option<PathBuf>,
+    /// Bytes all queries' spill files may take on disk; past it the spilling query fails.
+    pub spill_limit_bytes: u64,
     /// Rows returned per result table before the result is truncated with a warning.
     pub max_result_rows: usize,
     /// Scan and execution parallelism.
@@ -60,21 +67,35 @@ pub struct EngineConfig {
     /// Memory one grouping `summarize` of a query may hold; past it whole groups are dropped
     /// with a `SummarizeMemoryLimit` warning (see `budget.rs`).
     pub summarize_memory_limit_bytes: usize,
+    /// How long a query may run when its client asks for no limit of its own.
+    pub default_timeout: std::time::Duration,
+    /// The longest limit a client may ask for; longer requests are cut to it.
+    pub max_timeout: std::time::Duration,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             memory_limit_bytes: 2 << 30,
+            query_memory_limit_bytes: 1 << 30,
             spill_dir: None,
+            spill_limit_bytes: 16 << 30,
             max_result_rows: 500_000,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_concurrent_queries: default_concurrent_queries(),
             max_queued_queries: 1_000,
             summarize_memory_limit_bytes: 512 << 20,
+            default_timeout: DEFAULT_QUERY_TIMEOUT,
+            max_timeout: MAX_QUERY_TIMEOUT,
         }
     }
 }
+
+/// How long a query runs when neither the server's settings nor the client say otherwise
+/// (the gRPC default of the SPEC, used by every face).
+pub const DEFAULT_QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// The longest query limit a client may ask for by default (ADX's own ceiling).
+pub const MAX_QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Queries run at once by default: two per core, at least four.
 pub fn default_concurrent_queries() -> usize {
@@ -176,6 +197,7 @@ impl Engine {
                 .map_err(|e| TrawlError::internal(format!("cannot create spill directory: {e}")))?;
             runtime = runtime.with_temp_file_path(dir);
         }
+        let runtime = runtime.with_max_temp_directory_size(config.spill_limit_bytes);
         let runtime = runtime.build_arc().map_err(|e| TrawlError::internal(e.to_string()))?;
         let session = SessionConfig::new()
             .with_target_partitions(config.target_partitions.max(1))
@@ -199,6 +221,7 @@ impl Engine {
             .with_physical_optimizer_rule(Arc::new(budget::BudgetAggregates {
                 limit_bytes: config.summarize_memory_limit_bytes,
             }))
+            .with_physical_optimizer_rule(Arc::new(coop::CooperativeMultipliers))
             .build();
         let context = SessionContext::new_with_state(state);
         store
@@ -260,9 +283,20 @@ impl Engine {
         ),
         TrawlError,
     > {
-        let frame = self.context.execute_logical_plan(plan).await.map_err(execution_error)?;
-        let physical = frame.create_physical_plan().await.map_err(execution_error)?;
-        Ok((physical, Arc::new(frame.task_ctx())))
+        // Optimizing a large plan is CPU work: it runs beside the runtime's workers, so a heavy
+        // plan never holds up ingest or other queries' I/O.
+        let context = self.context.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let query_limit = self.config.query_memory_limit_bytes;
+        off_runtime(move || {
+            runtime.block_on(async move {
+                let frame = context.execute_logical_plan(plan).await.map_err(execution_error)?;
+                let physical = frame.create_physical_plan().await.map_err(execution_error)?;
+                let task = crate::memory::query_context(frame.task_ctx(), query_limit).map_err(execution_error)?;
+                Ok((physical, task))
+            })
+        })
+        .await
     }
 
     /// Parses and plans `request`, running the discoveries planning needs.
@@ -282,7 +316,7 @@ impl Engine {
         counters: &Arc<ScanCounters>,
         group_fraction_bits: u32,
     ) -> Result<trawl_planner::PlannedQuery, TrawlError> {
-        let tables = self.tables(&request.database, counters).await?;
+        let mut tables = self.tables(&request.database, counters).await?;
         let now = trawl_common::time::now_nanos();
         let mut discovered: HashMap<String, Vec<(String, KqlType)>> = HashMap::new();
         let mut rounds = 0;
@@ -294,7 +328,14 @@ impl Engine {
                 discovered: Arc::new(discovered.clone()),
                 group_fraction_bits,
             };
-            let planned = trawl_planner::plan_text(&request.text, &tables, options)?;
+            let text = request.text.clone();
+            let (planned, returned) = off_runtime(move || {
+                let planned = trawl_planner::plan_text(&text, &tables, options);
+                Ok((planned, tables))
+            })
+            .await?;
+            tables = returned;
+            let planned = planned?;
             if planned.discoveries.is_empty() {
                 break planned;
             }
@@ -311,6 +352,26 @@ impl Engine {
             }
         };
         Ok(planned)
+    }
+}
+
+/// Stack of one query's planning and optimizing.
+const PLANNING_STACK: usize = 256 << 20;
+
+/// Runs CPU-bound planning work on the runtime's blocking threads; a panic in it fails the
+/// query with an internal error and nothing else.
+async fn off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, TrawlError> + Send + 'static,
+) -> Result<T, TrawlError> {
+    // On a stack of its own: DataFusion's optimizer rules recurse once per operator, and a
+    // plan may be as deep as the planner's bound (`trawl_planner::limits`) allows. The stack
+    // is reserved address space; only what the recursion touches is used.
+    match tokio::task::spawn_blocking(move || stacker::grow(PLANNING_STACK, work)).await {
+        Ok(result) => result,
+        Err(error) => {
+            tracing::error!(%error, "planning a query failed unexpectedly");
+            Err(TrawlError::internal("planning the query failed unexpectedly; the server log has details"))
+        }
     }
 }
 
@@ -358,11 +419,18 @@ impl Engine {
 
 /// Maps an execution failure to a caller-facing error; internal details go to the log.
 pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
+    // A memory limit reached deep inside an operator arrives wrapped in other errors.
+    if let DataFusionError::ResourcesExhausted(message) = error.find_root()
+        && !budget::over_budget(message)
+    {
+        let message = if message.starts_with(memory::QUERY_LIMIT_EXCEEDED) {
+            message.clone()
+        } else {
+            format!("the query needs more memory than allowed: {message}")
+        };
+        return TrawlError::new(ErrorCode::BadRequest, message);
+    }
     match error {
-        DataFusionError::ResourcesExhausted(message) => TrawlError::new(
-            ErrorCode::BadRequest,
-            format!("the query needs more memory than allowed: {message}"),
-        ),
         DataFusionError::Plan(message) => {
             TrawlError::new(ErrorCode::BadRequest, format!("the query cannot run: {message}"))
         }

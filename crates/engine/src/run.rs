@@ -28,8 +28,9 @@ use crate::{Engine, QueryOutput, QueryRequest, ResultTable, execution_error};
 pub struct RunOptions {
     /// Report progress this often (and once at the start and the end); none: never.
     pub progress_every: Option<Duration>,
-    /// Stop the query with a `Timeout` error at this instant.
-    pub deadline: Option<tokio::time::Instant>,
+    /// How long the query may run, as the client asked (none: the engine's default). The
+    /// engine cuts it to its `max_timeout` and stops the query with a `Timeout` error then.
+    pub timeout: Option<Duration>,
     /// Send refined snapshots ([`QueryEvent::Snapshot`]) of time-sliced queries.
     pub snapshots: bool,
 }
@@ -255,14 +256,13 @@ impl Engine {
     pub fn run(&self, request: QueryRequest, options: RunOptions) -> QueryEvents {
         let (sender, receiver) = mpsc::channel(4);
         let engine = self.clone();
+        let limit = options
+            .timeout
+            .unwrap_or(self.config.default_timeout)
+            .min(self.config.max_timeout);
         tokio::spawn(async move {
             let arrived = Instant::now();
-            let deadline = async {
-                match options.deadline {
-                    Some(deadline) => tokio::time::sleep_until(deadline).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let deadline = tokio::time::sleep(limit);
             let mut run = Run {
                 sender: sender.clone(),
                 tracker: Tracker::new(Arc::new(ScanCounters::default()), arrived),
@@ -273,14 +273,13 @@ impl Engine {
                 }),
                 snapshots: options.snapshots,
             };
-            let past = options.deadline.is_some_and(|d| d <= tokio::time::Instant::now());
             let outcome = tokio::select! {
                 biased;
                 _ = sender.closed() => return,
-                // A deadline that has passed already stops the query before it starts (the
-                // timer would only fire at its next tick).
-                _ = std::future::ready(()), if past => Err(Stop::Failed(timeout(&options, arrived))),
-                _ = deadline => Err(Stop::Failed(timeout(&options, arrived))),
+                // A limit of zero stops the query before it starts (the timer would only fire
+                // at its next tick).
+                _ = std::future::ready(()), if limit.is_zero() => Err(Stop::Failed(timeout(limit))),
+                _ = deadline => Err(Stop::Failed(timeout(limit))),
                 outcome = engine.run_events(&request, &mut run) => outcome,
             };
             let last = match outcome {
@@ -410,9 +409,24 @@ impl Engine {
         Ok(())
     }
 
-    /// Parses, plans and runs `request`, and gathers its result tables.
+    /// Parses, plans and runs `request` within the engine's default time limit, and gathers
+    /// its result tables.
     pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
-        let mut events = self.run(request.clone(), RunOptions::default());
+        self.execute_within(request, None).await
+    }
+
+    /// As [`Engine::execute`], within `timeout` when the client asked for one (cut to the
+    /// engine's `max_timeout`).
+    pub async fn execute_within(
+        &self,
+        request: &QueryRequest,
+        timeout: Option<Duration>,
+    ) -> Result<QueryOutput, TrawlError> {
+        let options = RunOptions {
+            timeout,
+            ..RunOptions::default()
+        };
+        let mut events = self.run(request.clone(), options);
         let mut output = QueryOutput {
             tables: Vec::new(),
             warnings: Vec::new(),
@@ -454,14 +468,10 @@ impl Engine {
     }
 }
 
-fn timeout(options: &RunOptions, arrived: Instant) -> TrawlError {
-    let limit = options
-        .deadline
-        .map(|deadline| deadline.into_std().saturating_duration_since(arrived).as_secs_f64())
-        .unwrap_or_default();
+fn timeout(limit: Duration) -> TrawlError {
     TrawlError::new(
         ErrorCode::Timeout,
-        format!("the query ran longer than its {limit:.1} s limit"),
+        format!("the query ran longer than its {:.1} s limit", limit.as_secs_f64()),
     )
 }
 

@@ -19,7 +19,7 @@ fn request(text: &str) -> QueryRequest {
 fn with_progress() -> RunOptions {
     RunOptions {
         progress_every: Some(Duration::from_millis(1)),
-        deadline: None,
+        timeout: None,
         snapshots: false,
     }
 }
@@ -227,17 +227,47 @@ async fn a_full_queue_refuses_more_queries() -> TestResult {
 }
 
 #[tokio::test]
-async fn a_passed_deadline_stops_the_query() -> TestResult {
+async fn a_zero_time_limit_stops_the_query() -> TestResult {
     let f = four_segments().await?;
     let options = RunOptions {
         progress_every: None,
-        deadline: Some(tokio::time::Instant::now()),
+        timeout: Some(Duration::ZERO),
         snapshots: false,
     };
     let events = drain(f.engine.run(request("default | count"), options)).await;
     match events.last() {
         Some(QueryEvent::Failed(error)) => assert_eq!(error.code, ErrorCode::Timeout),
         other => return Err(format!("expected a timeout, got {other:?}").into()),
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_query_has_the_engine_default_time_limit() -> TestResult {
+    let config = EngineConfig {
+        default_timeout: Duration::ZERO,
+        ..EngineConfig::default()
+    };
+    let f = Fixture::with_config(config).await?;
+    // `execute` (the HTTP and ADX faces) asks for no limit of its own: the default applies.
+    match f.engine.execute(&request("print 1")).await {
+        Err(error) => assert_eq!(error.code, ErrorCode::Timeout),
+        Ok(output) => return Err(format!("expected a timeout, got {output:?}").into()),
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_client_limit_is_cut_to_the_engine_maximum() -> TestResult {
+    let config = EngineConfig {
+        max_timeout: Duration::ZERO,
+        ..EngineConfig::default()
+    };
+    let f = Fixture::with_config(config).await?;
+    let asked = request("print 1");
+    match f.engine.execute_within(&asked, Some(Duration::from_secs(3600))).await {
+        Err(error) => assert_eq!(error.code, ErrorCode::Timeout),
+        Ok(output) => return Err(format!("expected a timeout, got {output:?}").into()),
     }
     Ok(())
 }

@@ -5,5 +5,6 @@ mod events;
 mod fixture;
 mod golden;
 mod kql_subset;
+mod limits;
 mod merge;
 mod shredded;

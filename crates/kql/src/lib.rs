@@ -20,5 +20,5 @@ pub mod span;
 pub mod token;
 
 pub use error::ParseError;
-pub use parser::{MAX_DEPTH, parse};
+pub use parser::{MAX_DEPTH, MAX_TREE_DEPTH, parse};
 pub use span::Span;

@@ -142,3 +142,39 @@ fn random_token_soup() {
         must_not_panic(&text.join(" "));
     }
 }
+
+/// The error message of parsing `text`, or "" when it parses.
+fn parse_error(text: &str) -> String {
+    trawl_kql::parse(text).err().map(|e| e.to_string()).unwrap_or_default()
+}
+
+#[test]
+fn chains_parse_up_to_the_tree_bound_and_are_refused_past_it() {
+    let under = trawl_kql::MAX_TREE_DEPTH - 10;
+    let over = trawl_kql::MAX_TREE_DEPTH + 1;
+    let chains: [(&str, fn(usize) -> String); 5] = [
+        ("binary", |n| format!("print {}", vec!["1"; n + 1].join(" + "))),
+        ("pipeline", |n| format!("print x = 1 {}", "| where x == 1 ".repeat(n))),
+        ("members", |n| format!("print d = dynamic({{}}) | extend e = d{}", ".a".repeat(n))),
+        ("indexes", |n| format!("print d = dynamic([]) | extend e = d{}", "[0]".repeat(n))),
+        ("mixed", |n| format!("print x = 1 {}", "| extend y = 1 + 2 ".repeat(n / 2))),
+    ];
+    for (name, chain) in chains {
+        assert_eq!(parse_error(&chain(under)), "", "{name} under the bound");
+    }
+    for (name, chain) in chains.iter().take(4) {
+        let error = parse_error(&chain(over));
+        assert!(error.contains("query is too long"), "{name} over the bound: {error:?}");
+    }
+    // Nesting counts towards the same bound as the chains inside it.
+    let nested = format!("print {}{}{}", "(1 + ".repeat(30), vec!["1"; 950].join(" + "), ")".repeat(30));
+    assert!(parse_error(&nested).contains("query is too long"), "{}", parse_error(&nested));
+}
+
+#[test]
+fn huge_chains_are_refused_without_building_them() {
+    let text = format!("print {}", vec!["1"; 200_000].join(" or "));
+    assert!(parse_error(&text).contains("query is too long"));
+    let text = format!("print {}1", "-".repeat(100_000));
+    assert!(parse_error(&text).contains("nested too deeply"));
+}

@@ -112,6 +112,8 @@ pub struct Planner<'a> {
     pub bindings: HashMap<String, Binding>,
     /// Nesting of user function calls being expanded.
     pub call_depth: usize,
+    /// Planning steps so far (see [`crate::limits`]).
+    steps: usize,
     /// Set by `render`.
     pub visualization: Option<crate::Visualization>,
     /// Discoveries still needed (see [`crate::Discovery`]).
@@ -134,6 +136,7 @@ impl<'a> Planner<'a> {
             options,
             bindings: HashMap::new(),
             call_depth: 0,
+            steps: 0,
             visualization: None,
             discoveries: Vec::new(),
             time_bin: None,
@@ -258,6 +261,43 @@ impl<'a> Planner<'a> {
 
     /// Lowers a tabular expression.
     pub fn tabular(&mut self, expr: &KExpr) -> Result<Tabular, TrawlError> {
+        self.step(1, expr.span)?;
+        stacker::maybe_grow(crate::limits::STACK_RED_ZONE, crate::limits::STACK_SEGMENT, || {
+            self.tabular_unbounded(expr)
+        })
+    }
+
+    /// Counts `steps` more planning steps (see [`crate::limits`]).
+    pub fn step(&mut self, steps: usize, span: Span) -> Result<(), TrawlError> {
+        self.steps = self.steps.saturating_add(steps);
+        if self.steps > crate::limits::MAX_PLANNING_STEPS {
+            return Err(crate::limits::too_large(format!(
+                "the query is too large to plan: it expands to more than {} expressions \
+                 (a 'let' value or function is copied at each use)",
+                crate::limits::MAX_PLANNING_STEPS
+            ))
+            .at(self.location(span)));
+        }
+        Ok(())
+    }
+
+    /// Accounts for one use of a scalar `let` value, which is copied into the plan.
+    pub fn inline(&mut self, value: &Typed, span: Span) -> Result<(), TrawlError> {
+        let left = crate::limits::MAX_PLANNING_STEPS.saturating_sub(self.steps);
+        let size = crate::limits::expression_size(&value.expr, left);
+        self.step(size.nodes, span)?;
+        if size.depth > crate::limits::MAX_EXPRESSION_DEPTH {
+            return Err(crate::limits::too_large(format!(
+                "this value nests more than {} levels deep (each 'let' that uses the one \
+                 before adds its levels)",
+                crate::limits::MAX_EXPRESSION_DEPTH
+            ))
+            .at(self.location(span)));
+        }
+        Ok(())
+    }
+
+    fn tabular_unbounded(&mut self, expr: &KExpr) -> Result<Tabular, TrawlError> {
         match &expr.kind {
             ExprKind::Name(ident) => self.table_reference(&ident.name, ident.span),
             ExprKind::Call { function, args } => {
@@ -310,7 +350,13 @@ impl<'a> Planner<'a> {
     fn table_reference(&mut self, name: &str, span: Span) -> Result<Tabular, TrawlError> {
         if let Some(binding) = self.bindings.get(name) {
             return match binding {
-                Binding::Tabular(tabular) => Ok(tabular.clone()),
+                Binding::Tabular(tabular) => {
+                    let tabular = tabular.clone();
+                    // Each use is a copy of the plan once optimized: count it at its size.
+                    let left = crate::limits::MAX_PLANNING_STEPS.saturating_sub(self.steps);
+                    self.step(crate::limits::plan_size(&tabular.plan, left).nodes, span)?;
+                    Ok(tabular)
+                }
                 Binding::Function(def) => {
                     let def = def.clone();
                     self.call_tabular_function(name, &def, &[], span)

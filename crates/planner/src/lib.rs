@@ -13,6 +13,7 @@ mod apply;
 mod context;
 mod expand;
 mod joins;
+pub mod limits;
 mod names;
 mod operators;
 mod parse;
@@ -124,8 +125,11 @@ pub struct PlannedQuery {
 
 /// Parses and plans `text`.
 pub fn plan_text(text: &str, tables: &dyn TableLookup, options: PlanOptions) -> Result<PlannedQuery, TrawlError> {
-    let query = trawl_kql::parse(text)?;
-    plan_query(&query, text, tables, options)
+    // The syntax tree is dropped here, on the planner's grown stack when it is deep.
+    stacker::maybe_grow(limits::STACK_RED_ZONE, limits::STACK_SEGMENT, || {
+        let query = trawl_kql::parse(text)?;
+        plan_query(&query, text, tables, options)
+    })
 }
 
 /// Plans a parsed query. `text` is the query text the spans point into.
@@ -137,6 +141,9 @@ pub fn plan_query(
 ) -> Result<PlannedQuery, TrawlError> {
     let mut planner = context::Planner::new(text, tables, options);
     let results = planner.plan_statements(&query.statements)?;
+    for result in &results {
+        limits::check_plan(&result.plan)?;
+    }
     if results.is_empty() {
         return Err(TrawlError::new(
             ErrorCode::SyntaxError,

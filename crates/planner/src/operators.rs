@@ -1,6 +1,6 @@
 //! Tabular operators: each takes a typed tabular value and returns a new one.
 
-use datafusion::logical_expr::{Expr, SortExpr, lit};
+use datafusion::logical_expr::{Expr, LogicalPlan, SortExpr, lit};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{
     ColumnPattern, Expr as KExpr, ExprKind, NamedExpr, NullsOrder, Operator, OperatorKind, SortKey, SortOrder,
@@ -377,6 +377,7 @@ impl Planner<'_> {
             .into_iter()
             .map(|(name, value)| (name, value.kql_type))
             .collect();
+        let exprs = unlike_input_projection(&input.plan, exprs);
         let (builder, exprs) = crate::windows::with_staged_windows(&input, exprs)?;
         let plan = build(builder.project(exprs).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
@@ -656,4 +657,29 @@ fn percentiles_array_sugar(item: &NamedExpr) -> Option<NamedExpr> {
         ),
         span: item.span,
     })
+}
+
+/// `exprs`, made to differ from the projection `input` is, when they are the same.
+///
+/// DataFusion's projection merging drops a projection whose expressions equal those of the
+/// projection below it, as if it were a no-op; `extend x = x + 1 | extend x = x + 1` is not
+/// one (it adds 2). Empty metadata on the aliases changes nothing in the result's schema but
+/// makes the two lists differ, so the projections are merged by substitution instead.
+fn unlike_input_projection(input: &LogicalPlan, exprs: Vec<Expr>) -> Vec<Expr> {
+    let LogicalPlan::Projection(below) = input else {
+        return exprs;
+    };
+    if below.expr != exprs {
+        return exprs;
+    }
+    exprs
+        .into_iter()
+        .map(|expr| match expr {
+            Expr::Alias(mut alias) => {
+                alias.metadata = Some(datafusion::common::metadata::FieldMetadata::new_empty());
+                Expr::Alias(alias)
+            }
+            other => other,
+        })
+        .collect()
 }

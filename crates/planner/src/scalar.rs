@@ -218,6 +218,14 @@ fn like(expr: Expr, pattern: String, negated: bool, case_insensitive: bool) -> E
 impl Planner<'_> {
     /// Lowers a scalar expression evaluated against the rows of `input`.
     pub fn scalar(&mut self, e: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
+        self.step(1, e.span)?;
+        let typed = stacker::maybe_grow(crate::limits::STACK_RED_ZONE, crate::limits::STACK_SEGMENT, || {
+            self.scalar_unbounded(e, input)
+        })?;
+        Ok(typed)
+    }
+
+    fn scalar_unbounded(&mut self, e: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
         match &e.kind {
             ExprKind::Literal(literal) => self.literal(literal, e),
             ExprKind::Name(ident) => {
@@ -236,7 +244,11 @@ impl Planner<'_> {
                     return self.scalar(&call, input);
                 }
                 match self.bindings.get(&ident.name) {
-                    Some(Binding::Scalar(value)) => Ok(value.clone()),
+                    Some(Binding::Scalar(value)) => {
+                        let value = value.clone();
+                        self.inline(&value, ident.span)?;
+                        Ok(value)
+                    }
                     Some(Binding::Function(def)) if def.params.is_empty() => {
                         let def = def.clone();
                         self.call_scalar_function(&ident.name, &def, &[], input, ident.span)

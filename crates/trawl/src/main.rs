@@ -76,9 +76,21 @@ enum Command {
     },
 }
 
+/// How long the process waits, after a clean stop, for runtime work that is still running.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Stack of each runtime thread (workers and blocking threads).
+const RUNTIME_THREAD_STACK: usize = 16 << 20;
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // Query plans are bounded in depth (see `trawl_planner::limits`), but running one polls
+    // and evaluates recursively: 16 MiB stacks (reserved, touched only as used) leave room.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(RUNTIME_THREAD_STACK)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
@@ -98,6 +110,9 @@ fn main() -> std::process::ExitCode {
             Command::Whoami { connection } => admin::whoami(connection).await,
         }
     });
+    // Everything durable is flushed by now; work still running (a query's planning on a
+    // blocking thread) is not waited for past this.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
     match result {
         Ok(code) => code,
         Err(error) => {

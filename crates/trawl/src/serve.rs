@@ -88,6 +88,13 @@ pub struct ServeArgs {
     /// Memory the query engine may use before spilling (bytes).
     #[arg(long, env = "QUERY_MEMORY_LIMIT_BYTES", default_value_t = 2 << 30)]
     pub query_memory_limit_bytes: usize,
+    /// Memory one query may use (bytes, within --query-memory-limit-bytes) before its
+    /// operators spill or it fails alone with a clear error.
+    #[arg(long, env = "QUERY_MEMORY_PER_QUERY_BYTES", default_value_t = 1 << 30)]
+    pub query_memory_per_query_bytes: usize,
+    /// Disk all queries' spill files may take (bytes); past it the spilling query fails.
+    #[arg(long, env = "QUERY_SPILL_LIMIT_BYTES", default_value_t = 16 << 30)]
+    pub query_spill_limit_bytes: u64,
     /// Memory one grouping summarize may hold (bytes); past it whole groups are dropped with a
     /// `SummarizeMemoryLimit` warning.
     #[arg(long, env = "QUERY_SUMMARIZE_MEMORY_LIMIT_BYTES", default_value_t = 512 << 20)]
@@ -98,6 +105,13 @@ pub struct ServeArgs {
     /// Queries that run at once; more wait in line (default: two per core, at least four).
     #[arg(long, env = "QUERY_MAX_CONCURRENT")]
     pub max_concurrent_queries: Option<usize>,
+    /// How long a query may run when its client sets no limit (seconds; every face: gRPC,
+    /// HTTP, the ADX REST routes).
+    #[arg(long, env = "QUERY_TIMEOUT_SECS", default_value_t = 60)]
+    pub query_timeout_secs: u64,
+    /// The longest limit a client may ask for (`grpc-timeout`, ADX `servertimeout`), seconds.
+    #[arg(long, env = "QUERY_MAX_TIMEOUT_SECS", default_value_t = 3600)]
+    pub query_max_timeout_secs: u64,
     /// Queries that may wait for a slot; more are refused (HTTP 503, gRPC error frame Unavailable).
     #[arg(long, env = "QUERY_MAX_QUEUED", default_value_t = 1000)]
     pub max_queued_queries: usize,
@@ -127,6 +141,12 @@ impl ServeConfig {
         }
         if args.max_concurrent_queries == Some(0) {
             anyhow::bail!("--max-concurrent-queries must be at least 1");
+        }
+        if args.query_timeout_secs == 0 || args.query_max_timeout_secs < args.query_timeout_secs {
+            anyhow::bail!(
+                "--query-timeout-secs must be at least 1 and at most --query-max-timeout-secs ({})",
+                args.query_max_timeout_secs
+            );
         }
         if args.max_body_bytes < 1024 {
             anyhow::bail!("--max-body-bytes must be at least 1024");
@@ -207,12 +227,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         &store,
         EngineConfig {
             memory_limit_bytes: args.query_memory_limit_bytes,
+            query_memory_limit_bytes: args.query_memory_per_query_bytes.min(args.query_memory_limit_bytes),
             spill_dir: Some(args.data_dir.join("spill")),
+            spill_limit_bytes: args.query_spill_limit_bytes,
             max_concurrent_queries: args
                 .max_concurrent_queries
                 .unwrap_or_else(trawl_engine::default_concurrent_queries),
             max_queued_queries: args.max_queued_queries,
             summarize_memory_limit_bytes: args.summarize_memory_limit_bytes,
+            default_timeout: Duration::from_secs(args.query_timeout_secs),
+            max_timeout: Duration::from_secs(args.query_max_timeout_secs),
             ..EngineConfig::default()
         },
     )?;

@@ -52,9 +52,12 @@ impl Parser<'_> {
             return Ok(source);
         }
         let mut operators = Vec::new();
+        let base = self.tree_depth;
         while self.eat(&TokenKind::Pipe).is_some() {
+            self.deepen()?;
             operators.push(self.parse_operator()?);
         }
+        self.tree_depth = base;
         let span = source.span.to(Span {
             start: 0,
             end: self.last_end,
@@ -98,12 +101,21 @@ impl Parser<'_> {
     }
 
     fn parse_binary_inner(&mut self, min_precedence: Precedence) -> ParseResult<Expr> {
+        let base = self.tree_depth;
+        let left = self.parse_binary_chain(min_precedence);
+        self.tree_depth = base;
+        left
+    }
+
+    /// The operand and the operators that follow it (each wraps the tree so far).
+    fn parse_binary_chain(&mut self, min_precedence: Precedence) -> ParseResult<Expr> {
         let mut left = self.parse_unary()?;
         while let Some((infix, token_count)) = self.peek_infix() {
             let precedence = infix.precedence();
             if precedence < min_precedence {
                 break;
             }
+            self.deepen()?;
             for _ in 0..token_count {
                 self.advance();
             }
@@ -241,8 +253,18 @@ impl Parser<'_> {
 
     /// A primary expression followed by `.member` and `[index]` accesses.
     pub(crate) fn parse_postfix(&mut self) -> ParseResult<Expr> {
+        let base = self.tree_depth;
+        let expr = self.parse_postfix_chain();
+        self.tree_depth = base;
+        expr
+    }
+
+    fn parse_postfix_chain(&mut self) -> ParseResult<Expr> {
         let mut expr = self.parse_primary()?;
         loop {
+            if matches!(self.peek_kind(), TokenKind::Dot | TokenKind::LBracket) {
+                self.deepen()?;
+            }
             match self.peek_kind() {
                 TokenKind::Dot => {
                     self.advance();

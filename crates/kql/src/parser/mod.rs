@@ -20,6 +20,14 @@ use crate::token::{Token, TokenKind};
 /// Deepest nesting of expressions, parentheses and subqueries the parser accepts.
 pub const MAX_DEPTH: usize = 120;
 
+/// Deepest syntax tree the parser builds: nesting plus the operators of a chain (`a + b + c`
+/// nests each `+` in the next, a pipeline each operator in the next, `x.a.b` each member).
+/// Whatever walks the tree (binding, planning, DataFusion's optimizer, evaluation) may
+/// recurse once per level, so a bound here keeps every later stage's stack bounded. A tree
+/// is at most twice this deep (a chain's operands are checked against what is left when
+/// they are read).
+pub const MAX_TREE_DEPTH: usize = 1000;
+
 pub(crate) type ParseResult<T> = Result<T, ParseError>;
 
 /// Parses a whole query: statements separated by `;`.
@@ -35,6 +43,8 @@ pub(crate) struct Parser<'a> {
     /// End byte of the last consumed token, for node spans.
     last_end: u32,
     depth: usize,
+    /// Depth of the tree being built at the current position (see [`MAX_TREE_DEPTH`]).
+    tree_depth: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -45,6 +55,7 @@ impl<'a> Parser<'a> {
             position: 0,
             last_end: 0,
             depth: 0,
+            tree_depth: 0,
         }
     }
 
@@ -171,13 +182,33 @@ impl<'a> Parser<'a> {
     fn enter(&mut self) -> ParseResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(self.error_at(self.peek().span, "query is nested too deeply"));
+            return Err(self.error_at(
+                self.peek().span,
+                format!("query is nested too deeply (more than {MAX_DEPTH} levels of parentheses, calls or subqueries)"),
+            ));
         }
-        Ok(())
+        self.deepen()
     }
 
     fn leave(&mut self) {
         self.depth = self.depth.saturating_sub(1);
+        self.tree_depth = self.tree_depth.saturating_sub(1);
+    }
+
+    /// One more level of the tree being built: a nesting, or one link of a chain of
+    /// operators. The caller puts `tree_depth` back when its chain ends.
+    fn deepen(&mut self) -> ParseResult<()> {
+        self.tree_depth += 1;
+        if self.tree_depth > MAX_TREE_DEPTH {
+            return Err(self.error_at(
+                self.peek().span,
+                format!(
+                    "query is too long: more than {MAX_TREE_DEPTH} operators in a row or nested; \
+                     split it (for example with 'let') or use 'in (...)' for long lists of alternatives"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Parses `item (, item)*`, allowing no trailing comma.

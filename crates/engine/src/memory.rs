@@ -1,0 +1,171 @@
+//! Memory limits inside the engine's shared pool.
+//!
+//! All queries share one pool (`memory_limit_bytes`, spilling when it is full). Inside it,
+//! each query runs in a task context whose pool is a [`LimitedPool`] over the shared one:
+//! its reservations count against `query_memory_limit_bytes` too, so one query that
+//! multiplies rows (a join, `mv-expand` into a sort, `make_list` of everything) fails alone
+//! with a clear error, or spills, instead of taking the memory every other query and ingest
+//! need. The `summarize` budget (`budget.rs`) is another [`LimitedPool`], one level further in.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use datafusion::common::Result;
+use datafusion::error::DataFusionError;
+use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+
+/// What a [`LimitedPool`] limits; it decides the pool's name and the error past the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// One query's operators.
+    Query,
+    /// One grouping aggregation (see `budget.rs`).
+    Summarize,
+}
+
+/// Part of the error a query over its own memory limit fails with.
+pub(crate) const QUERY_LIMIT_EXCEEDED: &str = "the query needs more memory than its limit";
+
+/// A pool that counts reservations against a limit of its own, within an inner pool.
+#[derive(Debug)]
+pub(crate) struct LimitedPool {
+    inner: Arc<dyn MemoryPool>,
+    used: Arc<AtomicUsize>,
+    limit: usize,
+    kind: Limit,
+}
+
+impl LimitedPool {
+    pub(crate) fn new(inner: Arc<dyn MemoryPool>, used: Arc<AtomicUsize>, limit: usize, kind: Limit) -> LimitedPool {
+        LimitedPool {
+            inner,
+            used,
+            limit,
+            kind,
+        }
+    }
+
+    fn exceeded(&self, reservation: &MemoryReservation, additional: usize, used: usize) -> DataFusionError {
+        let consumer = reservation.consumer().name();
+        DataFusionError::ResourcesExhausted(match self.kind {
+            Limit::Summarize => format!(
+                "{}: {consumer} needs {additional} bytes more, {used} of {} in use",
+                crate::budget::BUDGET_EXCEEDED,
+                self.limit
+            ),
+            Limit::Query => format!(
+                "{QUERY_LIMIT_EXCEEDED} ({} MiB): {consumer} needs {additional} bytes more with {used} in use; \
+                 filter earlier, project fewer columns, or raise query_memory_limit",
+                self.limit >> 20
+            ),
+        })
+    }
+}
+
+impl fmt::Display for LimitedPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} of {} bytes, within {}",
+            self.name(),
+            self.used.load(Ordering::Acquire),
+            self.limit,
+            self.inner
+        )
+    }
+}
+
+impl MemoryPool for LimitedPool {
+    fn name(&self) -> &str {
+        match self.kind {
+            Limit::Query => "query_limit",
+            Limit::Summarize => "summarize_budget",
+        }
+    }
+
+    fn register(&self, consumer: &MemoryConsumer) {
+        self.inner.register(consumer)
+    }
+
+    fn unregister(&self, consumer: &MemoryConsumer) {
+        self.inner.unregister(consumer)
+    }
+
+    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
+        self.used.fetch_add(additional, Ordering::AcqRel);
+        self.inner.grow(reservation, additional)
+    }
+
+    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
+        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            Some(used.saturating_sub(shrink))
+        });
+        self.inner.shrink(reservation, shrink)
+    }
+
+    fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
+        let used = self.used.load(Ordering::Acquire);
+        if used.saturating_add(additional) > self.limit {
+            return Err(self.exceeded(reservation, additional, used));
+        }
+        self.inner.try_grow(reservation, additional)?;
+        self.used.fetch_add(additional, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn reserved(&self) -> usize {
+        self.inner.reserved()
+    }
+
+    fn memory_limit(&self) -> MemoryLimit {
+        match self.inner.memory_limit() {
+            MemoryLimit::Finite(inner) => MemoryLimit::Finite(inner.min(self.limit)),
+            MemoryLimit::Infinite | MemoryLimit::Unknown => MemoryLimit::Finite(self.limit),
+        }
+    }
+}
+
+/// `context` with its pool limited to `limit` bytes for one query (spilling as before).
+pub(crate) fn query_context(context: TaskContext, limit: usize) -> Result<Arc<TaskContext>> {
+    let base = context.runtime_env();
+    let pool: Arc<dyn MemoryPool> = Arc::new(LimitedPool::new(
+        Arc::clone(&base.memory_pool),
+        Arc::new(AtomicUsize::new(0)),
+        limit,
+        Limit::Query,
+    ));
+    let runtime = RuntimeEnvBuilder::from_runtime_env(&base)
+        .with_memory_pool(pool)
+        .build_arc()?;
+    Ok(Arc::new(context.with_runtime(runtime)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::execution::memory_pool::GreedyMemoryPool;
+
+    #[test]
+    fn a_query_pool_refuses_past_its_limit_and_frees_what_it_shrinks() {
+        let shared: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1000));
+        let pool: Arc<dyn MemoryPool> = Arc::new(LimitedPool::new(
+            Arc::clone(&shared),
+            Arc::new(AtomicUsize::new(0)),
+            100,
+            Limit::Query,
+        ));
+        let reservation = MemoryConsumer::new("join").register(&pool);
+        assert!(reservation.try_grow(60).is_ok());
+        let error = reservation.try_grow(60).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains(QUERY_LIMIT_EXCEEDED), "{error}");
+        assert_eq!(shared.reserved(), 60);
+        reservation.shrink(50);
+        assert!(reservation.try_grow(60).is_ok());
+        assert_eq!(shared.reserved(), 70);
+        drop(reservation);
+        assert_eq!(shared.reserved(), 0);
+    }
+}

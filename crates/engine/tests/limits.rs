@@ -1,0 +1,71 @@
+//! Queries that would take the process down get a clear error of their own: plans that
+//! expand exponentially or nest past the planner's bounds, and operators past the per-query
+//! memory limit. Queries just under the bounds still run.
+
+use trawl_common::ErrorCode;
+use trawl_engine::EngineConfig;
+
+use crate::fixture::{Fixture, TestResult};
+
+async fn refused(f: &Fixture, text: &str, needle: &str) -> TestResult {
+    match f.run(text).await {
+        Err(error) => {
+            assert_eq!(error.code, ErrorCode::BadRequest, "{text}: {error:?}");
+            assert!(error.message.contains(needle), "{needle:?} not in {:?}", error.message);
+            Ok(())
+        }
+        Ok(result) => Err(format!("expected an error for {text}, got {result:?}").into()),
+    }
+}
+
+#[tokio::test]
+async fn exponential_expansions_are_refused() -> TestResult {
+    let f = Fixture::new().await?;
+    let lets = "let a0 = 1;".to_string() + &(0..40).map(|i| format!("let a{} = a{i} + a{i};", i + 1)).collect::<String>();
+    refused(&f, &format!("{lets} print a40"), "too large to plan").await?;
+    let tables = "let t0 = print x = 1;".to_string()
+        + &(0..30).map(|i| format!("let t{} = union t{i}, t{i};", i + 1)).collect::<String>();
+    refused(&f, &format!("{tables} t30 | count"), "too large to plan").await?;
+    let functions = "let f0 = (x:long) { x };".to_string()
+        + &(0..30).map(|i| format!("let f{} = (x:long) {{ f{i}(x) + f{i}(x) }};", i + 1)).collect::<String>();
+    refused(&f, &format!("{functions} print f30(1)"), "too large to plan").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn let_chains_nest_no_deeper_than_the_bound() -> TestResult {
+    let f = Fixture::new().await?;
+    let chain = |n: usize| {
+        "let a0 = 1;".to_string() + &(0..n).map(|i| format!("let a{} = a{i} + 1;", i + 1)).collect::<String>() + &format!("print a{n}")
+    };
+    let (_, rows) = f.run(&chain(300)).await?;
+    assert_eq!(rows, vec![vec![serde_json::json!(301)]]);
+    refused(&f, &chain(2_500), "").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn long_chains_and_pipelines_under_the_bound_run() -> TestResult {
+    let f = Fixture::new().await?;
+    let sum = format!("print {}", vec!["1"; 900].join(" + "));
+    assert_eq!(f.run(&sum).await?.1, vec![vec![serde_json::json!(900)]]);
+    let pipeline = format!("print x = 1 {}", "| extend x = x + 1 ".repeat(300));
+    assert_eq!(f.run(&pipeline).await?.1, vec![vec![serde_json::json!(301)]]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_join_past_the_query_memory_limit_fails_alone() -> TestResult {
+    let f = Fixture::with_config(EngineConfig {
+        query_memory_limit_bytes: 16 << 20,
+        ..EngineConfig::default()
+    })
+    .await?;
+    let join = "range x from 1 to 1000000 step 1 | extend s = strcat('abcdefghijklmnopqrstuvwxyz', x) \
+                | join kind=inner (range x from 1 to 1000000 step 1 | extend t = strcat('abcdefghijklmnopqrstuvwxyz', x)) on x \
+                | summarize max(strlen(s)), max(strlen(t))";
+    refused(&f, join, "the query needs more memory than its limit").await?;
+    // The same engine goes on answering.
+    assert_eq!(f.run("print 1").await?.1, vec![vec![serde_json::json!(1)]]);
+    Ok(())
+}
