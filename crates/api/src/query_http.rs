@@ -59,6 +59,7 @@ pub fn router(state: QueryState) -> Router {
         .route("/query", post(query))
         .route("/plan", post(plan))
         .route("/catalog", get(catalog))
+        .route("/v1/databases", get(databases))
         .route("/v1/datasources", get(crate::datasources::datasources))
         .route("/timeline-query", post(crate::timeline::timeline))
         .route("/v1/rest/query", post(crate::adx::v1_query))
@@ -189,6 +190,25 @@ async fn plan(body: Bytes) -> Response {
     match result {
         Ok(plan_sexp) => Json(json!({ "plan_sexp": plan_sexp })).into_response(),
         Err(error) => Problem(error).into_response(),
+    }
+}
+
+/// `GET /v1/databases`: `{databases: [{name, tables, views}]}`, every live database with the
+/// names of its tables and views, sorted by name.
+async fn databases(State(state): State<QueryState>) -> Response {
+    let catalog = state.engine.catalog();
+    let listed = async {
+        let mut databases = Vec::new();
+        for name in catalog.databases().await? {
+            let tables: Vec<String> = catalog.tables(&name).await?.into_iter().map(|t| t.name).collect();
+            let views: Vec<String> = catalog.views(&name).await?.into_iter().map(|(view, _)| view).collect();
+            databases.push(json!({ "name": name, "tables": tables, "views": views }));
+        }
+        Ok::<_, trawl_catalog::CatalogError>(databases)
+    };
+    match listed.await {
+        Ok(databases) => Json(json!({ "databases": databases })).into_response(),
+        Err(error) => Problem(error.into()).into_response(),
     }
 }
 

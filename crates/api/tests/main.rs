@@ -4,6 +4,7 @@
 mod log_push;
 mod meta;
 mod query_grpc;
+mod query_http;
 mod security;
 mod support;
 mod vendor;

@@ -8,7 +8,10 @@
 //! delta-coded type and name indexes. The per-series reference columns are delta-coded over
 //! the whole column, as are the timestamps (seconds); values sit in the column the series'
 //! value type names. A reference past the end of its dictionary, or a column that ends early,
-//! refuses the whole payload: the columns cannot be realigned after it.
+//! refuses the whole payload: the columns cannot be realigned after it. Per-series columns
+//! other than `types` and `nameRefs` may be left out whole (an encoder that has nothing but
+//! zeros for them, or predates them, such as one without `sourceTypeNameRefs`): they read as
+//! zeros, that is the empty entry of their dictionary, or no interval.
 
 use trawl_proto::prost::Message;
 use trawl_proto::prost::encoding::decode_varint;
@@ -27,6 +30,8 @@ const VALUE_SINT64: u64 = 0x10;
 const VALUE_FLOAT32: u64 = 0x20;
 const VALUE_FLOAT64: u64 = 0x30;
 const FLAG_HAS_UNIT: u64 = 0x200;
+/// Most tags one tag set may hold once the sets it includes are expanded.
+const MAX_TAGS_PER_SET: usize = 10_000;
 
 /// Decodes a v3 body.
 pub fn decode(body: &[u8]) -> Result<Payload, IntakeError> {
@@ -76,6 +81,12 @@ fn tagsets(packed: &[i64], tags: &[String]) -> Result<Vec<Vec<String>>, IntakeEr
                 let other = sets
                     .get(index.unsigned_abs() as usize)
                     .ok_or_else(|| broken(format!("dictTagsets: no tag set {}", -index)))?;
+                // Sets that include earlier sets twice double at each step: bound them.
+                if set.len() + other.len() > MAX_TAGS_PER_SET {
+                    return Err(broken(format!(
+                        "dictTagsets: a set of more than {MAX_TAGS_PER_SET} tags"
+                    )));
+                }
                 set.extend(other.iter().cloned());
             } else {
                 let tag = tags
@@ -124,14 +135,34 @@ struct Cursor<'a, T> {
     column: &'a [T],
     name: &'static str,
     next: usize,
+    /// The column was left out of the payload: every entry reads as zero.
+    absent: bool,
 }
 
-impl<'a, T: Copy> Cursor<'a, T> {
+impl<'a, T: Copy + Default> Cursor<'a, T> {
     fn new(column: &'a [T], name: &'static str) -> Cursor<'a, T> {
-        Cursor { column, name, next: 0 }
+        Cursor {
+            column,
+            name,
+            next: 0,
+            absent: false,
+        }
+    }
+
+    /// A per-series column an encoder may leave out when every entry is zero (columns added
+    /// after the first version of the payload, such as `sourceTypeNameRefs`, and references
+    /// that are all "the empty entry"): empty reads as zeros; otherwise it must be whole.
+    fn optional(column: &'a [T], name: &'static str) -> Cursor<'a, T> {
+        Cursor {
+            absent: column.is_empty(),
+            ..Cursor::new(column, name)
+        }
     }
 
     fn take(&mut self) -> Result<T, IntakeError> {
+        if self.absent {
+            return Ok(T::default());
+        }
         let value = self
             .column
             .get(self.next)
@@ -202,11 +233,11 @@ pub fn to_rows(payload: &Payload, ingest_time_nanos: i64) -> Result<IntakeOutput
     let mut source_ref = Reference::new("sourceTypeNameRefs");
     let mut unit_ref = Reference::new("unitRefs");
     let mut name_refs = Cursor::new(&data.name_refs, "nameRefs");
-    let mut tagset_refs = Cursor::new(&data.tagset_refs, "tagsetRefs");
-    let mut resources_refs = Cursor::new(&data.resources_refs, "resourcesRefs");
-    let mut source_refs = Cursor::new(&data.source_type_name_refs, "sourceTypeNameRefs");
-    let mut unit_refs = Cursor::new(&data.unit_refs, "unitRefs");
-    let mut intervals = Cursor::new(&data.intervals, "intervals");
+    let mut tagset_refs = Cursor::optional(&data.tagset_refs, "tagsetRefs");
+    let mut resources_refs = Cursor::optional(&data.resources_refs, "resourcesRefs");
+    let mut source_refs = Cursor::optional(&data.source_type_name_refs, "sourceTypeNameRefs");
+    let mut unit_refs = Cursor::optional(&data.unit_refs, "unitRefs");
+    let mut intervals = Cursor::optional(&data.intervals, "intervals");
     let mut num_points = Cursor::new(&data.num_points, "numPoints");
     let mut timestamps = Cursor::new(&data.timestamps, "timestamps");
     let mut sint64s = Cursor::new(&data.vals_sint64, "valsSint64");

@@ -399,3 +399,51 @@ fn v3_structural_damage_refuses_the_payload() {
         assert!(error.contains(expected), "{expected}: {error}");
     }
 }
+
+#[test]
+fn v3_columns_left_out_read_as_the_empty_entry() -> Result<(), IntakeError> {
+    // An encoder without source types (or one that predates them) sends no
+    // `sourceTypeNameRefs` at all; the same for tag sets, resources, units and intervals that
+    // are all zero.
+    let mut payload = v3_payload();
+    if let Some(data) = payload.metric_data.as_mut() {
+        data.source_type_name_refs.clear();
+        data.tagset_refs.clear();
+        data.resources_refs.clear();
+        data.unit_refs.clear();
+        data.intervals.clear();
+    }
+    let output = series_v3::to_rows(&payload, INGEST)?;
+    assert_eq!(output.rejected, 0, "{}", output.error_message);
+    assert_eq!(output.rows.len(), 6);
+    let count = &output.rows[0];
+    assert_eq!(json_cell(count, "attributes"), json!({"region": "eu", "env": "prod"}));
+    assert_eq!(json_cell(count, "resource"), json!({"cluster": "c1"}));
+    assert_eq!(cell(count, "start_time"), None, "no interval, no window start");
+    assert_eq!(cell(&output.rows[1], "metric_unit"), None);
+
+    // A column that is there but ends early still refuses the payload.
+    let mut short = v3_payload();
+    if let Some(data) = short.metric_data.as_mut() {
+        data.source_type_name_refs.truncate(1);
+    }
+    let error = series_v3::to_rows(&short, INGEST).map(|_| ()).err().map(|e| e.to_string());
+    assert!(error.unwrap_or_default().contains("sourceTypeNameRefs ends"));
+    Ok(())
+}
+
+#[test]
+fn v3_tag_sets_that_double_at_each_step_are_refused() {
+    // Set 1 is one tag; each later set includes the one before twice (-1 then 0 more: the
+    // running index stays on the previous set), so set 40 would hold 2^39 tags.
+    let mut packed = vec![1, 1];
+    for set in 2..=40_i64 {
+        packed.extend([2, -(set - 1), 0]);
+    }
+    let mut payload = v3_payload();
+    if let Some(data) = payload.metric_data.as_mut() {
+        data.dict_tagsets = packed;
+    }
+    let error = series_v3::to_rows(&payload, INGEST).map(|_| ()).err().map(|e| e.to_string());
+    assert!(error.unwrap_or_default().contains("a set of more than"));
+}
