@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command: unit and integration tests of every crate, then the end-to-end
-# tests (real OpenTelemetry SDK exporters against a running `trawl serve`, crash recovery).
+# tests (real OpenTelemetry SDK exporters against a running `trawl serve`, crash recovery),
+# the KQL conformance corpus, and a short run of every fuzz target (fuzz/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Build artifacts live outside the checkout so repeated runs rebuild only what changed.
@@ -29,4 +30,10 @@ fi
 if [ "${TRAWL_SKIP_CONFORMANCE:-0}" != "1" ]; then
   cargo build -p trawl
   TRAWL_BIN="$CARGO_TARGET_DIR/debug/trawl" bash tests/conformance/run.sh
+fi
+
+if [ "${TRAWL_SKIP_FUZZ:-0}" != "1" ]; then
+  # A bounded run of each decoder's fuzz target (FUZZ_SECONDS each, 20 by default) so a
+  # regression that panics on some input is caught; long runs: see fuzz/README.md.
+  bash fuzz/run.sh
 fi
