@@ -23,25 +23,84 @@ def test_probes_on_every_http_port(trawl, port):
     assert headers["content-type"].startswith("application/json")
     info = json.loads(body)
     assert isinstance(info, dict) and info.get("version"), info
+    # The commit the binary was built from (the tests run from a checkout).
+    assert re.fullmatch(r"[0-9a-f]{12}", info.get("commit", "")), info
 
 
-def test_operator_metrics_count_ingested_rows(trawl):
-    def counter(text: str, name: str) -> int:
-        match = re.search(rf"^{name} (\d+)$", text, re.MULTILINE)
-        assert match, f"{name} missing from /metrics:\n{text}"
-        return int(match.group(1))
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? ([0-9.eE+-]+|NaN|[+-]Inf)$')
 
+
+def metric_samples(text: str) -> dict[tuple[str, frozenset], float]:
+    """{(name, labels): value} of an OpenMetrics / Prometheus text exposition."""
+    samples = {}
+    for line in text.splitlines():
+        match = SAMPLE.match(line)
+        if match:
+            name, labels, value = match.groups()
+            pairs = frozenset(re.findall(r'(\w+)="([^"]*)"', labels or ""))
+            samples[(name, pairs)] = float(value)
+    return samples
+
+
+def scrape(trawl) -> dict[tuple[str, frozenset], float]:
     status, headers, body = http_request(trawl.operator_url + "/metrics")
     assert status == 200
-    assert headers["content-type"].startswith("text/plain")
+    assert headers["content-type"].startswith("application/openmetrics-text"), headers
     text = body.decode()
-    assert "# TYPE trawl_ingest_rows_total counter" in text
-    before = counter(text, "trawl_ingest_rows_total")
+    assert text.rstrip().endswith("# EOF"), text[-200:]
+    return metric_samples(text)
+
+
+def value(samples, name: str, **labels) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_operator_metrics_cover_ingest_storage_catalog_query_and_gateway(trawl):
+    before = scrape(trawl)
     records = [{"body": {"stringValue": text}} for text in ("one", "two", "three")]
     status, answer = post_otlp_json_logs(trawl, records)
     assert status == 200, answer
-    _, _, body = http_request(trawl.operator_url + "/metrics")
-    assert counter(body.decode(), "trawl_ingest_rows_total") == before + 3
+    refused, _, _ = http_request(
+        trawl.otlp_http_url + "/v1/logs", b"{}", {"Content-Type": "application/json"}, "POST"
+    )
+    assert refused == 401
+    trawl.query("default | count")
+    bad, _, _ = http_request(
+        trawl.gateway_url + "/v2/rest/query",
+        json.dumps({"csl": "print 1"}).encode(),
+        {"Content-Type": "application/json", "Authorization": "Bearer not-a-token"},
+        "POST",
+    )
+    assert bad == 401
+    after = scrape(trawl)
+
+    def grew(name: str, by: float | None = None, **labels) -> None:
+        delta = value(after, name, **labels) - value(before, name, **labels)
+        if by is None:
+            assert delta > 0, f"{name}{labels} did not grow"
+        else:
+            assert delta == by, f"{name}{labels} grew by {delta}, not {by}"
+
+    # Ingest: requests by protocol and outcome, records by signal, bytes, refusals.
+    grew("trawl_ingest_requests_total", 1, protocol="otlp_http", outcome="stored")
+    grew("trawl_ingest_requests_total", 1, protocol="otlp_http", outcome="refused")
+    grew("trawl_ingest_records_total", 3, signal="logs")
+    grew("trawl_ingest_bytes_total", protocol="otlp_http")
+    grew("trawl_ingest_rejections_total", 1, reason="unauthenticated")
+    grew("trawl_ingest_flush_seconds_count")
+    assert ("trawl_ingest_buffered_rows", frozenset()) in after
+    # Storage and catalog.
+    grew("trawl_storage_segments_written_total")
+    grew("trawl_storage_segment_bytes_written_total")
+    grew("trawl_catalog_commit_seconds_count")
+    # Query: duration and outcome by face, gauges.
+    grew("trawl_queries_total", 1, face="adx", outcome="ok")
+    grew("trawl_query_seconds_count", 1, face="adx")
+    assert value(after, "trawl_query_running") == 0
+    assert ("trawl_query_queued", frozenset()) in after
+    # Gateway: forwarded requests by route, refusals by reason.
+    grew("trawl_gateway_forwarded_total", 1, route="v2")
+    grew("trawl_gateway_auth_failures_total", 1, reason="token")
 
 
 def test_query_port_answers_only_signed_requests_with_problem_details(trawl):

@@ -67,7 +67,10 @@ fn client_request_id(headers: &HeaderMap) -> String {
 
 async fn run(state: &QueryState, body: &AdxBody) -> Result<QueryOutput, TrawlError> {
     let timeout = server_timeout(&body.properties()?)?;
-    state.engine.execute_within(&request(state, body)?, timeout).await
+    state
+        .engine
+        .execute_within(&request(state, body)?, timeout, "adx")
+        .await
 }
 
 /// The time limit a request asks for: `Options.servertimeout` as a .NET timespan
@@ -86,8 +89,9 @@ fn server_timeout(properties: &Json) -> Result<Option<std::time::Duration>, Traw
     };
     let nanos = match value {
         Json::Null => return Ok(None),
-        Json::String(text) => trawl_common::time::parse_clock_timespan(text)
-            .or_else(|| trawl_common::time::parse_duration(text)),
+        Json::String(text) => {
+            trawl_common::time::parse_clock_timespan(text).or_else(|| trawl_common::time::parse_duration(text))
+        }
         _ => None,
     };
     match nanos {
@@ -191,6 +195,7 @@ async fn progressive_response(
         progress_every: Some(crate::query_grpc::PROGRESS_EVERY),
         timeout: server_timeout(&body.properties()?)?,
         snapshots: true,
+        face: "adx",
     };
     let mut events = state.engine.run(request, options);
     let mut streamer = ProgressiveFrames::new(request_id, started);

@@ -16,6 +16,7 @@ pub mod budget;
 pub mod compression;
 pub mod datasources;
 pub mod ingest_auth;
+pub mod ingest_metrics;
 pub mod log_push;
 pub mod meta_grpc;
 pub mod operator;

@@ -8,8 +8,6 @@
 //! destination, 503 with `Retry-After` when the data could not be stored. Error bodies are
 //! plain text (the message).
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -44,7 +42,6 @@ fn error(error: &TrawlError) -> Response {
 }
 
 pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: Bytes) -> Response {
-    state.counters.requests.fetch_add(1, Relaxed);
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let route = match state.auth.route(authorization).await {
         Ok(route) => route,
@@ -112,18 +109,14 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
     };
     let streams = match streams {
         Ok(streams) => streams,
-        Err(e) => {
-            state.counters.failed_requests.fetch_add(1, Relaxed);
-            return text(StatusCode::BAD_REQUEST, e.to_string());
-        }
+        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
     };
     let output = logpush::streams_to_rows(&streams, trawl_common::time::now_nanos());
     drop(streams);
-    let rows = output.rows.len() as u64;
+    let refused = output.rejected;
     if let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows).await {
-        state.counters.failed_requests.fetch_add(1, Relaxed);
         return error(&e);
     }
-    state.counters.rows.fetch_add(rows, Relaxed);
+    crate::ingest_metrics::refused_items(refused);
     StatusCode::NO_CONTENT.into_response()
 }

@@ -204,43 +204,58 @@ impl UnaryService<Vec<u8>> for ExportHandler {
         let state = self.state.clone();
         let signal = self.signal;
         Box::pin(async move {
-            use std::sync::atomic::Ordering::Relaxed;
-            let counters = &state.counters;
-            counters.requests.fetch_add(1, Relaxed);
-            if request.get_ref().len() > state.max_body_bytes {
-                counters.failed_requests.fetch_add(1, Relaxed);
-                return Err(status_of(&TrawlError::new(
-                    ErrorCode::PayloadTooLarge,
-                    format!("the request is larger than {} bytes", state.max_body_bytes),
-                )));
-            }
-            let authorization = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
-            let route = state
-                .auth
-                .route(authorization)
-                .await
-                .map_err(|error| status_of(&error))?;
-            let _held = state
-                .budget
-                .reserve(request.get_ref().len())
-                .map_err(|error| status_of(&error))?;
-            let now = trawl_common::time::now_nanos();
-            let mapped = map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| {
-                counters.failed_requests.fetch_add(1, Relaxed);
-                status_of(&error)
-            })?;
-            drop(request); // the rows own everything they need; free the payload while they wait
-            let rows = mapped.rows.len() as u64;
-            let (rejected, error_message) = (mapped.rejected, mapped.error_message);
-            if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows).await {
-                counters.failed_requests.fetch_add(1, Relaxed);
-                return Err(status_of(&error));
-            }
-            counters.rows.fetch_add(rows, Relaxed);
-            counters.rejected_rows.fetch_add(rejected.max(0) as u64, Relaxed);
-            Ok(Response::new(
-                ExportResponse::new(signal, rejected, error_message).encode_to_vec(),
-            ))
+            let bytes = request.get_ref().len() as u64;
+            let answer = export(&state, signal, request).await;
+            let status = match &answer {
+                Ok(_) => axum::http::StatusCode::OK,
+                Err(status) => grpc_http_status(status.code()),
+            };
+            crate::ingest_metrics::record("otlp_grpc", status, bytes);
+            answer
         })
     }
+}
+
+/// The HTTP status an OTLP/HTTP client would have got for a gRPC status (for metrics).
+fn grpc_http_status(code: tonic::Code) -> axum::http::StatusCode {
+    use axum::http::StatusCode;
+    match code {
+        tonic::Code::Unauthenticated | tonic::Code::PermissionDenied => StatusCode::UNAUTHORIZED,
+        tonic::Code::ResourceExhausted => StatusCode::PAYLOAD_TOO_LARGE,
+        tonic::Code::InvalidArgument => StatusCode::BAD_REQUEST,
+        tonic::Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// One OTLP/gRPC export: authenticate, bound, map, store.
+async fn export(state: &IngestState, signal: Signal, request: Request<Vec<u8>>) -> Result<Response<Vec<u8>>, Status> {
+    if request.get_ref().len() > state.max_body_bytes {
+        return Err(status_of(&TrawlError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("the request is larger than {} bytes", state.max_body_bytes),
+        )));
+    }
+    let authorization = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
+    let route = state
+        .auth
+        .route(authorization)
+        .await
+        .map_err(|error| status_of(&error))?;
+    let _held = state
+        .budget
+        .reserve(request.get_ref().len())
+        .map_err(|error| status_of(&error))?;
+    let now = trawl_common::time::now_nanos();
+    let mapped =
+        map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| status_of(&error))?;
+    drop(request); // the rows own everything they need; free the payload while they wait
+    let (rejected, error_message) = (mapped.rejected, mapped.error_message);
+    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows).await {
+        return Err(status_of(&error));
+    }
+    crate::ingest_metrics::refused_items(rejected);
+    Ok(Response::new(
+        ExportResponse::new(signal, rejected, error_message).encode_to_vec(),
+    ))
 }

@@ -67,13 +67,14 @@ pub fn router(state: IngestState) -> Router {
         .route(crate::log_push::PATH, post(crate::log_push::push))
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(axum::middleware::from_fn(crate::panics::catch_panics))
+        .layer(axum::middleware::from_fn(|request, next| {
+            crate::ingest_metrics::http("otlp_http", request, next)
+        }))
         .with_state(state)
         .merge(probes)
 }
 
 async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Bytes, signal: Signal) -> Response {
-    use std::sync::atomic::Ordering::Relaxed;
-    state.counters.requests.fetch_add(1, Relaxed);
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -116,20 +117,16 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     let mapped = match map_request(signal, &body, format, now) {
         Ok(mapped) => mapped,
         Err(error) => {
-            state.counters.failed_requests.fetch_add(1, Relaxed);
             return status_response(StatusCode::BAD_REQUEST, format, error.message);
         }
     };
     drop(body); // the rows own everything they need; free the payload while they wait
     let rejected = mapped.rejected;
     let message = mapped.error_message;
-    let rows = mapped.rows.len() as u64;
     if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows).await {
-        state.counters.failed_requests.fetch_add(1, Relaxed);
         return error_response(&error, format);
     }
-    state.counters.rows.fetch_add(rows, Relaxed);
-    state.counters.rejected_rows.fetch_add(rejected.max(0) as u64, Relaxed);
+    crate::ingest_metrics::refused_items(rejected);
     success_response(signal, format, rejected, message)
 }
 

@@ -54,9 +54,16 @@ mod tests {
             .route("/fine", get(|| async { "ok" }))
             .layer(axum::middleware::from_fn(super::catch_panics));
         let request = |path: &str| axum::http::Request::get(path).body(Body::empty());
-        let boom = router.clone().oneshot(request("/boom").expect("request")).await.expect("answer");
+        let boom = router
+            .clone()
+            .oneshot(request("/boom").expect("request"))
+            .await
+            .expect("answer");
         assert_eq!(boom.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        let fine = router.oneshot(request("/fine").expect("request")).await.expect("answer");
+        let fine = router
+            .oneshot(request("/fine").expect("request"))
+            .await
+            .expect("answer");
         assert_eq!(fine.status(), StatusCode::OK);
     }
 }

@@ -98,6 +98,7 @@ impl QueryService for QueryGrpc {
                 progress_every: Some(PROGRESS_EVERY),
                 timeout,
                 snapshots: true,
+                face: "grpc",
             },
         );
         let frames = events

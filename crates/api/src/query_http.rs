@@ -99,7 +99,7 @@ async fn run_query(state: &QueryState, body: &[u8]) -> Result<QueryOutput, Trawl
         database: state.database.clone(),
         window,
     };
-    state.engine.execute_within(&request, timeout).await
+    state.engine.execute_within(&request, timeout, "http").await
 }
 
 /// The result-table shape of `POST /query`.

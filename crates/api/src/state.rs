@@ -1,7 +1,7 @@
 //! Shared state of the handlers.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use trawl_engine::Engine;
 use trawl_ingest::Ingestor;
@@ -18,7 +18,7 @@ impl ServiceInfo {
     pub fn new(role: &str) -> ServiceInfo {
         ServiceInfo {
             version: env!("CARGO_PKG_VERSION").to_string(),
-            commit: option_env!("TRAWL_COMMIT").unwrap_or("unknown").to_string(),
+            commit: env!("TRAWL_COMMIT").to_string(),
             role: role.to_string(),
         }
     }
@@ -37,15 +37,6 @@ impl Readiness {
     }
 }
 
-/// Counters exported on the operator port.
-#[derive(Debug, Default)]
-pub struct IngestCounters {
-    pub requests: AtomicU64,
-    pub rows: AtomicU64,
-    pub rejected_rows: AtomicU64,
-    pub failed_requests: AtomicU64,
-}
-
 /// State of the ingest faces.
 #[derive(Debug, Clone)]
 pub struct IngestState {
@@ -56,7 +47,6 @@ pub struct IngestState {
     pub max_body_bytes: usize,
     /// Bytes all ingest requests may hold at once.
     pub budget: crate::budget::ByteBudget,
-    pub counters: Arc<IngestCounters>,
     pub readiness: Arc<Readiness>,
     pub info: ServiceInfo,
 }

@@ -11,7 +11,6 @@
 //! traces) to its own table when it names one, else to its table.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering::Relaxed;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -48,6 +47,9 @@ pub fn router(state: IngestState) -> Router {
         // Bodies are bounded after decompression; this bounds the compressed bytes read.
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(axum::middleware::from_fn(crate::panics::catch_panics))
+        .layer(axum::middleware::from_fn(|request, next| {
+            crate::ingest_metrics::http("vendor", request, next)
+        }))
         .with_state(state)
 }
 
@@ -159,7 +161,6 @@ fn store(signal: Signal, mapping: Mapping) -> MethodRouter<IngestState> {
 /// `{}` once the rows are durable. Items a mapping refuses are logged; a body of nothing but
 /// refused items is a 400.
 async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: Signal, mapping: Mapping) -> Response {
-    state.counters.requests.fetch_add(1, Relaxed);
     let route = match route(state, key(headers, None)).await {
         Ok(route) => route,
         Err(e) => return from_trawl(&e),
@@ -189,26 +190,21 @@ async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: S
     };
     let output = match mapping(&body, trawl_common::time::now_nanos()) {
         Ok(output) => output,
-        Err(e) => {
-            state.counters.failed_requests.fetch_add(1, Relaxed);
-            return error(StatusCode::BAD_REQUEST, e.to_string());
-        }
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
     drop(body);
     if output.rejected > 0 {
         if output.rows.is_empty() {
-            state.counters.failed_requests.fetch_add(1, Relaxed);
             return error(StatusCode::BAD_REQUEST, output.error_message);
         }
         tracing::warn!(table = %route.table, "vendor intake: {}", output.error_message);
     }
-    let rows = output.rows.len() as u64;
-    if rows > 0
+    let refused = output.rejected;
+    if !output.rows.is_empty()
         && let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows).await
     {
-        state.counters.failed_requests.fetch_add(1, Relaxed);
         return from_trawl(&e);
     }
-    state.counters.rows.fetch_add(rows, Relaxed);
+    crate::ingest_metrics::refused_items(refused);
     answer(StatusCode::ACCEPTED, json!({}))
 }

@@ -19,7 +19,7 @@ use tower::ServiceExt;
 use trawl_api::IngestState;
 use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::otlp_grpc::{Logs, Metrics, OtlpGrpcServer, RawCodec, Traces};
-use trawl_api::state::{IngestCounters, Readiness};
+use trawl_api::state::Readiness;
 use trawl_catalog::{Catalog, Directory, SqliteCatalog};
 use trawl_ingest::{IngestConfig, Ingestor};
 use trawl_proto::otlp::collector::logs::v1::ExportLogsServiceRequest;
@@ -53,7 +53,6 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
         auth: Arc::new(IngestAuth::anonymous(directory, objects, "default", "default")),
         max_body_bytes: 1 << 20,
         budget: trawl_api::budget::ByteBudget::new(64 << 20),
-        counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
     };

@@ -69,6 +69,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
             meta_upstream: meta_url.clone(),
             max_body_bytes: 1 << 20,
             version: "test".into(),
+            commit: "test".into(),
         },
     );
     gateway.register(now).await?;

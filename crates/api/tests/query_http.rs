@@ -32,12 +32,17 @@ async fn port() -> Result<Port, Box<dyn std::error::Error>> {
         .map(|i| {
             let mut row = Row::default();
             row.push("timestamp", Value::DateTime(T0 + i * 1_000_000_000));
-            row.push("severity_text", Value::String(if i % 3 == 0 { "ERROR" } else { "INFO" }.into()));
+            row.push(
+                "severity_text",
+                Value::String(if i % 3 == 0 { "ERROR" } else { "INFO" }.into()),
+            );
             row.push("body", Value::Dynamic(json!(format!("line {i}"))));
             row
         })
         .collect();
-    let meta = SegmentWriter::new(store.clone()).write_rows("default", "default", rows).await?;
+    let meta = SegmentWriter::new(store.clone())
+        .write_rows("default", "default", rows)
+        .await?;
     catalog.commit_segments(&[meta], &[]).await?;
     catalog.ensure_table("default", "spans", &[]).await?;
     let state = QueryState {
@@ -54,7 +59,12 @@ async fn port() -> Result<Port, Box<dyn std::error::Error>> {
 }
 
 impl Port {
-    async fn call(&self, method: &str, path: &str, body: Option<Json>) -> Result<(StatusCode, Json), Box<dyn std::error::Error>> {
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Json>,
+    ) -> Result<(StatusCode, Json), Box<dyn std::error::Error>> {
         let request = Request::builder()
             .method(method)
             .uri(path)
@@ -71,45 +81,73 @@ impl Port {
 async fn query_answers_tables_and_honours_a_client_time_limit() -> TestResult {
     let port = port().await?;
     let (status, body) = port
-        .call("POST", "/query", Some(json!({"query": "default | where severity_text == 'ERROR' | count"})))
+        .call(
+            "POST",
+            "/query",
+            Some(json!({"query": "default | where severity_text == 'ERROR' | count"})),
+        )
         .await?;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["Tables"][0]["rows"], json!([[40]]));
     assert_eq!(body["Tables"][1]["name"], "@Warnings");
     // A limit of zero stops the query: 504 with the Timeout code.
     let (status, body) = port
-        .call("POST", "/query", Some(json!({"query": "default | count", "timeout": "0s"})))
+        .call(
+            "POST",
+            "/query",
+            Some(json!({"query": "default | count", "timeout": "0s"})),
+        )
         .await?;
     assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}");
     assert_eq!(body["code"], "Timeout");
     let (status, body) = port
-        .call("POST", "/query", Some(json!({"query": "default | count", "timeout": "soon"})))
+        .call(
+            "POST",
+            "/query",
+            Some(json!({"query": "default | count", "timeout": "soon"})),
+        )
         .await?;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["message"].as_str().unwrap_or_default().contains("timeout"), "{body}");
+    assert!(
+        body["message"].as_str().unwrap_or_default().contains("timeout"),
+        "{body}"
+    );
     Ok(())
 }
 
 #[tokio::test]
 async fn plan_catalog_and_databases_describe_what_is_stored() -> TestResult {
     let port = port().await?;
-    let (status, body) = port.call("POST", "/plan", Some(json!({"query": "default | take 5"}))).await?;
+    let (status, body) = port
+        .call("POST", "/plan", Some(json!({"query": "default | take 5"})))
+        .await?;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(body["plan_sexp"].as_str().unwrap_or_default().contains("take"), "{body}");
-    let (status, body) = port.call("POST", "/plan", Some(json!({"query": "default | where"}))).await?;
+    assert!(
+        body["plan_sexp"].as_str().unwrap_or_default().contains("take"),
+        "{body}"
+    );
+    let (status, body) = port
+        .call("POST", "/plan", Some(json!({"query": "default | where"})))
+        .await?;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
 
     let (status, body) = port.call("GET", "/catalog", None).await?;
     assert_eq!(status, StatusCode::OK, "{body}");
     let tables = body["tables"].as_array().ok_or("tables")?;
-    let default = tables.iter().find(|t| t["name"] == "default").ok_or("the default table")?;
+    let default = tables
+        .iter()
+        .find(|t| t["name"] == "default")
+        .ok_or("the default table")?;
     let columns: Vec<&str> = default["schema"]
         .as_array()
         .ok_or("schema")?
         .iter()
         .filter_map(|c| c["name"].as_str())
         .collect();
-    assert!(columns.contains(&"severity_text") && columns.contains(&"body"), "{columns:?}");
+    assert!(
+        columns.contains(&"severity_text") && columns.contains(&"body"),
+        "{columns:?}"
+    );
 
     let (status, body) = port.call("GET", "/v1/databases", None).await?;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -130,7 +168,9 @@ async fn datasources_page_through_tables_with_their_sizes() -> TestResult {
     assert_eq!(first["items"][0]["segments"], 1);
     assert_eq!(first["items"][0]["min_time"], "2023-11-14T22:13:20.0000000Z");
     let next = first["next"].as_str().ok_or("a next cursor")?;
-    let (status, second) = port.call("GET", &format!("/v1/datasources?limit=1&after={next}"), None).await?;
+    let (status, second) = port
+        .call("GET", &format!("/v1/datasources?limit=1&after={next}"), None)
+        .await?;
     assert_eq!(status, StatusCode::OK, "{second}");
     assert_eq!(second["items"][0]["name"], "spans");
     assert_eq!(second["items"][0]["rows"], 0);
@@ -143,16 +183,24 @@ async fn datasources_page_through_tables_with_their_sizes() -> TestResult {
 #[tokio::test]
 async fn timeline_counts_rows_by_severity_over_time() -> TestResult {
     let port = port().await?;
-    let (status, body) = port.call("POST", "/timeline-query", Some(json!({"query": "default"}))).await?;
+    let (status, body) = port
+        .call("POST", "/timeline-query", Some(json!({"query": "default"})))
+        .await?;
     assert_eq!(status, StatusCode::OK, "{body}");
     // Two minutes of data: 1 s bins would be 120 (< 200), so the bin is 1 s.
     assert_eq!(body["bin"], "00:00:01");
     let rows = body["Tables"][0]["rows"].as_array().ok_or("rows")?;
     let total: i64 = rows.iter().filter_map(|r| r[2].as_i64()).sum();
     assert_eq!(total, 120);
-    let errors: i64 = rows.iter().filter(|r| r[1] == "ERROR").filter_map(|r| r[2].as_i64()).sum();
+    let errors: i64 = rows
+        .iter()
+        .filter(|r| r[1] == "ERROR")
+        .filter_map(|r| r[2].as_i64())
+        .sum();
     assert_eq!(errors, 40);
-    let (status, _) = port.call("POST", "/timeline-query", Some(json!({"query": "nosuchtable"}))).await?;
+    let (status, _) = port
+        .call("POST", "/timeline-query", Some(json!({"query": "nosuchtable"})))
+        .await?;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     Ok(())
 }

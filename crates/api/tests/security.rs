@@ -9,7 +9,7 @@ use prost::Message;
 use tower::ServiceExt;
 use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::signed::SignatureCheck;
-use trawl_api::state::{IngestCounters, Readiness};
+use trawl_api::state::Readiness;
 use trawl_api::{IngestState, QueryState};
 use trawl_catalog::{Catalog, Directory, GatewayKeyRecord, IngestTokenRecord, SqliteCatalog};
 use trawl_common::auth::{self, GatewayKey, Identity, TokenKind};
@@ -216,7 +216,6 @@ async fn ingest_needs_a_valid_token_which_routes_the_rows() -> TestResult {
         auth: Arc::new(IngestAuth::required(setup.directory.clone(), setup.objects.clone())),
         max_body_bytes: 1 << 20,
         budget: trawl_api::budget::ByteBudget::new(64 << 20),
-        counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
     };

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use trawl_api::IngestState;
 use trawl_api::ingest_auth::IngestAuth;
-use trawl_api::state::{IngestCounters, Readiness};
+use trawl_api::state::Readiness;
 use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SignalTables, SqliteCatalog};
 use trawl_common::auth::{self, TokenKind};
 use trawl_ingest::{IngestConfig, Ingestor};
@@ -70,7 +70,6 @@ pub async fn ingest_setup_routed(
         auth: Arc::new(IngestAuth::required(directory, sqlite)),
         max_body_bytes: 1 << 20,
         budget: trawl_api::budget::ByteBudget::new(64 << 20),
-        counters: Arc::new(IngestCounters::default()),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
     };

@@ -223,7 +223,16 @@ mod tests {
         assert_eq!(parse_clock_timespan("0:00:30.5"), Some(30_500_000_000));
         assert_eq!(parse_clock_timespan("1.02:00:00"), Some(26 * 3_600 * NANOS_PER_SECOND));
         assert_eq!(parse_clock_timespan("00:10"), Some(600 * NANOS_PER_SECOND));
-        for bad in ["", "30", "25:00:00", "00:61:00", "00:00:60", "-00:01:00", "a:b:c", "1:2:3:4"] {
+        for bad in [
+            "",
+            "30",
+            "25:00:00",
+            "00:61:00",
+            "00:00:60",
+            "-00:01:00",
+            "a:b:c",
+            "1:2:3:4",
+        ] {
             assert_eq!(parse_clock_timespan(bad), None, "{bad}");
         }
     }

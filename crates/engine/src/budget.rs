@@ -218,4 +218,3 @@ impl ExecutionPlan for ContextExec {
         self.inner.execute(partition, context)
     }
 }
-

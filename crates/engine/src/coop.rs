@@ -39,7 +39,9 @@ impl PhysicalOptimizerRule for CooperativeMultipliers {
     fn optimize(&self, plan: Arc<dyn ExecutionPlan>, _config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
         plan.transform_up(|node| {
             if multiplies_rows(node.as_ref()) {
-                Ok(Transformed::yes(Arc::new(CooperativeExec::new(node)) as Arc<dyn ExecutionPlan>))
+                Ok(Transformed::yes(
+                    Arc::new(CooperativeExec::new(node)) as Arc<dyn ExecutionPlan>
+                ))
             } else {
                 Ok(Transformed::no(node))
             }

@@ -8,9 +8,9 @@
 //! Must not know HTTP or gRPC.
 
 mod budget;
+pub mod cells;
 mod coop;
 mod memory;
-pub mod cells;
 pub mod progress;
 mod run;
 mod slices;
@@ -370,7 +370,9 @@ async fn off_runtime<T: Send + 'static>(
         Ok(result) => result,
         Err(error) => {
             tracing::error!(%error, "planning a query failed unexpectedly");
-            Err(TrawlError::internal("planning the query failed unexpectedly; the server log has details"))
+            Err(TrawlError::internal(
+                "planning the query failed unexpectedly; the server log has details",
+            ))
         }
     }
 }

@@ -159,7 +159,11 @@ mod tests {
         ));
         let reservation = MemoryConsumer::new("join").register(&pool);
         assert!(reservation.try_grow(60).is_ok());
-        let error = reservation.try_grow(60).err().map(|e| e.to_string()).unwrap_or_default();
+        let error = reservation
+            .try_grow(60)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(error.contains(QUERY_LIMIT_EXCEEDED), "{error}");
         assert_eq!(shared.reserved(), 60);
         reservation.shrink(50);

@@ -16,6 +16,7 @@ use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::execute_stream;
 use futures::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use trawl_common::metrics::{METRICS, label, labels, seconds_since};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_planner::{QueryWarning, Visualization};
 use trawl_storage::ScanCounters;
@@ -33,6 +34,9 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// Send refined snapshots ([`QueryEvent::Snapshot`]) of time-sliced queries.
     pub snapshots: bool,
+    /// The face the query came through (`grpc`, `adx`, `http`), for metrics; `http` when
+    /// empty.
+    pub face: &'static str,
 }
 
 /// What happens while a query runs, in order: progress at any time; `Planned` once; per
@@ -282,6 +286,7 @@ impl Engine {
                 _ = deadline => Err(Stop::Failed(timeout(limit))),
                 outcome = engine.run_events(&request, &mut run) => outcome,
             };
+            record_metrics(&options, &outcome, &run.tracker.snapshot(true), arrived);
             let last = match outcome {
                 Ok(()) => QueryEvent::Finished,
                 Err(Stop::Failed(error)) => QueryEvent::Failed(error),
@@ -297,12 +302,14 @@ impl Engine {
             Some(permit) => permit,
             None => {
                 run.tracker.queued();
+                let _queued = GaugeHeld::new(&METRICS.query_queued);
                 run.progress(false).await?;
                 let permit = run.ticking(self.admission.admit()).await??;
                 run.tracker.admitted();
                 permit
             }
         };
+        let _running = GaugeHeld::new(&METRICS.query_running);
         let counters = run.tracker.counters();
         run.progress(false).await?;
         let planned = run.ticking(self.plan(request, &counters)).await??;
@@ -412,7 +419,7 @@ impl Engine {
     /// Parses, plans and runs `request` within the engine's default time limit, and gathers
     /// its result tables.
     pub async fn execute(&self, request: &QueryRequest) -> Result<QueryOutput, TrawlError> {
-        self.execute_within(request, None).await
+        self.execute_within(request, None, "http").await
     }
 
     /// As [`Engine::execute`], within `timeout` when the client asked for one (cut to the
@@ -421,9 +428,11 @@ impl Engine {
         &self,
         request: &QueryRequest,
         timeout: Option<Duration>,
+        face: &'static str,
     ) -> Result<QueryOutput, TrawlError> {
         let options = RunOptions {
             timeout,
+            face,
             ..RunOptions::default()
         };
         let mut events = self.run(request.clone(), options);
@@ -465,6 +474,56 @@ impl Engine {
     /// Queries waiting for a slot under the concurrency limit.
     pub fn queries_waiting(&self) -> usize {
         self.admission.waiting()
+    }
+}
+
+/// A gauge raised while this value lives.
+struct GaugeHeld(&'static prometheus_client::metrics::gauge::Gauge);
+
+impl GaugeHeld {
+    fn new(gauge: &'static prometheus_client::metrics::gauge::Gauge) -> GaugeHeld {
+        gauge.inc();
+        GaugeHeld(gauge)
+    }
+}
+
+impl Drop for GaugeHeld {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Adds a finished (or stopped) run to the process's query metrics.
+fn record_metrics(options: &RunOptions, outcome: &Result<(), Stop>, progress: &Progress, arrived: Instant) {
+    let face = if options.face.is_empty() { "http" } else { options.face };
+    let outcome = match outcome {
+        Ok(()) => "ok",
+        Err(Stop::Gone) => "cancelled",
+        Err(Stop::Failed(error)) => error.code.as_str(),
+    };
+    METRICS
+        .query_seconds
+        .get_or_create(&label("face", face))
+        .observe(seconds_since(arrived));
+    METRICS
+        .queries
+        .get_or_create(&labels(("face", face), ("outcome", outcome)))
+        .inc();
+    METRICS.query_rows_scanned.inc_by(progress.rows_processed);
+    METRICS
+        .query_bytes_scanned
+        .inc_by(progress.chunk_scanned_compressed_size);
+    for (reason, chunks) in [
+        ("range", progress.chunks_skipped_range),
+        ("bloom", progress.chunks_skipped_bloom),
+        ("required_fields", progress.chunks_skipped_required_fields),
+    ] {
+        if chunks > 0 {
+            METRICS
+                .query_chunks_skipped
+                .get_or_create(&label("reason", reason))
+                .inc_by(chunks);
+        }
     }
 }
 

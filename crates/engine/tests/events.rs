@@ -21,6 +21,7 @@ fn with_progress() -> RunOptions {
         progress_every: Some(Duration::from_millis(1)),
         timeout: None,
         snapshots: false,
+        face: "",
     }
 }
 
@@ -233,6 +234,7 @@ async fn a_zero_time_limit_stops_the_query() -> TestResult {
         progress_every: None,
         timeout: Some(Duration::ZERO),
         snapshots: false,
+        face: "",
     };
     let events = drain(f.engine.run(request("default | count"), options)).await;
     match events.last() {
@@ -265,7 +267,11 @@ async fn a_client_limit_is_cut_to_the_engine_maximum() -> TestResult {
     };
     let f = Fixture::with_config(config).await?;
     let asked = request("print 1");
-    match f.engine.execute_within(&asked, Some(Duration::from_secs(3600))).await {
+    match f
+        .engine
+        .execute_within(&asked, Some(Duration::from_secs(3600)), "http")
+        .await
+    {
         Err(error) => assert_eq!(error.code, ErrorCode::Timeout),
         Ok(output) => return Err(format!("expected a timeout, got {output:?}").into()),
     }

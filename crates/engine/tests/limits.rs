@@ -21,13 +21,20 @@ async fn refused(f: &Fixture, text: &str, needle: &str) -> TestResult {
 #[tokio::test]
 async fn exponential_expansions_are_refused() -> TestResult {
     let f = Fixture::new().await?;
-    let lets = "let a0 = 1;".to_string() + &(0..40).map(|i| format!("let a{} = a{i} + a{i};", i + 1)).collect::<String>();
+    let lets = "let a0 = 1;".to_string()
+        + &(0..40)
+            .map(|i| format!("let a{} = a{i} + a{i};", i + 1))
+            .collect::<String>();
     refused(&f, &format!("{lets} print a40"), "too large to plan").await?;
     let tables = "let t0 = print x = 1;".to_string()
-        + &(0..30).map(|i| format!("let t{} = union t{i}, t{i};", i + 1)).collect::<String>();
+        + &(0..30)
+            .map(|i| format!("let t{} = union t{i}, t{i};", i + 1))
+            .collect::<String>();
     refused(&f, &format!("{tables} t30 | count"), "too large to plan").await?;
     let functions = "let f0 = (x:long) { x };".to_string()
-        + &(0..30).map(|i| format!("let f{} = (x:long) {{ f{i}(x) + f{i}(x) }};", i + 1)).collect::<String>();
+        + &(0..30)
+            .map(|i| format!("let f{} = (x:long) {{ f{i}(x) + f{i}(x) }};", i + 1))
+            .collect::<String>();
     refused(&f, &format!("{functions} print f30(1)"), "too large to plan").await?;
     Ok(())
 }
@@ -36,7 +43,11 @@ async fn exponential_expansions_are_refused() -> TestResult {
 async fn let_chains_nest_no_deeper_than_the_bound() -> TestResult {
     let f = Fixture::new().await?;
     let chain = |n: usize| {
-        "let a0 = 1;".to_string() + &(0..n).map(|i| format!("let a{} = a{i} + 1;", i + 1)).collect::<String>() + &format!("print a{n}")
+        "let a0 = 1;".to_string()
+            + &(0..n)
+                .map(|i| format!("let a{} = a{i} + 1;", i + 1))
+                .collect::<String>()
+            + &format!("print a{n}")
     };
     let (_, rows) = f.run(&chain(300)).await?;
     assert_eq!(rows, vec![vec![serde_json::json!(301)]]);

@@ -16,6 +16,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 use trawl_catalog::{Directory, GatewayKeyRecord, PrincipalKind};
 use trawl_common::auth::{self, GatewayKey, Identity};
+use trawl_common::metrics::{METRICS, label};
 
 use crate::accounts::{AuthError, Authenticator};
 use crate::grpc_reply::{grpc_refusal, is_grpc};
@@ -31,6 +32,8 @@ pub struct GatewayConfig {
     pub max_body_bytes: usize,
     /// Reported by `/info`.
     pub version: String,
+    /// Reported by `/info`: the commit the binary was built from.
+    pub commit: String,
 }
 
 /// The gateway; cheap to clone.
@@ -141,7 +144,8 @@ async fn ready(State(gateway): State<Gateway>) -> Response {
 }
 
 async fn info(State(gateway): State<Gateway>) -> Json<serde_json::Value> {
-    Json(json!({"version": gateway.inner.config.version, "role": "gateway"}))
+    let config = &gateway.inner.config;
+    Json(json!({"version": config.version, "commit": config.commit, "role": "gateway"}))
 }
 
 /// `GET /api/gateway-keys`: the public keys gateways sign with, as a JWK set.
@@ -178,7 +182,10 @@ struct SignIn {
 /// 24 hours. Wrong names and wrong passwords get the same answer; service accounts sign in
 /// with tokens only.
 async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
-    let refused = || refuse(false, StatusCode::UNAUTHORIZED, 16, "the name or the password is wrong");
+    let refused = || {
+        auth_failure("sign_in");
+        refuse(false, StatusCode::UNAUTHORIZED, 16, "the name or the password is wrong")
+    };
     let Ok(request) = serde_json::from_slice::<SignIn>(&body) else {
         return refuse(
             false,
@@ -267,6 +274,29 @@ const MEMBERSHIP_METHODS: &[&str] = &[
 
 /// The service a path goes to: the meta service for its methods and reflection, else the
 /// query service.
+/// A refused request, by reason, for the operator's metrics.
+fn auth_failure(reason: &str) {
+    METRICS
+        .gateway_auth_failures
+        .get_or_create(&label("reason", reason))
+        .inc();
+}
+
+/// The metrics label of a forwarded path.
+fn route_of(path: &str) -> &'static str {
+    if path.starts_with("/v1/rest/mgmt") {
+        "mgmt"
+    } else if path.starts_with("/v1/rest/") {
+        "v1"
+    } else if path.starts_with("/v2/rest/") {
+        "v2"
+    } else if path.starts_with("/trawl.meta.") {
+        "meta"
+    } else {
+        "grpc"
+    }
+}
+
 fn upstream_of<'a>(config: &'a GatewayConfig, target: &str) -> &'a str {
     if target.starts_with("/trawl.meta.v1.MetaService/") || target.starts_with("/grpc.reflection.") {
         &config.meta_upstream
@@ -343,6 +373,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
     let inner = &gateway.inner;
     let grpc = is_grpc(request.headers());
     if MEMBERSHIP_METHODS.contains(&target.as_str()) {
+        auth_failure("membership_change");
         return refuse(
             grpc,
             StatusCode::FORBIDDEN,
@@ -366,7 +397,10 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
                 "the account store is unavailable",
             );
         }
-        Err(error) => return refuse(grpc, StatusCode::UNAUTHORIZED, 16, &error.to_string()),
+        Err(error) => {
+            auth_failure("token");
+            return refuse(grpc, StatusCode::UNAUTHORIZED, 16, &error.to_string());
+        }
     };
     let (parts, body) = request.into_parts();
     let body = match axum::body::to_bytes(body, inner.config.max_body_bytes).await {
@@ -429,6 +463,10 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
     };
     *upstream.headers_mut() = headers;
     let client = if grpc { &inner.http2 } else { &inner.http1 };
+    METRICS
+        .gateway_forwarded
+        .get_or_create(&label("route", route_of(&path_and_query)))
+        .inc();
     match client.request(upstream).await {
         Ok(response) => response.map(Body::new).into_response(),
         Err(error) => {

@@ -64,6 +64,7 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
             meta_upstream: upstream,
             max_body_bytes: 1 << 20,
             version: "test".into(),
+            commit: "test".into(),
         },
     );
     assert!(!gateway.is_ready(), "not ready before its key is registered");

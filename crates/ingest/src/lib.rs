@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, Notify, Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use trawl_catalog::Catalog;
+use trawl_common::metrics::{METRICS, label, seconds_since};
 use trawl_common::{ErrorCode, Row, TrawlError};
 use trawl_storage::SegmentWriter;
 use trawl_storage::schema::row_kind;
@@ -158,6 +159,11 @@ impl Ingestor {
         self.inner.buffered_rows.load(Ordering::Acquire)
     }
 
+    /// Approximate bytes of the rows accepted but not yet durable.
+    pub fn buffered_bytes(&self) -> usize {
+        self.inner.buffered_bytes.load(Ordering::Acquire)
+    }
+
     /// Refuses new requests, flushes every buffer and waits for all flushes to finish.
     pub async fn shutdown(&self) {
         self.inner.stopping.store(true, Ordering::Release);
@@ -174,13 +180,13 @@ async fn flush_loop(inner: Arc<Inner>) {
     loop {
         let stopping = inner.stopping.load(Ordering::Acquire);
         let due = take_due_buffers(&inner, stopping).await;
-        for ((database, table, _), buffer) in due {
+        for ((database, table, kind), buffer) in due {
             let Ok(slot) = inner.flush_slots.clone().acquire_owned().await else {
                 return;
             };
             let inner = inner.clone();
             tokio::spawn(async move {
-                flush(&inner, &database, &table, buffer).await;
+                flush(&inner, &database, &table, kind, buffer).await;
                 drop(slot);
             });
         }
@@ -211,13 +217,24 @@ async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Bu
     due.into_iter().filter_map(|key| buffers.remove_entry(&key)).collect()
 }
 
-async fn flush(inner: &Inner, database: &str, table: &str, buffer: Buffer) {
+async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, buffer: Buffer) {
     let count = buffer.rows.len();
+    let started = Instant::now();
     let result = write_and_register(inner, database, table, buffer.rows).await;
     inner.buffered_rows.fetch_sub(count, Ordering::AcqRel);
     inner.buffered_bytes.fetch_sub(buffer.bytes, Ordering::AcqRel);
-    if let Err(error) = &result {
-        tracing::error!(database, table, rows = count, %error, "flush failed; senders are told to retry");
+    match &result {
+        Ok(()) => {
+            METRICS.ingest_flush_seconds.observe(seconds_since(started));
+            METRICS
+                .ingest_records
+                .get_or_create(&label("signal", signal_of(kind)))
+                .inc_by(count as u64);
+        }
+        Err(error) => {
+            METRICS.ingest_flush_errors.inc();
+            tracing::error!(database, table, rows = count, %error, "flush failed; senders are told to retry");
+        }
     }
     for waiter in buffer.waiters {
         let _ = waiter.send(result.clone());
@@ -230,7 +247,13 @@ async fn write_and_register(inner: &Inner, database: &str, table: &str, rows: Ve
         .write_rows(database, table, rows)
         .await
         .map_err(|e| TrawlError::new(ErrorCode::Unavailable, format!("could not store the batch: {e}")))?;
-    if let Err(error) = inner.catalog.commit_segments(std::slice::from_ref(&segment), &[]).await {
+    METRICS.storage_segments_written.inc();
+    METRICS.storage_segment_bytes_written.inc_by(segment.bytes);
+    let committing = Instant::now();
+    let committed = inner.catalog.commit_segments(std::slice::from_ref(&segment), &[]).await;
+    METRICS.catalog_commit_seconds.observe(seconds_since(committing));
+    if let Err(error) = committed {
+        METRICS.catalog_errors.inc();
         // The object is unregistered, so no query sees it; remove it, best effort.
         let _ = inner.writer.store().delete(&segment.path).await;
         return Err(TrawlError::new(
@@ -246,6 +269,15 @@ async fn write_and_register(inner: &Inner, database: &str, table: &str, rows: Ve
         "segment committed"
     );
     Ok(())
+}
+
+/// The signal a buffer's kind of rows is (`row_kind`'s names).
+fn signal_of(kind: &str) -> &'static str {
+    match kind {
+        "spans" => "traces",
+        "metrics" => "metrics",
+        _ => "logs",
+    }
 }
 
 #[cfg(test)]

@@ -155,9 +155,15 @@ fn chains_parse_up_to_the_tree_bound_and_are_refused_past_it() {
     let chains: [(&str, fn(usize) -> String); 5] = [
         ("binary", |n| format!("print {}", vec!["1"; n + 1].join(" + "))),
         ("pipeline", |n| format!("print x = 1 {}", "| where x == 1 ".repeat(n))),
-        ("members", |n| format!("print d = dynamic({{}}) | extend e = d{}", ".a".repeat(n))),
-        ("indexes", |n| format!("print d = dynamic([]) | extend e = d{}", "[0]".repeat(n))),
-        ("mixed", |n| format!("print x = 1 {}", "| extend y = 1 + 2 ".repeat(n / 2))),
+        ("members", |n| {
+            format!("print d = dynamic({{}}) | extend e = d{}", ".a".repeat(n))
+        }),
+        ("indexes", |n| {
+            format!("print d = dynamic([]) | extend e = d{}", "[0]".repeat(n))
+        }),
+        ("mixed", |n| {
+            format!("print x = 1 {}", "| extend y = 1 + 2 ".repeat(n / 2))
+        }),
     ];
     for (name, chain) in chains {
         assert_eq!(parse_error(&chain(under)), "", "{name} under the bound");
@@ -167,8 +173,17 @@ fn chains_parse_up_to_the_tree_bound_and_are_refused_past_it() {
         assert!(error.contains("query is too long"), "{name} over the bound: {error:?}");
     }
     // Nesting counts towards the same bound as the chains inside it.
-    let nested = format!("print {}{}{}", "(1 + ".repeat(30), vec!["1"; 950].join(" + "), ")".repeat(30));
-    assert!(parse_error(&nested).contains("query is too long"), "{}", parse_error(&nested));
+    let nested = format!(
+        "print {}{}{}",
+        "(1 + ".repeat(30),
+        vec!["1"; 950].join(" + "),
+        ")".repeat(30)
+    );
+    assert!(
+        parse_error(&nested).contains("query is too long"),
+        "{}",
+        parse_error(&nested)
+    );
 }
 
 #[test]

@@ -87,7 +87,10 @@ pub fn assert_round_trip(text: &str) {
 
 /// The `query` fields of the public corpus (`tests/conformance/corpus`).
 pub fn corpus_queries() -> Vec<(String, String)> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/corpus/public.jsonl");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/conformance/corpus/public.jsonl"
+    );
     let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("reading {path}: {error}"));
     text.lines()
         .filter_map(|line| Some((json_field(line, "id")?, json_field(line, "query")?)))

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use trawl_common::metrics::{METRICS, seconds_since};
 
 use datafusion::logical_expr::{SortExpr, ident};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -185,7 +186,17 @@ impl Merger {
             .writer
             .write_encoded(database, table, bytes, columns, min_time, max_time, rows, merge_level)
             .await?;
-        self.catalog.commit_segments(&[merged], &inputs).await?;
+        METRICS.storage_segments_written.inc();
+        METRICS.storage_segment_bytes_written.inc_by(merged.bytes);
+        let committing = std::time::Instant::now();
+        let committed = self.catalog.commit_segments(&[merged], &inputs).await;
+        METRICS.catalog_commit_seconds.observe(seconds_since(committing));
+        if committed.is_err() {
+            METRICS.catalog_errors.inc();
+        }
+        committed?;
+        METRICS.storage_merges.inc();
+        METRICS.storage_segments_merged.inc_by(inputs.len() as u64);
         tracing::info!(database, table, inputs = inputs.len(), rows, "merged segments");
         Ok(rows)
     }
@@ -201,6 +212,7 @@ impl Merger {
             ids.push(segment.id);
         }
         self.catalog.forget_segments(&ids).await?;
+        METRICS.storage_segments_deleted.inc_by(ids.len() as u64);
         Ok(ids.len())
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::meta_grpc::MetaState;
 use trawl_api::signed::SignatureCheck;
-use trawl_api::state::{IngestCounters, Readiness};
+use trawl_api::state::Readiness;
 use trawl_api::{IngestState, QueryState, ServiceInfo};
 use trawl_catalog::{Catalog, Directory, Objects, SqliteCatalog};
 use trawl_engine::{Engine, EngineConfig};
@@ -243,7 +243,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
     let readiness = Arc::new(Readiness::default());
     let info = ServiceInfo::new("all");
-    let counters = Arc::new(IngestCounters::default());
     let ingest_auth = if args.default_ingest_token_enabled && !args.require_auth {
         tracing::warn!("anonymous ingest is on: requests without a token go to the default table");
         IngestAuth::anonymous(
@@ -263,7 +262,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(bytes) => trawl_api::budget::ByteBudget::new(bytes),
             None => trawl_api::budget::ByteBudget::from_available_memory(),
         },
-        counters: counters.clone(),
         readiness: readiness.clone(),
         info: info.clone(),
     };
@@ -294,6 +292,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             meta_upstream: format!("http://{}", loopback(args.meta_bind)),
             max_body_bytes: args.max_body_bytes,
             version: info.version.clone(),
+            commit: info.commit.clone(),
         },
     );
     gateway
@@ -328,7 +327,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     servers.spawn(serve_http(meta_listener, meta_router, stop.clone()));
     servers.spawn(serve_http(
         operator_listener,
-        trawl_api::operator::router(counters, Some(ingestor.clone()), readiness.clone(), info.clone()),
+        trawl_api::operator::router(Some(ingestor.clone()), readiness.clone(), info.clone()),
         stop.clone(),
     ));
     servers.spawn(serve_http(

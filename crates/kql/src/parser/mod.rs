@@ -184,7 +184,9 @@ impl<'a> Parser<'a> {
         if self.depth > MAX_DEPTH {
             return Err(self.error_at(
                 self.peek().span,
-                format!("query is nested too deeply (more than {MAX_DEPTH} levels of parentheses, calls or subqueries)"),
+                format!(
+                    "query is nested too deeply (more than {MAX_DEPTH} levels of parentheses, calls or subqueries)"
+                ),
             ));
         }
         self.deepen()

@@ -427,7 +427,10 @@ fn v3_columns_left_out_read_as_the_empty_entry() -> Result<(), IntakeError> {
     if let Some(data) = short.metric_data.as_mut() {
         data.source_type_name_refs.truncate(1);
     }
-    let error = series_v3::to_rows(&short, INGEST).map(|_| ()).err().map(|e| e.to_string());
+    let error = series_v3::to_rows(&short, INGEST)
+        .map(|_| ())
+        .err()
+        .map(|e| e.to_string());
     assert!(error.unwrap_or_default().contains("sourceTypeNameRefs ends"));
     Ok(())
 }
@@ -444,6 +447,9 @@ fn v3_tag_sets_that_double_at_each_step_are_refused() {
     if let Some(data) = payload.metric_data.as_mut() {
         data.dict_tagsets = packed;
     }
-    let error = series_v3::to_rows(&payload, INGEST).map(|_| ()).err().map(|e| e.to_string());
+    let error = series_v3::to_rows(&payload, INGEST)
+        .map(|_| ())
+        .err()
+        .map(|e| e.to_string());
     assert!(error.unwrap_or_default().contains("a set of more than"));
 }

@@ -1,0 +1,302 @@
+//! The process's Prometheus metrics: one registry, one field per metric, recorded where the
+//! work happens and rendered by the operator port's `/metrics` in the text exposition format.
+//!
+//! Names follow Prometheus conventions: `trawl_<subsystem>_<what>_<unit>`, counters end in
+//! `_total`, durations are histograms in seconds. Labels stay few and bounded (protocol,
+//! signal, reason, face, error code): never a table name, a token or a query text.
+//! `docs/operations.md` lists every metric; `docs/grafana-dashboard.json` charts them.
+
+use std::sync::LazyLock;
+use std::time::Instant;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Label pairs of one series.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// A histogram of seconds from 1 ms to about 33 s (16 doubling buckets).
+fn seconds_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// Every metric of the process.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Ingest requests by `protocol` and `outcome` (`stored`, `refused`, `failed`).
+    pub ingest_requests: Family<Labels, Counter>,
+    /// Records stored durably, by `signal`.
+    pub ingest_records: Family<Labels, Counter>,
+    /// Request body bytes received (after decompression), by `protocol`.
+    pub ingest_bytes: Family<Labels, Counter>,
+    /// Requests refused, by `reason` (`unauthenticated`, `malformed`, `too_large`,
+    /// `backpressure`, `unavailable`), and items refused inside accepted requests (`item`).
+    pub ingest_rejections: Family<Labels, Counter>,
+    /// Time from a buffer's flush start to its segment registered in the catalog.
+    pub ingest_flush_seconds: Histogram,
+    /// Rows accepted and not yet durable.
+    pub ingest_buffered_rows: Gauge,
+    /// Approximate bytes of rows accepted and not yet durable.
+    pub ingest_buffered_bytes: Gauge,
+    /// Flushes that failed (the waiting requests were answered 503).
+    pub ingest_flush_errors: Counter,
+    /// Segments written (by ingest and by merges), and their bytes.
+    pub storage_segments_written: Counter,
+    pub storage_segment_bytes_written: Counter,
+    /// Merges done, and the segments they replaced.
+    pub storage_merges: Counter,
+    pub storage_segments_merged: Counter,
+    /// Segment objects deleted after their grace period.
+    pub storage_segments_deleted: Counter,
+    /// Catalog commits (segments registered or tombstoned) and how long they took.
+    pub catalog_commit_seconds: Histogram,
+    /// Catalog operations that failed.
+    pub catalog_errors: Counter,
+    /// Queries running now, and waiting for a slot.
+    pub query_running: Gauge,
+    pub query_queued: Gauge,
+    /// Query durations by `face` (`grpc`, `http`, `adx`), from arrival to the last row.
+    pub query_seconds: HistogramFamily,
+    /// Queries by `face` and `outcome` (`ok` or the error code).
+    pub queries: Family<Labels, Counter>,
+    /// Rows read by scans, compressed bytes of the chunks they read, and chunks skipped by
+    /// `reason` (`range`, `bloom`, `required_fields`).
+    pub query_rows_scanned: Counter,
+    pub query_bytes_scanned: Counter,
+    pub query_chunks_skipped: Family<Labels, Counter>,
+    /// Requests the gateway refused, by `reason`.
+    pub gateway_auth_failures: Family<Labels, Counter>,
+    /// Requests the gateway signed and forwarded, by `route` (`grpc`, `v1`, `v2`, `mgmt`).
+    pub gateway_forwarded: Family<Labels, Counter>,
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("trawl");
+        let ingest_requests = Family::<Labels, Counter>::default();
+        let ingest_records = Family::<Labels, Counter>::default();
+        let ingest_bytes = Family::<Labels, Counter>::default();
+        let ingest_rejections = Family::<Labels, Counter>::default();
+        let ingest_flush_seconds = seconds_histogram();
+        let ingest_buffered_rows = Gauge::default();
+        let ingest_buffered_bytes = Gauge::default();
+        let ingest_flush_errors = Counter::default();
+        let storage_segments_written = Counter::default();
+        let storage_segment_bytes_written = Counter::default();
+        let storage_merges = Counter::default();
+        let storage_segments_merged = Counter::default();
+        let storage_segments_deleted = Counter::default();
+        let catalog_commit_seconds = seconds_histogram();
+        let catalog_errors = Counter::default();
+        let query_running = Gauge::default();
+        let query_queued = Gauge::default();
+        let query_seconds: HistogramFamily = Family::new_with_constructor(seconds_histogram);
+        let queries = Family::<Labels, Counter>::default();
+        let query_rows_scanned = Counter::default();
+        let query_bytes_scanned = Counter::default();
+        let query_chunks_skipped = Family::<Labels, Counter>::default();
+        let gateway_auth_failures = Family::<Labels, Counter>::default();
+        let gateway_forwarded = Family::<Labels, Counter>::default();
+
+        let r = &mut registry;
+        r.register(
+            "ingest_requests",
+            "Ingest requests by protocol and outcome",
+            ingest_requests.clone(),
+        );
+        r.register(
+            "ingest_records",
+            "Records stored durably, by signal",
+            ingest_records.clone(),
+        );
+        r.register(
+            "ingest_bytes",
+            "Ingest request body bytes after decompression, by protocol",
+            ingest_bytes.clone(),
+        );
+        r.register(
+            "ingest_rejections",
+            "Ingest requests and items refused, by reason",
+            ingest_rejections.clone(),
+        );
+        r.register(
+            "ingest_flush_seconds",
+            "Time to write and register one ingest segment",
+            ingest_flush_seconds.clone(),
+        );
+        r.register(
+            "ingest_buffered_rows",
+            "Rows accepted and not yet durable",
+            ingest_buffered_rows.clone(),
+        );
+        r.register(
+            "ingest_buffered_bytes",
+            "Approximate bytes of rows accepted and not yet durable",
+            ingest_buffered_bytes.clone(),
+        );
+        r.register(
+            "ingest_flush_errors",
+            "Flushes that failed; their requests were answered 503",
+            ingest_flush_errors.clone(),
+        );
+        r.register(
+            "storage_segments_written",
+            "Segments written, by ingest and merges",
+            storage_segments_written.clone(),
+        );
+        r.register(
+            "storage_segment_bytes_written",
+            "Bytes of segments written",
+            storage_segment_bytes_written.clone(),
+        );
+        r.register(
+            "storage_merges",
+            "Merges of small segments done",
+            storage_merges.clone(),
+        );
+        r.register(
+            "storage_segments_merged",
+            "Segments replaced by merges",
+            storage_segments_merged.clone(),
+        );
+        r.register(
+            "storage_segments_deleted",
+            "Segment objects deleted after their grace period",
+            storage_segments_deleted.clone(),
+        );
+        r.register(
+            "catalog_commit_seconds",
+            "Time of catalog commits of segments",
+            catalog_commit_seconds.clone(),
+        );
+        r.register(
+            "catalog_errors",
+            "Catalog operations that failed",
+            catalog_errors.clone(),
+        );
+        r.register("query_running", "Queries running", query_running.clone());
+        r.register(
+            "query_queued",
+            "Queries waiting for a slot under the concurrency limit",
+            query_queued.clone(),
+        );
+        r.register(
+            "query_seconds",
+            "Query duration from arrival to the last row, by face",
+            query_seconds.clone(),
+        );
+        r.register(
+            "queries",
+            "Queries by face and outcome (ok or the error code)",
+            queries.clone(),
+        );
+        r.register(
+            "query_rows_scanned",
+            "Rows read by query scans",
+            query_rows_scanned.clone(),
+        );
+        r.register(
+            "query_bytes_scanned",
+            "Compressed bytes of the chunks query scans read",
+            query_bytes_scanned.clone(),
+        );
+        r.register(
+            "query_chunks_skipped",
+            "Chunks query scans skipped, by reason",
+            query_chunks_skipped.clone(),
+        );
+        r.register(
+            "gateway_auth_failures",
+            "Requests the gateway refused, by reason",
+            gateway_auth_failures.clone(),
+        );
+        r.register(
+            "gateway_forwarded",
+            "Requests the gateway signed and forwarded, by route",
+            gateway_forwarded.clone(),
+        );
+        Metrics {
+            registry,
+            ingest_requests,
+            ingest_records,
+            ingest_bytes,
+            ingest_rejections,
+            ingest_flush_seconds,
+            ingest_buffered_rows,
+            ingest_buffered_bytes,
+            ingest_flush_errors,
+            storage_segments_written,
+            storage_segment_bytes_written,
+            storage_merges,
+            storage_segments_merged,
+            storage_segments_deleted,
+            catalog_commit_seconds,
+            catalog_errors,
+            query_running,
+            query_queued,
+            query_seconds,
+            queries,
+            query_rows_scanned,
+            query_bytes_scanned,
+            query_chunks_skipped,
+            gateway_auth_failures,
+            gateway_forwarded,
+        }
+    }
+
+    /// Every metric in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+/// The process's metrics.
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// One label pair.
+pub fn label(name: &'static str, value: impl Into<String>) -> Labels {
+    vec![(name, value.into())]
+}
+
+/// Two label pairs.
+pub fn labels(first: (&'static str, &str), second: (&'static str, &str)) -> Labels {
+    vec![(first.0, first.1.to_string()), (second.0, second.1.to_string())]
+}
+
+/// Seconds since `started`, for histograms.
+pub fn seconds_since(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_render_in_the_text_format_with_their_labels() {
+        METRICS.ingest_records.get_or_create(&label("signal", "logs")).inc_by(3);
+        METRICS
+            .query_seconds
+            .get_or_create(&label("face", "grpc"))
+            .observe(0.25);
+        let text = METRICS.render();
+        assert!(text.contains("# TYPE trawl_ingest_records counter"), "{text}");
+        assert!(text.contains("trawl_ingest_records_total{signal=\"logs\"}"), "{text}");
+        assert!(
+            text.contains("trawl_query_seconds_bucket{le=\"0.256\",face=\"grpc\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("# EOF"), "{text}");
+    }
+}
