@@ -23,6 +23,12 @@ else
 fi
 
 if [ "${TRAWL_SKIP_E2E:-0}" != "1" ]; then
+  # The profiling tests read profiles with `go tool pprof`, as operators do.
+  if ! command -v go >/dev/null 2>&1; then
+    echo "test.sh: installing golang-go (go tool pprof) for the profiling tests" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get install -y -q golang-go || { apt-get update -q && apt-get install -y -q golang-go; }; } >/dev/null
+  fi
   cargo build -p trawl
   TRAWL_BIN="$CARGO_TARGET_DIR/debug/trawl" bash tests/e2e/run.sh
 fi

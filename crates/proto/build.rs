@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/vendor/metrics_v3.proto",
         "proto/vendor/trace/trace.proto",
         "proto/vendor/trace/idx.proto",
+        "proto/pprof/profile.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

@@ -23,6 +23,7 @@ pub mod operator;
 pub mod otlp_grpc;
 pub mod otlp_http;
 pub mod panics;
+pub mod pprof;
 pub mod probes;
 pub mod problem;
 pub mod query_grpc;

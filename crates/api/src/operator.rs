@@ -29,6 +29,7 @@ pub fn router(ingestor: Option<trawl_ingest::Ingestor>, readiness: Arc<Readiness
                 async move { ([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response() }
             }),
         )
+        .route("/debug/pprof/profile", get(crate::pprof::profile))
         .merge(probes)
 }
 

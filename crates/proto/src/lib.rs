@@ -54,6 +54,12 @@ pub mod vendor {
     }
 }
 
+/// `perftools.profiles`: the profile format of `/debug/pprof/*` on the operator port.
+#[allow(clippy::all, missing_docs)]
+pub mod pprof {
+    tonic::include_proto!("perftools.profiles");
+}
+
 /// The file descriptor set of Trawl's own services, for gRPC reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/trawl_descriptor.bin"));
 
