@@ -182,13 +182,26 @@ pub fn extended_properties(visualization: &trawl_engine::Visualization) -> Json_
 }
 
 /// `POST /plan`: the KQL-level plan of the query as an s-expression.
-async fn plan(body: Bytes) -> Response {
-    let result = parse_body::<QueryBody>(&body).and_then(|body| {
-        let query = trawl_kql::parse(&body.query)?;
-        Ok(trawl_kql::sexp::to_sexp(&query))
-    });
+/// `POST /plan`: `plan_sexp`, the bound plan after optimization (tables resolved, columns
+/// typed, filters pushed into scans); `syntax_sexp`, the parsed query; `physical_plan`, what
+/// would run, per result table.
+async fn plan(State(state): State<QueryState>, body: Bytes) -> Response {
+    let result = async {
+        let body: QueryBody = parse_body(&body)?;
+        let syntax = trawl_kql::sexp::to_sexp(&trawl_kql::parse(&body.query)?);
+        let window = resolve_window_now(body.since.as_deref(), body.until.as_deref(), body.timezone.as_deref())?;
+        let request = QueryRequest {
+            text: body.query,
+            database: state.database.clone(),
+            window,
+        };
+        let plan = state.engine.optimized_plan_sexp(&request).await?;
+        let physical = state.engine.physical_plans(&request).await?;
+        Ok::<_, TrawlError>(json!({ "plan_sexp": plan, "syntax_sexp": syntax, "physical_plan": physical }))
+    }
+    .await;
     match result {
-        Ok(plan_sexp) => Json(json!({ "plan_sexp": plan_sexp })).into_response(),
+        Ok(answer) => Json(answer).into_response(),
         Err(error) => Problem(error).into_response(),
     }
 }

@@ -119,11 +119,26 @@ async fn query_answers_tables_and_honours_a_client_time_limit() -> TestResult {
 async fn plan_catalog_and_databases_describe_what_is_stored() -> TestResult {
     let port = port().await?;
     let (status, body) = port
-        .call("POST", "/plan", Some(json!({"query": "default | take 5"})))
+        .call(
+            "POST",
+            "/plan",
+            Some(json!({"query": "default | where severity_text == 'ERROR' | project body | take 5"})),
+        )
         .await?;
     assert_eq!(status, StatusCode::OK, "{body}");
+    // The bound, optimized plan: the table resolved, the filter and projection pushed down.
+    let plan = body["plan_sexp"].as_str().unwrap_or_default();
+    assert!(plan.starts_with("(query\n  (result \"PrimaryResult\""), "{plan}");
+    assert!(plan.contains("(limit \"skip=0, fetch=5\""), "{plan}");
+    assert!(plan.contains("(table_scan \"default"), "{plan}");
+    assert!(plan.contains("ERROR"), "{plan}");
+    // The parsed query and what would run, beside it.
     assert!(
-        body["plan_sexp"].as_str().unwrap_or_default().contains("take"),
+        body["syntax_sexp"].as_str().unwrap_or_default().contains("(take"),
+        "{body}"
+    );
+    assert!(
+        body["physical_plan"][0].as_str().unwrap_or_default().contains("Exec"),
         "{body}"
     );
     let (status, body) = port

@@ -10,6 +10,7 @@
 mod budget;
 pub mod cells;
 mod coop;
+mod explain;
 mod memory;
 pub mod progress;
 mod run;
@@ -254,6 +255,43 @@ impl Engine {
         }
         let views = self.catalog.views(database).await?.into_iter().collect();
         Ok(CatalogTables { tables, views })
+    }
+
+    /// The bound plan of each result table after DataFusion's optimizer, as an s-expression
+    /// (see `explain.rs`), wrapped in `(query (result "name" plan)…)`.
+    pub async fn optimized_plan_sexp(&self, request: &QueryRequest) -> Result<String, TrawlError> {
+        let planned = self.plan(request, &Arc::new(ScanCounters::default())).await?;
+        let state = self.context.state();
+        let names: Vec<String> = planned
+            .results
+            .iter()
+            .enumerate()
+            .map(|(index, result)| match (&result.name, index) {
+                (Some(name), _) => name.clone(),
+                (None, 0) => "PrimaryResult".to_string(),
+                (None, _) => format!("ExtraTable_{}", index - 1),
+            })
+            .collect();
+        let plans: Vec<_> = planned.results.into_iter().map(|r| r.plan).collect();
+        let optimized = off_runtime(move || {
+            plans
+                .iter()
+                .map(|plan| {
+                    state
+                        .optimize(plan)
+                        .map(|optimized| optimized.display_indent().to_string())
+                        .map_err(execution_error)
+                })
+                .collect::<Result<Vec<String>, TrawlError>>()
+        })
+        .await?;
+        let mut sexp = String::from("(query");
+        for (name, plan) in names.iter().zip(optimized) {
+            let body = explain::indented_to_sexp(&plan).replace('\n', "\n    ");
+            sexp.push_str(&format!("\n  (result \"{name}\"\n    {body})"));
+        }
+        sexp.push(')');
+        Ok(sexp)
     }
 
     /// The physical plans `request` would run, one text per result table (as `EXPLAIN`
