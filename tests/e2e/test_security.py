@@ -394,3 +394,38 @@ def test_the_meta_role_needs_the_master_key(trawl_bin, tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_guessing_a_password_or_a_token_secret_is_cut_off(trawl_factory, trawl_bin):
+    # A server of its own: the address this test blocks is every test's address.
+    trawl = trawl_factory("guessing")
+    user = f"guess-{uuid.uuid4().hex[:6]}"
+    other = f"other-{uuid.uuid4().hex[:6]}"
+    for name in (user, other):
+        assert cli(trawl, trawl_bin, "user", "create", name, "--role", "observer", stdin="the right one")[0] == 0
+
+    def sign_in(name: str, password: str):
+        body = json.dumps({"name": name, "password": password}).encode()
+        status, headers, answer = http_request(trawl.gateway_url + "/api/sign-in", body, JSON, "POST")
+        return status, headers, answer
+
+    for attempt in range(10):
+        assert sign_in(user, f"guess {attempt}")[0] == 401
+    # Blocked now, even with the right password, and told when to come back.
+    status, headers, answer = sign_in(user, "the right one")
+    assert status == 429, answer
+    assert 1 <= int(headers["retry-after"]) <= 300
+    # Another account is not affected.
+    assert sign_in(other, "the right one")[0] == 200
+
+    # Guessed tokens: after ten wrong ones from this address, even a good token is held off.
+    body = json.dumps({"csl": "print 1"}).encode()
+    token = trawl.admin_token
+    kind_and_id = "_".join(token.split("_", 3)[:3])
+    for attempt in range(10):
+        guess = f"{kind_and_id}_{'x' * 42}{'AEIMQUYcgk'[attempt]}"
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {guess}"}
+        assert http_request(trawl.gateway_url + "/v2/rest/query", body, headers, "POST")[0] == 401
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    status, answer_headers, _ = http_request(trawl.gateway_url + "/v2/rest/query", body, headers, "POST")
+    assert status == 429 and "retry-after" in answer_headers

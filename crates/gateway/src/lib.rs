@@ -14,6 +14,7 @@ pub mod grpc_reply;
 pub mod server;
 pub mod service_auth;
 pub mod signatures;
+pub mod throttle;
 
 pub use accounts::{AuthError, Authenticator, issue_access_token, issue_ingest_token};
 pub use server::{Gateway, GatewayConfig};

@@ -50,6 +50,8 @@ struct Inner {
     http1: Client<HttpConnector, Full<Bytes>>,
     http2: Client<HttpConnector, Full<Bytes>>,
     ready: AtomicBool,
+    /// Failed credential checks by account name and token id (see `throttle.rs`).
+    throttle: crate::throttle::Throttle,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -86,6 +88,7 @@ impl Gateway {
                 http1,
                 http2,
                 ready: AtomicBool::new(false),
+                throttle: crate::throttle::Throttle::default(),
             }),
         }
     }
@@ -182,10 +185,6 @@ struct SignIn {
 /// 24 hours. Wrong names and wrong passwords get the same answer; service accounts sign in
 /// with tokens only.
 async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
-    let refused = || {
-        auth_failure("sign_in");
-        refuse(false, StatusCode::UNAUTHORIZED, 16, "the name or the password is wrong")
-    };
     let Ok(request) = serde_json::from_slice::<SignIn>(&body) else {
         return refuse(
             false,
@@ -193,6 +192,18 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
             3,
             "expected {\"name\": ..., \"password\": ...}",
         );
+    };
+    let throttle = &gateway.inner.throttle;
+    let key = format!("name:{}", request.name.to_lowercase());
+    let started = std::time::Instant::now();
+    if let Err(retry_after) = throttle.check(&key, started) {
+        auth_failure("throttled");
+        return too_many_failures(false, retry_after);
+    }
+    let refused = || {
+        auth_failure("sign_in");
+        throttle.failed(&key, started);
+        refuse(false, StatusCode::UNAUTHORIZED, 16, "the name or the password is wrong")
     };
     let directory = gateway.inner.directory.as_ref();
     let principal = match directory.principal_by_name(&request.name).await {
@@ -231,6 +242,7 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
     if !crate::accounts::password_matches(&request.password, hash) {
         return refused();
     }
+    throttle.succeeded(&key);
     let now = trawl_common::time::now_nanos();
     let expires_at = now + SESSION_LIFETIME_SECS * 1_000_000_000;
     match crate::accounts::issue_access_token(directory, &principal.id, Some(expires_at), now).await {
@@ -274,6 +286,19 @@ const MEMBERSHIP_METHODS: &[&str] = &[
 
 /// The service a path goes to: the meta service for its methods and reflection, else the
 /// query service.
+/// 429 (gRPC `RESOURCE_EXHAUSTED`) with `Retry-After`, for credentials that failed too often.
+fn too_many_failures(grpc: bool, retry_after: std::time::Duration) -> Response {
+    let message = format!(
+        "too many failed attempts with these credentials; try again in {} s",
+        retry_after.as_secs()
+    );
+    let mut response = refuse(grpc, StatusCode::TOO_MANY_REQUESTS, 8, &message);
+    if let Ok(value) = HeaderValue::from_str(&retry_after.as_secs().to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
 /// A refused request, by reason, for the operator's metrics.
 fn auth_failure(reason: &str) {
     METRICS
@@ -386,8 +411,26 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
+    // Failed token checks are limited per client address (by token id, anyone who saw an id
+    // could lock its owner out). Behind a proxy every client shares the proxy's address.
+    let token_key = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|peer| format!("addr:{}", peer.0.ip()));
+    let checked_at = std::time::Instant::now();
+    if let Some(key) = &token_key
+        && let Err(retry_after) = inner.throttle.check(key, checked_at)
+    {
+        auth_failure("throttled");
+        return too_many_failures(grpc, retry_after);
+    }
     let principal = match inner.auth.principal(authorization, now).await {
-        Ok(principal) => principal,
+        Ok(principal) => {
+            if let Some(key) = &token_key {
+                inner.throttle.succeeded(key);
+            }
+            principal
+        }
         Err(AuthError::Unavailable(error)) => {
             tracing::error!(%error, "cannot check a token");
             return refuse(
@@ -399,6 +442,11 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         }
         Err(error) => {
             auth_failure("token");
+            if let Some(key) = &token_key
+                && matches!(error, AuthError::Invalid)
+            {
+                inner.throttle.failed(key, checked_at);
+            }
             return refuse(grpc, StatusCode::UNAUTHORIZED, 16, &error.to_string());
         }
     };

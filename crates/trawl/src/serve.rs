@@ -406,7 +406,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve_http(listener: TcpListener, router: axum::Router, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
-    axum::serve(listener, router)
+    // Handlers may read the peer's address (the gateway limits failed token checks by it).
+    axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(wait_for(stop))
         .await
         .context("HTTP server failed")
