@@ -193,3 +193,17 @@ fn huge_chains_are_refused_without_building_them() {
     let text = format!("print {}1", "-".repeat(100_000));
     assert!(parse_error(&text).contains("nested too deeply"));
 }
+
+/// Inputs the fuzzer found (`fuzz/`, target `kql_parse`): each once panicked.
+#[test]
+fn fuzz_findings_parse_or_fail_without_panicking() {
+    let findings = [
+        // A clock timespan with a negative part: `minutes * 60` overflowed.
+        "time(682:-2222222222222222222)0222",
+    ];
+    for text in findings {
+        must_not_panic(text);
+    }
+    assert!(trawl_kql::parse("print time(682:-5)").is_err());
+    assert!(trawl_kql::parse("print time(1.02:03:04)").is_ok());
+}

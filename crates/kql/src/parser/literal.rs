@@ -262,7 +262,9 @@ fn parse_clock_timespan(text: &str) -> Option<i64> {
         },
         None => (0, 0),
     };
-    if parts.next().is_some() || minutes >= 60 || seconds >= 60 {
+    // Each part is a plain count: a sign inside the clock ("682:-5") is not a timespan.
+    let in_range = |value: i64, limit: i64| (0..limit).contains(&value);
+    if parts.next().is_some() || !in_range(minutes, 60) || !in_range(seconds, 60) || days < 0 || hours < 0 {
         return None;
     }
     let total_seconds = days
