@@ -155,9 +155,9 @@ def deltas(values: list[int]) -> list[int]:
     return [v - (values[i - 1] if i else 0) for i, v in enumerate(values)]
 
 
-def test_series_v3_maps_as_v2(agent, pb):
-    _, v3, _, _ = pb
-    name = f"agent.v3.{uuid.uuid4().hex[:6]}"
+def series_v3_payload(v3, name: str, now: int):
+    """The v3 payload the test sends (also a fuzz seed): a count with a unit (int values, two
+    points) and a gauge (float64, one point), metric names under `name`, times near `now`."""
     payload = v3.Payload()
     payload.metadata.tags.append("region:eu")
     data = payload.metricData
@@ -179,9 +179,16 @@ def test_series_v3_maps_as_v2(agent, pb):
     data.unitRefs.append(1)
     data.intervals.extend([10, 0])
     data.numPoints.extend([2, 1])
-    data.timestamps.extend(deltas([NOW - 10, NOW, NOW]))
+    data.timestamps.extend(deltas([now - 10, now, now]))
     data.valsSint64.extend([4, 6])
     data.valsFloat64.append(0.75)
+    return payload
+
+
+def test_series_v3_maps_as_v2(agent, pb):
+    _, v3, _, _ = pb
+    name = f"agent.v3.{uuid.uuid4().hex[:6]}"
+    payload = series_v3_payload(v3, name, NOW)
     body = bytes(cramjam.zstd.compress(payload.SerializeToString()))
     assert post(agent, "/api/intake/metrics/v3/series", body, "zstd") == (202, b"{}")
 

@@ -87,15 +87,13 @@ fn server_timeout(properties: &Json) -> Result<Option<std::time::Duration>, Traw
     let Some(value) = properties.pointer("/Options/servertimeout") else {
         return Ok(None);
     };
-    let nanos = match value {
+    let limit = match value {
         Json::Null => return Ok(None),
-        Json::String(text) => {
-            trawl_common::time::parse_clock_timespan(text).or_else(|| trawl_common::time::parse_duration(text))
-        }
+        Json::String(text) => crate::query_http::time_limit(text),
         _ => None,
     };
-    match nanos {
-        Some(nanos) if nanos >= 0 => Ok(Some(std::time::Duration::from_nanos(nanos as u64))),
+    match limit {
+        Some(limit) => Ok(Some(limit)),
         _ => Err(TrawlError::bad_request(format!(
             "'servertimeout' must be a timespan such as \"00:04:00\" or \"30s\", found {value}"
         ))),

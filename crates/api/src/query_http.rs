@@ -37,16 +37,20 @@ impl QueryBody {
         let Some(text) = self.timeout.as_deref() else {
             return Ok(None);
         };
-        trawl_common::time::parse_clock_timespan(text)
-            .or_else(|| trawl_common::time::parse_duration(text))
-            .filter(|nanos| *nanos >= 0)
-            .map(|nanos| Some(std::time::Duration::from_nanos(nanos as u64)))
-            .ok_or_else(|| {
-                TrawlError::bad_request(format!(
-                    "'timeout' must be a timespan such as \"30s\" or \"00:00:30\", found {text:?}"
-                ))
-            })
+        time_limit(text).map(Some).ok_or_else(|| {
+            TrawlError::bad_request(format!(
+                "'timeout' must be a timespan such as \"30s\" or \"00:00:30\", found {text:?}"
+            ))
+        })
     }
+}
+
+/// A client's time limit written as a KQL timespan (`30s`, `00:00:30`); none when it is not
+/// one or is negative.
+pub fn time_limit(text: &str) -> Option<std::time::Duration> {
+    trawl_kql::parse_timespan(text)
+        .and_then(|nanos| u64::try_from(nanos).ok())
+        .map(std::time::Duration::from_nanos)
 }
 
 /// The query port's routes: HTTP, ADX REST and the gRPC `QueryService`, behind the gateway

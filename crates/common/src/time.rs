@@ -146,39 +146,6 @@ pub fn parse_duration(text: &str) -> Option<i64> {
     Some((number * unit_nanos) as i64)
 }
 
-/// Parses a timespan as .NET and Kusto print it, `[d.]hh:mm[:ss[.fffffff]]`, into
-/// nanoseconds; none for anything else (including a negative span).
-pub fn parse_clock_timespan(text: &str) -> Option<i64> {
-    let text = text.trim();
-    if !text.starts_with(|c: char| c.is_ascii_digit()) {
-        return None;
-    }
-    let (days, clock) = match text.split_once(':') {
-        Some((head, _)) => match head.split_once('.') {
-            Some((days, _)) => (days.parse::<i64>().ok()?, &text[days.len() + 1..]),
-            None => (0, text),
-        },
-        None => return None,
-    };
-    let mut parts = clock.split(':');
-    let hours: i64 = parts.next()?.parse().ok()?;
-    let minutes: i64 = parts.next()?.parse().ok()?;
-    let seconds: f64 = match parts.next() {
-        Some(seconds) => seconds.parse().ok()?,
-        None => 0.0,
-    };
-    if parts.next().is_some() || days < 0 || !(0..24).contains(&hours) || !(0..60).contains(&minutes) {
-        return None;
-    }
-    if !(0.0..60.0).contains(&seconds) {
-        return None;
-    }
-    let whole = ((days * 24 + hours) * 60 + minutes) * 60;
-    whole
-        .checked_mul(NANOS_PER_SECOND)?
-        .checked_add((seconds * 1e9).round() as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,25 +182,5 @@ mod tests {
         assert_eq!(parse_duration("30m"), Some(1_800 * NANOS_PER_SECOND));
         assert_eq!(parse_duration("100ms"), Some(100_000_000));
         assert_eq!(parse_duration("abc"), None);
-    }
-
-    #[test]
-    fn parses_clock_timespans() {
-        assert_eq!(parse_clock_timespan("00:04:00"), Some(240 * NANOS_PER_SECOND));
-        assert_eq!(parse_clock_timespan("0:00:30.5"), Some(30_500_000_000));
-        assert_eq!(parse_clock_timespan("1.02:00:00"), Some(26 * 3_600 * NANOS_PER_SECOND));
-        assert_eq!(parse_clock_timespan("00:10"), Some(600 * NANOS_PER_SECOND));
-        for bad in [
-            "",
-            "30",
-            "25:00:00",
-            "00:61:00",
-            "00:00:60",
-            "-00:01:00",
-            "a:b:c",
-            "1:2:3:4",
-        ] {
-            assert_eq!(parse_clock_timespan(bad), None, "{bad}");
-        }
     }
 }

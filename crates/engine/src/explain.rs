@@ -29,7 +29,7 @@ pub fn indented_to_sexp(indented: &str) -> String {
         out.push_str(&snake_case(name));
         if !details.is_empty() {
             out.push(' ');
-            out.push_str(&quoted(details));
+            out.push_str(&trawl_kql::sexp::quote(details));
         }
         open.push(depth);
     }
@@ -57,21 +57,6 @@ fn snake_case(name: &str) -> String {
             previous_lower = c.is_lowercase() || c.is_ascii_digit();
         }
     }
-    out
-}
-
-fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }
 

@@ -21,4 +21,10 @@ pub mod token;
 
 pub use error::ParseError;
 pub use parser::{MAX_DEPTH, MAX_TREE_DEPTH, parse};
+
+/// A timespan as KQL writes its literals (`30s`, `1.5h`, `00:04:00`, `1.02:00:00`, a bare number
+/// of days), in nanoseconds; none for anything else.
+pub fn parse_timespan(text: &str) -> Option<i64> {
+    parser::parse_timespan_body(text.trim())
+}
 pub use span::Span;

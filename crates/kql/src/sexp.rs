@@ -11,7 +11,8 @@
 
 use crate::ast::{Expr, ExprKind, LetValue, Operator, Query, StatementKind};
 
-fn quote(text: &str) -> String {
+/// `text` as an s-expression string: in double quotes, with `"`, `\\` and newlines escaped.
+pub fn quote(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

@@ -294,3 +294,16 @@ fn spans_cover_their_text() {
     };
     assert_eq!(&text[left.span.range()], "a + b * 2");
 }
+
+#[test]
+fn timespans_parse_as_literals_do_for_client_time_limits() {
+    const SECOND: i64 = 1_000_000_000;
+    assert_eq!(trawl_kql::parse_timespan("00:04:00"), Some(240 * SECOND));
+    assert_eq!(trawl_kql::parse_timespan("0:00:30.5"), Some(30_500_000_000));
+    assert_eq!(trawl_kql::parse_timespan("1.02:00:00"), Some(26 * 3_600 * SECOND));
+    assert_eq!(trawl_kql::parse_timespan(" 30s "), Some(30 * SECOND));
+    assert_eq!(trawl_kql::parse_timespan("100ms"), Some(SECOND / 10));
+    for bad in ["", "soon", "00:61:00", "00:00:60", "a:b:c", "1:2:3:4", "00:-1:00"] {
+        assert_eq!(trawl_kql::parse_timespan(bad), None, "{bad}");
+    }
+}

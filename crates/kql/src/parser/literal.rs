@@ -215,7 +215,7 @@ fn parse_real(body: &str) -> Option<f64> {
 }
 
 /// `1d`, `-1.5h`, `2` (days), `[-][d.]hh:mm[:ss[.fffffff]]`, in nanoseconds.
-pub(crate) fn parse_timespan_body(body: &str) -> Option<i64> {
+pub fn parse_timespan_body(body: &str) -> Option<i64> {
     let (negative, unsigned) = match body.strip_prefix('-') {
         Some(rest) => (true, rest.trim_start()),
         None => (false, body),

@@ -6,6 +6,8 @@
 
 mod expr;
 mod literal;
+
+pub use literal::parse_timespan_body;
 mod operators;
 mod operators_extended;
 mod operators_nested;
