@@ -1057,6 +1057,8 @@ def vendor_metrics(corpus: Corpus, metrics, v3) -> None:
     target = "vendor_series_v3"
     payload = agent.series_v3_payload(v3, "agent.v3", NOW_S)
     corpus.add(target, "e2e_count_and_gauge.bin", payload.SerializeToString())
+    payload = agent.histogram_v3_payload(v3, "agent.hist", NOW_S)
+    corpus.add(target, "e2e_histograms.bin", payload.SerializeToString())
 
     # Every metric and value type (a sketch series too), a tag set that includes an earlier
     # one, source types, origins, metadata resources.

@@ -208,6 +208,70 @@ def test_series_v3_maps_as_v2(agent, pb):
     assert all(r["resource"] == {"host.name": "web-3"} and r["scope_version"] == "v3" for r in rows)
 
 
+def histogram_v3_payload(v3, name: str, now: int):
+    """The Agent's OpenTelemetry histograms in a v3 payload: an explicit-bucket one (sint64
+    values, min present) and an exponential one (float64 values, min and max present)."""
+    payload = v3.Payload()
+    data = payload.metricData
+    data.dictNameStr = dictionary([f"{name}.latency", f"{name}.size"])
+    data.types.extend([0x6 | 0x10, 0x7 | 0x30])
+    data.nameRefs.extend(deltas([1, 2]))
+    data.tagsetRefs.extend([0, 0])
+    data.resourcesRefs.extend([0, 0])
+    data.intervals.extend([0, 0])
+    data.numPoints.extend([1, 1])
+    data.timestamps.extend(deltas([now, now]))
+    # explicit: sum 30, min 2, bounds [10, 20]; exponential header: scale 2, offsets 3 and -1
+    data.valsSint64.extend([30, 2, 10, 20, 2, 3, -1])
+    # exponential: sum 12.5, min -1.5, max 9.25, zero threshold 0
+    data.valsFloat64.extend([12.5, -1.5, 9.25, 0.0])
+    data.sketchNumBins.extend([3, 2, 1])
+    data.sketchBinCnts.extend([1, 3, 1, 4, 5, 2])
+    data.pointFlags.extend([1, 3])
+    data.valsUint64.extend([5, 12, 1])
+    return payload
+
+
+def zlib_streams(raw: bytes, pieces: int) -> bytes:
+    """`raw` cut in pieces, each compressed as a zlib stream of its own (as the Agent
+    compresses a v3 payload column by column)."""
+    size = max(1, len(raw) // pieces)
+    return b"".join(zlib.compress(raw[i : i + size]) for i in range(0, len(raw), size))
+
+
+def test_histograms_in_v3_payloads_compressed_piece_by_piece(agent, pb):
+    _, v3, _, _ = pb
+    name = f"agent.hist.{uuid.uuid4().hex[:6]}"
+    raw = histogram_v3_payload(v3, name, NOW).SerializeToString()
+    body = zlib_streams(raw, 5)
+    assert post(agent, "/api/intake/metrics/v3/sketches", body, "deflate") == (202, b"{}")
+
+    kql = f'vx_metrics | where metric_name startswith "{name}."'
+    assert agent.wait_for_count(kql, 2) == 2
+    rows = agent.query_dicts(
+        f"{kql} | order by metric_name asc | project metric_name, metric_type, count, sum, min, max, "
+        "bucket_counts, explicit_bounds, scale, zero_count, positive, negative, aggregation_temporality"
+    )
+    explicit, exponential = rows
+    assert explicit["metric_type"] == "histogram"
+    assert (explicit["count"], explicit["sum"], explicit["min"], explicit.get("max")) == (5, 30.0, 2.0, None)
+    assert explicit["bucket_counts"] == [1, 3, 1] and explicit["explicit_bounds"] == [10.0, 20.0]
+    assert exponential["metric_type"] == "exponential_histogram"
+    assert (exponential["count"], exponential["zero_count"], exponential["scale"]) == (12, 1, 2)
+    assert (exponential["min"], exponential["max"], exponential["sum"]) == (-1.5, 9.25, 12.5)
+    assert exponential["positive"] == {"offset": 3, "bucket_counts": [4, 5]}
+    assert exponential["negative"] == {"offset": -1, "bucket_counts": [2]}
+    assert {r["aggregation_temporality"] for r in rows} == {"DELTA"}
+    # The histogram functions read them as they read OTLP histograms: the median of
+    # [1, 3, 1] over bounds [10, 20] lies in the second bucket, within min 2 and the bounds.
+    p50 = agent.query_dicts(
+        f"{kql} | summarize p = otel_histogram_percentile($raw, 50) by metric_type | order by metric_type asc"
+    )
+    assert len(p50) == 2
+    explicit_p50 = next(r["p"] for r in p50 if r["metric_type"] == "histogram")
+    assert 10.0 <= explicit_p50 <= 20.0
+
+
 def agent_key(v: float) -> int:
     """The sketch key the Agent gives a value (round half to even, as Go's RoundToEven)."""
     if v == 0:

@@ -26,13 +26,41 @@ pub fn decode_body(encoding: Option<&str>, body: Bytes, limit: usize) -> Result<
             Ok(body)
         }
         Some("gzip") | Some("x-gzip") => bounded(flate2::read::MultiGzDecoder::new(&body[..]), body.len(), limit),
-        // HTTP's `deflate` is zlib-wrapped.
-        Some("deflate") => bounded(flate2::read::ZlibDecoder::new(&body[..]), body.len(), limit),
+        // HTTP's `deflate` is zlib-wrapped; a body may be several zlib streams one after another
+        // (the Agent's v3 payloads are compressed column by column), read as one.
+        Some("deflate") => bounded(ZlibStreams::new(&body[..]), body.len(), limit),
         Some("zstd") => {
             let decoder = zstd::stream::read::Decoder::new(&body[..]).map_err(BodyError::Corrupt)?;
             bounded(decoder, body.len(), limit)
         }
         Some(other) => Err(BodyError::UnsupportedEncoding(other.to_string())),
+    }
+}
+
+/// Consecutive zlib streams read as one: when a stream ends and bytes remain, the next starts.
+struct ZlibStreams<'a> {
+    current: flate2::bufread::ZlibDecoder<&'a [u8]>,
+}
+
+impl<'a> ZlibStreams<'a> {
+    fn new(body: &'a [u8]) -> ZlibStreams<'a> {
+        ZlibStreams {
+            current: flate2::bufread::ZlibDecoder::new(body),
+        }
+    }
+}
+
+impl Read for ZlibStreams<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let read = self.current.read(buf)?;
+            // The bufread decoder consumes only its own stream's bytes: what is left is the next.
+            let rest: &[u8] = self.current.get_ref();
+            if read > 0 || buf.is_empty() || rest.is_empty() {
+                return Ok(read);
+            }
+            self.current = flate2::bufread::ZlibDecoder::new(rest);
+        }
     }
 }
 
@@ -87,6 +115,37 @@ mod tests {
         assert!(matches!(
             decode_body(Some("zstd"), Bytes::from(zstd), 499),
             Err(BodyError::TooLarge(_))
+        ));
+        Ok(())
+    }
+
+    /// Bodies compressed piece by piece, as the Agent's v3 payloads are: every stream is read.
+    #[test]
+    fn concatenated_streams_read_as_one() -> Result<(), Box<dyn std::error::Error>> {
+        let pieces: [&[u8]; 3] = [b"first ", b"", b"second"];
+        let (mut zlib, mut gzip, mut zstd) = (Vec::new(), Vec::new(), Vec::new());
+        for piece in pieces {
+            let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(piece)?;
+            zlib.extend(encoder.finish()?);
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(piece)?;
+            gzip.extend(encoder.finish()?);
+            zstd.extend(zstd::encode_all(piece, 1)?);
+        }
+        for (encoding, body) in [("deflate", &zlib), ("gzip", &gzip), ("zstd", &zstd)] {
+            let decoded = decode_body(Some(encoding), Bytes::from(body.clone()), 100)?;
+            assert_eq!(&decoded[..], b"first second", "{encoding}");
+            assert!(matches!(
+                decode_body(Some(encoding), Bytes::from(body.clone()), 11),
+                Err(BodyError::TooLarge(_))
+            ));
+        }
+        // Bytes after the last stream that are not another stream are corrupt, not ignored.
+        zlib.extend_from_slice(b"junk");
+        assert!(matches!(
+            decode_body(Some("deflate"), Bytes::from(zlib), 100),
+            Err(BodyError::Corrupt(_))
         ));
         Ok(())
     }

@@ -3,7 +3,8 @@
 //! ingest token; missing or rejected: 403 (so agents report a bad key). Stored: 202 `{}`.
 //!
 //! Served: `/api/v2/logs` (JSON), `/api/v2/series` (protobuf; a JSON body is 400),
-//! `/api/intake/metrics/v3/series`, `/api/beta/sketches`, `/api/v0.2/traces` (bodies plain,
+//! `/api/intake/metrics/{v3,v3beta}/{series,sketches}` (the columnar payload),
+//! `/api/beta/sketches`, `/api/v0.2/traces` (bodies plain,
 //! gzip, deflate or zstd), `/api/v1/validate` (`?api_key=` too), `/_health`, and the routes
 //! answered 202 and discarded (`/api/v1/check_run`, `/intake/`, `/api/v1/metadata`,
 //! `/api/v0.2/stats`). Everything else, including the JSON series `/api/v1/series` and
@@ -31,8 +32,21 @@ pub fn router(state: IngestState) -> Router {
     Router::new()
         .route("/api/v2/logs", store(Signal::Logs, logs_mapping))
         .route("/api/v2/series", store(Signal::Metrics, series_v2_mapping))
+        // One columnar payload for all four: the Agent sends its sketches there too when told to.
         .route(
             "/api/intake/metrics/v3/series",
+            store(Signal::Metrics, series_v3_mapping),
+        )
+        .route(
+            "/api/intake/metrics/v3beta/series",
+            store(Signal::Metrics, series_v3_mapping),
+        )
+        .route(
+            "/api/intake/metrics/v3/sketches",
+            store(Signal::Metrics, series_v3_mapping),
+        )
+        .route(
+            "/api/intake/metrics/v3beta/sketches",
             store(Signal::Metrics, series_v3_mapping),
         )
         .route("/api/beta/sketches", store(Signal::Metrics, sketches_mapping))

@@ -11,7 +11,7 @@ use trawl_proto::prost::Message;
 use trawl_proto::vendor::agentpayload::metric_payload::MetricType;
 use trawl_proto::vendor::agentpayload::{MetricPayload, SketchPayload};
 
-use crate::otlp::common::Rejections;
+use crate::otlp::common::{Rejections, count_as_long, double_to_json};
 use crate::vendor::logs::add_tag;
 use crate::vendor::sketch;
 use crate::{IntakeError, IntakeOutput};
@@ -222,6 +222,90 @@ impl SeriesCells {
             },
         )
     }
+
+    /// The row of one histogram point: `histogram` (explicit bounds) or
+    /// `exponential_histogram`, laid out as OTLP's are; the Agent sends deltas.
+    pub fn histogram_row(&self, point: &HistogramPoint, ingest_time_nanos: i64) -> Result<Row, String> {
+        let metric_type = match point.buckets {
+            HistogramBuckets::Explicit { .. } => "histogram",
+            HistogramBuckets::Exponential { .. } => "exponential_histogram",
+        };
+        let count = count_as_long(point.count, "count")?;
+        let zero_count = match &point.buckets {
+            HistogramBuckets::Exponential { zero_count, .. } => Some(count_as_long(*zero_count, "zero count")?),
+            HistogramBuckets::Explicit { .. } => None,
+        };
+        self.row(point.timestamp_secs, None, metric_type, ingest_time_nanos, |row| {
+            row.push("count", count);
+            row.push("sum", Value::Real(point.sum));
+            if let Some(min) = point.min {
+                row.push("min", Value::Real(min));
+            }
+            if let Some(max) = point.max {
+                row.push("max", Value::Real(max));
+            }
+            match &point.buckets {
+                HistogramBuckets::Explicit { bounds, counts } => {
+                    if !counts.is_empty() {
+                        let counts = counts.iter().map(|c| Json::from(*c)).collect();
+                        row.push("bucket_counts", Value::Dynamic(Json::Array(counts)));
+                    }
+                    if !bounds.is_empty() {
+                        let bounds = bounds.iter().map(|b| double_to_json(*b)).collect();
+                        row.push("explicit_bounds", Value::Dynamic(Json::Array(bounds)));
+                    }
+                }
+                HistogramBuckets::Exponential {
+                    scale,
+                    positive,
+                    negative,
+                    ..
+                } => {
+                    row.push("scale", Value::Long(i64::from(*scale)));
+                    if let Some(zero_count) = zero_count {
+                        row.push("zero_count", zero_count);
+                    }
+                    row.push("positive", Value::Dynamic(positive.to_json()));
+                    row.push("negative", Value::Dynamic(negative.to_json()));
+                }
+            }
+            row.push("aggregation_temporality", Value::String("DELTA".to_owned()));
+        })
+    }
+}
+
+/// A histogram point of a v3 series (the Agent's OpenTelemetry histograms): `min` and `max`
+/// only when the point carries them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistogramPoint {
+    pub timestamp_secs: i64,
+    pub count: u64,
+    pub sum: f64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub buckets: HistogramBuckets,
+}
+
+/// The buckets of a [`HistogramPoint`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistogramBuckets {
+    /// `counts` has one entry more than `bounds`, or both are empty (a summary-only point).
+    Explicit { bounds: Vec<f64>, counts: Vec<u64> },
+    Exponential {
+        scale: i32,
+        zero_count: u64,
+        positive: sketch::Side,
+        negative: sketch::Side,
+    },
+}
+
+impl Default for HistogramBuckets {
+    fn default() -> Self {
+        HistogramBuckets::Explicit {
+            bounds: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
 }
 
 /// One sketch point, from a v2 `Dogsketch` or a v3 sketch series.
@@ -234,7 +318,7 @@ pub struct SketchPoint {
     pub max: f64,
     /// Bin keys (already delta-decoded) and their counts.
     pub keys: Vec<i32>,
-    pub counts: Vec<u32>,
+    pub counts: Vec<u64>,
 }
 
 /// Rows of a v2 series payload (`scope_version = 'v2'`).
@@ -306,7 +390,7 @@ pub fn sketches_to_rows(payload: &SketchPayload, ingest_time_nanos: i64) -> Inta
                 min: dogsketch.min,
                 max: dogsketch.max,
                 keys: dogsketch.k.clone(),
-                counts: dogsketch.n.clone(),
+                counts: dogsketch.n.iter().map(|&n| u64::from(n)).collect(),
             };
             match cells.sketch_row(&point, ingest_time_nanos) {
                 Ok(row) => rows.push(row),

@@ -1,6 +1,8 @@
-//! `/api/intake/metrics/v3/series`: the columnar series payload to metric rows, mapped as v2
-//! series are (`scope_version = 'v3'`); its sketch series become exponential histograms as
-//! `/api/beta/sketches` ones do.
+//! `/api/intake/metrics/v3/series` (and `/v3/sketches`, `/v3beta/…`): the columnar series
+//! payload to metric rows, mapped as v2 series are (`scope_version = 'v3'`); its sketch series
+//! become exponential histograms as `/api/beta/sketches` ones do, and its histogram series (the
+//! Agent's OpenTelemetry histograms, types 6 and 7) become `histogram` and
+//! `exponential_histogram` rows laid out as OTLP's are.
 //!
 //! Layout: string dictionaries are runs of `varint length + bytes`, referenced from 1 (0 is the
 //! empty value). A tag set is its length then delta-coded indexes into the tag strings; a
@@ -12,24 +14,41 @@
 //! other than `types` and `nameRefs` may be left out whole (an encoder that has nothing but
 //! zeros for them, or predates them, such as one without `sourceTypeNameRefs`): they read as
 //! zeros, that is the empty entry of their dictionary, or no interval.
+//!
+//! Histogram points: an explicit-bucket point has its sum, min and max (when `pointFlags` bits
+//! 1 and 2 say so) and `numBins − 1` bounds in its value column, `numBins` bucket counts in
+//! `sketchBinCnts` and its count in `valsUint64`. An exponential point has scale, positive
+//! and negative offsets first in `valsSint64`, then sum, min, max and zero threshold in its
+//! value column, two `numBins` entries (positive, negative) and their counts, and count and
+//! zero count in `valsUint64`. The zero threshold has no column and is not kept.
 
 use trawl_proto::prost::Message;
 use trawl_proto::prost::encoding::decode_varint;
 use trawl_proto::vendor::metrics::v3::{MetricData, Payload};
 
 use crate::otlp::common::Rejections;
-use crate::vendor::metrics::{Kind, SeriesCells, SketchPoint, rate_marker, refuse_json, source_type};
+use crate::vendor::metrics::{
+    HistogramBuckets, HistogramPoint, Kind, SeriesCells, SketchPoint, rate_marker, refuse_json, source_type,
+};
+use crate::vendor::sketch::Side;
 use crate::{IntakeError, IntakeOutput};
 
 const TYPE_COUNT: u64 = 1;
 const TYPE_RATE: u64 = 2;
 const TYPE_GAUGE: u64 = 3;
 const TYPE_SKETCH: u64 = 4;
+const TYPE_EXPLICIT_HISTOGRAM: u64 = 6;
+const TYPE_EXPONENTIAL_HISTOGRAM: u64 = 7;
 const VALUE_ZERO: u64 = 0x00;
 const VALUE_SINT64: u64 = 0x10;
 const VALUE_FLOAT32: u64 = 0x20;
 const VALUE_FLOAT64: u64 = 0x30;
 const FLAG_HAS_UNIT: u64 = 0x200;
+/// `pointFlags` bits of a histogram point.
+const POINT_HAS_MIN: u64 = 0x1;
+const POINT_HAS_MAX: u64 = 0x2;
+/// The scales OpenTelemetry allows an exponential histogram.
+const SCALES: std::ops::RangeInclusive<i64> = -10..=20;
 /// Most tags one tag set may hold once the sets it includes are expanded.
 const MAX_TAGS_PER_SET: usize = 10_000;
 
@@ -203,6 +222,82 @@ impl Reference {
     }
 }
 
+/// What a series' metric type makes of its points.
+#[derive(Clone, Copy)]
+enum SeriesKind {
+    Point(Kind),
+    Sketch,
+    Explicit,
+    Exponential,
+}
+
+/// The value columns; a series' value type names the one its values sit in.
+struct Values<'a> {
+    sint64: Cursor<'a, i64>,
+    float32: Cursor<'a, f32>,
+    float64: Cursor<'a, f64>,
+}
+
+impl Values<'_> {
+    /// The next value of a (checked) value type; the zero type stores nothing.
+    fn take(&mut self, value_type: u64) -> Result<f64, IntakeError> {
+        Ok(match value_type {
+            VALUE_SINT64 => self.sint64.take()? as f64,
+            VALUE_FLOAT32 => f64::from(self.float32.take()?),
+            VALUE_FLOAT64 => self.float64.take()?,
+            _ => 0.0,
+        })
+    }
+
+    /// A histogram point's sum, then its min and max when its flags say it has them.
+    fn summary(&mut self, value_type: u64, flags: u64) -> Result<(f64, Option<f64>, Option<f64>), IntakeError> {
+        let sum = self.take(value_type)?;
+        let min = if flags & POINT_HAS_MIN != 0 {
+            Some(self.take(value_type)?)
+        } else {
+            None
+        };
+        let max = if flags & POINT_HAS_MAX != 0 {
+            Some(self.take(value_type)?)
+        } else {
+            None
+        };
+        Ok((sum, min, max))
+    }
+}
+
+/// The Agent writes `pointFlags` for histogram points only; a payload whose column has one
+/// entry for every point (and not only the histogram ones) is read that way instead.
+fn point_flags_on_every_point(data: &MetricData) -> bool {
+    let mut all = 0_u64;
+    let mut histogram = 0_u64;
+    for (&packed_type, &points) in data.types.iter().zip(&data.num_points) {
+        all = all.saturating_add(points);
+        if matches!(packed_type & 0xF, TYPE_EXPLICIT_HISTOGRAM | TYPE_EXPONENTIAL_HISTOGRAM) {
+            histogram = histogram.saturating_add(points);
+        }
+    }
+    let flags = data.point_flags.len() as u64;
+    flags != histogram && flags == all
+}
+
+/// An exponential histogram's scale and bucket offsets, checked.
+fn exponential_header(scale: i64, positive: i64, negative: i64) -> Result<(i32, i64, i64), String> {
+    if !SCALES.contains(&scale) {
+        return Err(format!(
+            "exponential histogram scale {scale} is outside {}..={}",
+            SCALES.start(),
+            SCALES.end()
+        ));
+    }
+    let offset = |value: i64| {
+        i32::try_from(value)
+            .map(i64::from)
+            .map_err(|_| format!("exponential histogram bucket offset {value} is out of range"))
+    };
+    Ok((scale as i32, offset(positive)?, offset(negative)?))
+}
+
 /// Rows of a v3 payload. Structural damage refuses the payload; a point whose time is out of
 /// range is only counted.
 pub fn to_rows(payload: &Payload, ingest_time_nanos: i64) -> Result<IntakeOutput, IntakeError> {
@@ -240,19 +335,37 @@ pub fn to_rows(payload: &Payload, ingest_time_nanos: i64) -> Result<IntakeOutput
     let mut intervals = Cursor::optional(&data.intervals, "intervals");
     let mut num_points = Cursor::new(&data.num_points, "numPoints");
     let mut timestamps = Cursor::new(&data.timestamps, "timestamps");
-    let mut sint64s = Cursor::new(&data.vals_sint64, "valsSint64");
-    let mut float32s = Cursor::new(&data.vals_float32, "valsFloat32");
-    let mut float64s = Cursor::new(&data.vals_float64, "valsFloat64");
+    let mut values = Values {
+        sint64: Cursor::new(&data.vals_sint64, "valsSint64"),
+        float32: Cursor::new(&data.vals_float32, "valsFloat32"),
+        float64: Cursor::new(&data.vals_float64, "valsFloat64"),
+    };
+    let mut uint64s = Cursor::new(&data.vals_uint64, "valsUint64");
     let mut bin_counts = Cursor::new(&data.sketch_num_bins, "sketchNumBins");
     let mut bin_keys = Cursor::new(&data.sketch_bin_keys, "sketchBinKeys");
     let mut bin_cnts = Cursor::new(&data.sketch_bin_cnts, "sketchBinCnts");
+    let flags_on_every_point = point_flags_on_every_point(data);
+    let mut point_flags = Cursor::new(&data.point_flags, "pointFlags");
     let mut timestamp = 0_i64;
 
     let mut rows = Vec::with_capacity(data.timestamps.len());
     let mut rejections = Rejections::new("point", "points");
     for (series_index, &packed_type) in data.types.iter().enumerate() {
-        let metric_type = packed_type & 0xF;
         let value_type = packed_type & 0xF0;
+        if !matches!(value_type, VALUE_ZERO | VALUE_SINT64 | VALUE_FLOAT32 | VALUE_FLOAT64) {
+            return Err(broken(format!(
+                "types[{series_index}] has unknown value type {value_type:#x}"
+            )));
+        }
+        let series_kind = match packed_type & 0xF {
+            TYPE_COUNT => SeriesKind::Point(Kind::Count),
+            TYPE_RATE => SeriesKind::Point(Kind::Rate),
+            TYPE_GAUGE => SeriesKind::Point(Kind::Gauge),
+            TYPE_SKETCH => SeriesKind::Sketch,
+            TYPE_EXPLICIT_HISTOGRAM => SeriesKind::Explicit,
+            TYPE_EXPONENTIAL_HISTOGRAM => SeriesKind::Exponential,
+            other => return Err(broken(format!("types[{series_index}] has unknown metric type {other}"))),
+        };
         let name = &names[name_ref.advance(name_refs.take()?, names.len())?];
         let tags = &tag_sets[tagset_ref.advance(tagset_refs.take()?, tag_sets.len())?];
         let resource_set = &resources[resources_ref.advance(resources_refs.take()?, resources.len())?];
@@ -264,13 +377,6 @@ pub fn to_rows(payload: &Payload, ingest_time_nanos: i64) -> Result<IntakeOutput
         };
         let interval = i64::try_from(intervals.take()?).unwrap_or(i64::MAX);
         let points = num_points.take()?;
-        let kind = match metric_type {
-            TYPE_COUNT => Some(Kind::Count),
-            TYPE_RATE => Some(Kind::Rate),
-            TYPE_GAUGE => Some(Kind::Gauge),
-            TYPE_SKETCH => None,
-            other => return Err(broken(format!("types[{series_index}] has unknown metric type {other}"))),
-        };
         let all_tags = tags.iter().map(String::as_str).chain(
             meta_tags
                 .iter()
@@ -281,7 +387,10 @@ pub fn to_rows(payload: &Payload, ingest_time_nanos: i64) -> Result<IntakeOutput
             .iter()
             .map(|(k, n)| (k.as_str(), n.as_str()))
             .chain(meta_resources.iter().copied());
-        let marker = kind.and_then(rate_marker);
+        let marker = match series_kind {
+            SeriesKind::Point(kind) => rate_marker(kind),
+            _ => None,
+        };
         let cells = SeriesCells::new(
             name,
             unit,
@@ -293,38 +402,24 @@ pub fn to_rows(payload: &Payload, ingest_time_nanos: i64) -> Result<IntakeOutput
         );
         for point_index in 0..points {
             timestamp = timestamp.wrapping_add(timestamps.take()?);
-            let row = match kind {
-                Some(kind) => {
-                    let value = match value_type {
-                        VALUE_ZERO => 0.0,
-                        VALUE_SINT64 => sint64s.take()? as f64,
-                        VALUE_FLOAT32 => f64::from(float32s.take()?),
-                        VALUE_FLOAT64 => float64s.take()?,
-                        other => {
-                            return Err(broken(format!(
-                                "types[{series_index}] has unknown value type {other:#x}"
-                            )));
-                        }
-                    };
+            let histogram = matches!(series_kind, SeriesKind::Explicit | SeriesKind::Exponential);
+            let flags = if histogram || flags_on_every_point {
+                point_flags.take()?
+            } else {
+                0
+            };
+            let row = match series_kind {
+                SeriesKind::Point(kind) => {
+                    let value = values.take(value_type)?;
                     cells.point_row(kind, timestamp, value, ingest_time_nanos)
                 }
-                None => {
-                    let (sum, min, max) = match value_type {
-                        VALUE_ZERO => (0.0, 0.0, 0.0),
-                        VALUE_SINT64 => (sint64s.take()? as f64, sint64s.take()? as f64, sint64s.take()? as f64),
-                        VALUE_FLOAT32 => (
-                            f64::from(float32s.take()?),
-                            f64::from(float32s.take()?),
-                            f64::from(float32s.take()?),
-                        ),
-                        VALUE_FLOAT64 => (float64s.take()?, float64s.take()?, float64s.take()?),
-                        other => {
-                            return Err(broken(format!(
-                                "types[{series_index}] has unknown value type {other:#x}"
-                            )));
-                        }
-                    };
-                    let count = sint64s.take()?;
+                SeriesKind::Sketch => {
+                    let (sum, min, max) = (
+                        values.take(value_type)?,
+                        values.take(value_type)?,
+                        values.take(value_type)?,
+                    );
+                    let count = values.sint64.take()?;
                     let bins = usize::try_from(bin_counts.take()?).unwrap_or(usize::MAX);
                     let mut keys = bin_keys.take_slice(bins)?.to_vec();
                     for i in 1..keys.len() {
@@ -341,6 +436,64 @@ pub fn to_rows(payload: &Payload, ingest_time_nanos: i64) -> Result<IntakeOutput
                         counts,
                     };
                     cells.sketch_row(&point, ingest_time_nanos)
+                }
+                SeriesKind::Explicit => {
+                    let (sum, min, max) = values.summary(value_type, flags)?;
+                    let buckets = usize::try_from(bin_counts.take()?).unwrap_or(usize::MAX);
+                    // Taken first: the column's length bounds the number of bounds read.
+                    let counts = bin_cnts.take_slice(buckets)?.to_vec();
+                    let mut bounds = Vec::with_capacity(counts.len().saturating_sub(1));
+                    for _ in 1..counts.len() {
+                        bounds.push(values.take(value_type)?);
+                    }
+                    let point = HistogramPoint {
+                        timestamp_secs: timestamp,
+                        count: uint64s.take()?,
+                        sum,
+                        min,
+                        max,
+                        buckets: HistogramBuckets::Explicit { bounds, counts },
+                    };
+                    cells.histogram_row(&point, ingest_time_nanos)
+                }
+                SeriesKind::Exponential => {
+                    // The integer header comes first in valsSint64, before any values there.
+                    let scale = values.sint64.take()?;
+                    let positive_offset = values.sint64.take()?;
+                    let negative_offset = values.sint64.take()?;
+                    let (sum, min, max) = values.summary(value_type, flags)?;
+                    let _zero_threshold = values.take(value_type)?;
+                    let positive_bins = usize::try_from(bin_counts.take()?).unwrap_or(usize::MAX);
+                    let negative_bins = usize::try_from(bin_counts.take()?).unwrap_or(usize::MAX);
+                    let positive = bin_cnts.take_slice(positive_bins)?.to_vec();
+                    let negative = bin_cnts.take_slice(negative_bins)?.to_vec();
+                    let count = uint64s.take()?;
+                    let zero_count = uint64s.take()?;
+                    match exponential_header(scale, positive_offset, negative_offset) {
+                        Ok((scale, positive_offset, negative_offset)) => {
+                            let point = HistogramPoint {
+                                timestamp_secs: timestamp,
+                                count,
+                                sum,
+                                min,
+                                max,
+                                buckets: HistogramBuckets::Exponential {
+                                    scale,
+                                    zero_count,
+                                    positive: Side {
+                                        offset: positive_offset,
+                                        bucket_counts: positive,
+                                    },
+                                    negative: Side {
+                                        offset: negative_offset,
+                                        bucket_counts: negative,
+                                    },
+                                },
+                            };
+                            cells.histogram_row(&point, ingest_time_nanos)
+                        }
+                        Err(reason) => Err(reason),
+                    }
                 }
             };
             match row {

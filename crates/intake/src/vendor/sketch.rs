@@ -82,19 +82,19 @@ pub struct Buckets {
 
 /// Re-bins the keys and counts of one sketch. Errors when the keys span more buckets than
 /// any real sketch does.
-pub fn rebin(keys: &[i32], counts: &[u32]) -> Result<Buckets, String> {
-    let mut zero_count = 0_i64;
+pub fn rebin(keys: &[i32], counts: &[u64]) -> Result<Buckets, String> {
+    let mut zero_count = 0_u64;
     let mut positive = Vec::new();
     let mut negative = Vec::new();
     for (&key, &count) in keys.iter().zip(counts) {
         match key {
-            0 => zero_count += i64::from(count),
-            k if k > 0 => positive.push((bucket_index(key_value(k)), u64::from(count))),
-            k => negative.push((bucket_index(key_value(k)), u64::from(count))),
+            0 => zero_count = zero_count.saturating_add(count),
+            k if k > 0 => positive.push((bucket_index(key_value(k)), count)),
+            k => negative.push((bucket_index(key_value(k)), count)),
         }
     }
     Ok(Buckets {
-        zero_count,
+        zero_count: i64::try_from(zero_count).unwrap_or(i64::MAX),
         positive: dense(&positive)?,
         negative: dense(&negative)?,
     })
@@ -112,7 +112,8 @@ fn dense(entries: &[(i64, u64)]) -> Result<Option<Side>, String> {
     }
     let mut bucket_counts = vec![0_u64; span as usize];
     for &(index, count) in entries {
-        bucket_counts[(index - low) as usize] += count;
+        let slot = &mut bucket_counts[(index - low) as usize];
+        *slot = slot.saturating_add(count);
     }
     Ok(Some(Side {
         offset: low,

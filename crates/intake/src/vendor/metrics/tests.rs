@@ -453,3 +453,234 @@ fn v3_tag_sets_that_double_at_each_step_are_refused() {
         .map(|e| e.to_string());
     assert!(error.unwrap_or_default().contains("a set of more than"));
 }
+
+/// One histogram series named "h" with the given columns filled in.
+fn v3_histogram(types: Vec<u64>, num_points: Vec<u64>, fill: impl FnOnce(&mut v3::MetricData)) -> Vec<Row> {
+    let mut data = v3::MetricData {
+        dict_name_str: dict(&["h"]),
+        name_refs: std::iter::once(1)
+            .chain(std::iter::repeat_n(0, types.len() - 1))
+            .collect(),
+        types,
+        num_points,
+        ..v3::MetricData::default()
+    };
+    fill(&mut data);
+    let payload = v3::Payload {
+        metadata: None,
+        metric_data: Some(data),
+    };
+    match series_v3::to_rows(&payload, INGEST) {
+        Ok(output) => {
+            assert_eq!(output.rejected, 0, "{}", output.error_message);
+            output.rows
+        }
+        Err(e) => panic!("refused: {e}"),
+    }
+}
+
+#[test]
+fn v3_explicit_histograms_map_as_otlp_ones() {
+    // The Agent's own example: sum 30 and bound 10 as sint64, counts [2, 3], count 5.
+    let rows = v3_histogram(vec![0x16], vec![1], |d| {
+        d.timestamps = vec![1000];
+        d.vals_sint64 = vec![30, 10];
+        d.sketch_num_bins = vec![2];
+        d.sketch_bin_cnts = vec![2, 3];
+        d.point_flags = vec![0];
+        d.vals_uint64 = vec![5];
+    });
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(cell(row, "metric_type"), text("histogram").as_ref());
+    assert_eq!(cell(row, "timestamp"), Some(&Value::DateTime(1000 * SECOND)));
+    assert_eq!(cell(row, "count"), Some(&Value::Long(5)));
+    assert_eq!(cell(row, "sum"), Some(&Value::Real(30.0)));
+    assert_eq!(cell(row, "min"), None);
+    assert_eq!(cell(row, "max"), None);
+    assert_eq!(cell(row, "bucket_counts"), Some(&Value::Dynamic(json!([2, 3]))));
+    assert_eq!(cell(row, "explicit_bounds"), Some(&Value::Dynamic(json!([10.0]))));
+    assert_eq!(cell(row, "aggregation_temporality"), text("DELTA").as_ref());
+}
+
+#[test]
+fn v3_histogram_min_and_max_follow_the_point_flags() {
+    // float32 values; the points carry min, max, then both; the last point's count is past
+    // i64::MAX and is rejected alone.
+    let output = {
+        let data = v3::MetricData {
+            dict_name_str: dict(&["h"]),
+            types: vec![0x126],
+            name_refs: vec![1],
+            num_points: vec![4],
+            timestamps: vec![1000, 10, 10, 10],
+            vals_float32: vec![1.5, 0.5, 1.0, 2.0, 2.5, 3.0, 0.0, -1.0, 1.0, 7.0],
+            sketch_num_bins: vec![3, 0, 1, 0],
+            sketch_bin_cnts: vec![1, 2, 0, 4],
+            point_flags: vec![1, 2, 3, 0],
+            vals_uint64: vec![3, 1, 4, u64::MAX],
+            ..v3::MetricData::default()
+        };
+        let payload = v3::Payload {
+            metadata: None,
+            metric_data: Some(data),
+        };
+        series_v3::to_rows(&payload, INGEST).map_err(|e| e.to_string())
+    };
+    let output = output.unwrap_or_else(|e| panic!("refused: {e}"));
+    assert_eq!(output.rejected, 1);
+    assert!(output.error_message.contains("points[3]"), "{}", output.error_message);
+    let rows = output.rows;
+    assert_eq!(rows.len(), 3);
+    assert_eq!(cell(&rows[0], "min"), Some(&Value::Real(0.5)));
+    assert_eq!(cell(&rows[0], "max"), None);
+    assert_eq!(
+        cell(&rows[0], "explicit_bounds"),
+        Some(&Value::Dynamic(json!([1.0, 2.0])))
+    );
+    assert_eq!(cell(&rows[0], "bucket_counts"), Some(&Value::Dynamic(json!([1, 2, 0]))));
+    // A summary-only point: no buckets at all.
+    assert_eq!(cell(&rows[1], "min"), None);
+    assert_eq!(cell(&rows[1], "max"), Some(&Value::Real(3.0)));
+    assert_eq!(cell(&rows[1], "bucket_counts"), None);
+    assert_eq!(cell(&rows[1], "explicit_bounds"), None);
+    assert_eq!(cell(&rows[2], "min"), Some(&Value::Real(-1.0)));
+    assert_eq!(cell(&rows[2], "max"), Some(&Value::Real(1.0)));
+    assert_eq!(cell(&rows[2], "bucket_counts"), Some(&Value::Dynamic(json!([4]))));
+    assert_eq!(cell(&rows[2], "timestamp"), Some(&Value::DateTime(1020 * SECOND)));
+}
+
+#[test]
+fn v3_exponential_histograms_map_as_otlp_ones() {
+    // The Agent's own example: scale 0, offsets 0 and -1 ahead of sum 18 and zero threshold 0,
+    // positive [2, 0, 3] and negative [4], count 10 and zero count 1.
+    let rows = v3_histogram(vec![0x17, 0x37], vec![1, 1], |d| {
+        d.timestamps = vec![1000, 10];
+        d.vals_sint64 = vec![0, 0, -1, 18, 0, -3, i64::from(i32::MAX), 0];
+        d.vals_float64 = vec![12.5, 0.25, 7.0, 1e-9];
+        d.sketch_num_bins = vec![3, 1, 1, 0];
+        d.sketch_bin_cnts = vec![2, 0, 3, 4, 4];
+        d.point_flags = vec![0, 3];
+        d.vals_uint64 = vec![10, 1, 4, 0];
+    });
+    assert_eq!(rows.len(), 2);
+    let first = &rows[0];
+    assert_eq!(cell(first, "metric_type"), text("exponential_histogram").as_ref());
+    assert_eq!(cell(first, "count"), Some(&Value::Long(10)));
+    assert_eq!(cell(first, "zero_count"), Some(&Value::Long(1)));
+    assert_eq!(cell(first, "sum"), Some(&Value::Real(18.0)));
+    assert_eq!(cell(first, "scale"), Some(&Value::Long(0)));
+    assert_eq!(
+        cell(first, "positive"),
+        Some(&Value::Dynamic(json!({"offset": 0, "bucket_counts": [2, 0, 3]})))
+    );
+    assert_eq!(
+        cell(first, "negative"),
+        Some(&Value::Dynamic(json!({"offset": -1, "bucket_counts": [4]})))
+    );
+    let second = &rows[1];
+    assert_eq!(cell(second, "scale"), Some(&Value::Long(-3)));
+    assert_eq!(
+        (cell(second, "min"), cell(second, "max")),
+        (Some(&Value::Real(0.25)), Some(&Value::Real(7.0)))
+    );
+    assert_eq!(
+        cell(second, "positive"),
+        Some(&Value::Dynamic(json!({"offset": i32::MAX, "bucket_counts": [4]})))
+    );
+}
+
+#[test]
+fn v3_histograms_with_zero_values_and_gauges_beside_them() {
+    // Zero value type: nothing in the value columns but the exponential header; a gauge
+    // series after the histograms reads its own value.
+    let rows = v3_histogram(vec![0x06, 0x07, 0x13], vec![1, 1, 1], |d| {
+        d.dict_name_str = dict(&["e", "x", "g"]);
+        d.name_refs = vec![1, 1, 1];
+        d.timestamps = vec![1000, 0, 0];
+        d.vals_sint64 = vec![1, 2, 3, 42];
+        d.sketch_num_bins = vec![1, 0, 0];
+        d.sketch_bin_cnts = vec![1];
+        d.point_flags = vec![1, 2];
+        d.vals_uint64 = vec![1, 1, 1];
+    });
+    assert_eq!(rows.len(), 3);
+    assert_eq!(cell(&rows[0], "min"), Some(&Value::Real(0.0)));
+    assert_eq!(cell(&rows[0], "bucket_counts"), Some(&Value::Dynamic(json!([1]))));
+    assert_eq!(cell(&rows[1], "scale"), Some(&Value::Long(1)));
+    assert_eq!(cell(&rows[1], "max"), Some(&Value::Real(0.0)));
+    assert_eq!(
+        cell(&rows[1], "positive"),
+        Some(&Value::Dynamic(json!({"offset": 2, "bucket_counts": []})))
+    );
+    assert_eq!(cell(&rows[2], "metric_name"), text("g").as_ref());
+    assert_eq!(cell(&rows[2], "value"), Some(&Value::Real(42.0)));
+}
+
+#[test]
+fn v3_histogram_damage_is_refused_or_rejected() {
+    let refuse = |fill: fn(&mut v3::MetricData)| {
+        let mut data = v3::MetricData {
+            dict_name_str: dict(&["h"]),
+            types: vec![0x16],
+            name_refs: vec![1],
+            num_points: vec![1],
+            timestamps: vec![1000],
+            vals_sint64: vec![30, 10],
+            sketch_num_bins: vec![2],
+            sketch_bin_cnts: vec![2, 3],
+            point_flags: vec![0],
+            vals_uint64: vec![5],
+            ..v3::MetricData::default()
+        };
+        fill(&mut data);
+        series_v3::to_rows(
+            &v3::Payload {
+                metadata: None,
+                metric_data: Some(data),
+            },
+            INGEST,
+        )
+    };
+    // Columns that end early refuse the payload: more bins than counts, a missing count, a
+    // missing flag, a bound missing from the values.
+    for fill in [
+        (|d: &mut v3::MetricData| d.sketch_num_bins = vec![u64::MAX]) as fn(&mut v3::MetricData),
+        |d| d.vals_uint64.clear(),
+        |d| d.point_flags.clear(),
+        |d| d.vals_sint64 = vec![30],
+        |d| d.types = vec![0x15],
+    ] {
+        assert!(refuse(fill).is_err());
+    }
+    // A scale outside OpenTelemetry's range rejects the point alone.
+    let mut data = v3::MetricData {
+        dict_name_str: dict(&["h"]),
+        types: vec![0x17],
+        name_refs: vec![1],
+        num_points: vec![1],
+        timestamps: vec![1000],
+        vals_sint64: vec![99, 0, 0, 1, 0],
+        sketch_num_bins: vec![0, 0],
+        point_flags: vec![0],
+        vals_uint64: vec![1, 0],
+        ..v3::MetricData::default()
+    };
+    let output = series_v3::to_rows(
+        &v3::Payload {
+            metadata: None,
+            metric_data: Some(data.clone()),
+        },
+        INGEST,
+    );
+    assert!(matches!(&output, Ok(o) if o.rejected == 1 && o.error_message.contains("scale 99")));
+    data.vals_sint64[0] = 20;
+    let output = series_v3::to_rows(
+        &v3::Payload {
+            metadata: None,
+            metric_data: Some(data),
+        },
+        INGEST,
+    );
+    assert!(matches!(&output, Ok(o) if o.rejected == 0 && o.rows.len() == 1));
+}
