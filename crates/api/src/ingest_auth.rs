@@ -8,6 +8,7 @@ use std::sync::Arc;
 use trawl_catalog::{Directory, Objects, SignalTables};
 use trawl_common::auth::{TokenKind, basic_password, bearer, parse_token, secret_matches};
 use trawl_common::{ErrorCode, TrawlError};
+use trawl_ingest::RequestKey;
 
 /// Where a request's rows go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,11 +157,14 @@ impl IngestAuth {
     }
 
     /// Sends `rows` to their tables (see [`rows_by_table`]), each checked writable first.
+    /// `key` identifies the request body ([`RequestKey::of_body`]); each table's part is
+    /// deduplicated on its own.
     pub async fn submit(
         &self,
         ingestor: &trawl_ingest::Ingestor,
         route: &IngestRoute,
         rows: Vec<trawl_common::Row>,
+        key: Option<RequestKey>,
     ) -> Result<(), TrawlError> {
         let groups = rows_by_table(route, rows);
         for (table, _) in &groups {
@@ -170,9 +174,10 @@ impl IngestAuth {
         }
         // All groups wait for their flushes together; the request is acknowledged when
         // every one is durable.
-        let submits = groups
-            .into_iter()
-            .map(|(table, rows)| async move { ingestor.submit(&route.database, &table, rows).await });
+        let submits = groups.into_iter().map(|(table, rows)| async move {
+            let key = key.map(|k| k.for_table(&route.database, &table));
+            ingestor.submit(&route.database, &table, rows, key).await
+        });
         futures::future::try_join_all(submits).await?;
         Ok(())
     }

@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use trawl_common::TrawlError;
+use trawl_ingest::RequestKey;
 use trawl_intake::logpush;
 
 use crate::compression::{BodyError, decode_body};
@@ -58,6 +59,8 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
         .to_ascii_lowercase();
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
     let mut body_len = body.len();
+    // Computed on the body as sent (the protobuf body is Snappy compressed; so is its retry).
+    let mut key = RequestKey::of_body("push", &body);
     let streams = match content_type.as_str() {
         "application/json" => {
             let body = match decode_body(encoding, body, state.max_body_bytes) {
@@ -74,6 +77,7 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
                 Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
             };
             body_len = body.len();
+            key = RequestKey::of_body("push", &body);
             logpush::decode_json(&body)
         }
         "application/x-protobuf" | "application/protobuf" => {
@@ -114,7 +118,7 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
     let output = logpush::streams_to_rows(&streams, trawl_common::time::now_nanos());
     drop(streams);
     let refused = output.rejected;
-    if let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows).await {
+    if let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows, Some(key)).await {
         return error(&e);
     }
     crate::ingest_metrics::refused_items(refused);

@@ -1,13 +1,16 @@
 //! The operator port 9511: `/metrics` (every subsystem's metrics, see
-//! `trawl_common::metrics`, in the OpenMetrics text format that Prometheus scrapes), and the
-//! probes.
+//! `trawl_common::metrics`, in the OpenMetrics text format that Prometheus scrapes),
+//! `/debug/pprof/profile`, the probes, and with `--fault-injection` (tests only)
+//! `GET`/`POST /debug/faults` (`trawl_common::faults`).
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use trawl_common::faults::{FaultSpec, Faults};
 use trawl_common::metrics::METRICS;
 
 use crate::state::{Readiness, ServiceInfo};
@@ -15,9 +18,28 @@ use crate::state::{Readiness, ServiceInfo};
 /// The content type of the OpenMetrics text format.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-pub fn router(ingestor: Option<trawl_ingest::Ingestor>, readiness: Arc<Readiness>, info: ServiceInfo) -> Router {
+pub fn router(
+    ingestor: Option<trawl_ingest::Ingestor>,
+    readiness: Arc<Readiness>,
+    info: ServiceInfo,
+    faults: Option<Arc<Faults>>,
+) -> Router {
     let probes = crate::probes::routes(readiness, info);
-    Router::new()
+    let router = match faults {
+        Some(faults) => Router::new().route(
+            "/debug/faults",
+            get({
+                let faults = faults.clone();
+                move || async move { Json(faults.report()) }
+            })
+            .post(move |Json(spec): Json<FaultSpec>| async move {
+                tracing::warn!(?spec, "injecting faults");
+                Json(faults.apply(&spec))
+            }),
+        ),
+        None => Router::new(),
+    };
+    router
         .route(
             "/metrics",
             get(move || {

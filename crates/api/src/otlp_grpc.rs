@@ -16,6 +16,7 @@ use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompre
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 use trawl_common::{ErrorCode, TrawlError};
+use trawl_ingest::RequestKey;
 use trawl_intake::otlp::PayloadFormat;
 
 use crate::otlp_http::{ExportResponse, Signal, map_request};
@@ -249,9 +250,11 @@ async fn export(state: &IngestState, signal: Signal, request: Request<Vec<u8>>) 
     let now = trawl_common::time::now_nanos();
     let mapped =
         map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| status_of(&error))?;
+    // The same key as the same request over OTLP/HTTP.
+    let key = RequestKey::of_body(&format!("otlp/{signal:?}"), request.get_ref());
     drop(request); // the rows own everything they need; free the payload while they wait
     let (rejected, error_message) = (mapped.rejected, mapped.error_message);
-    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows).await {
+    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows, Some(key)).await {
         return Err(status_of(&error));
     }
     crate::ingest_metrics::refused_items(rejected);

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use prost::Message;
 use trawl_common::{ErrorCode, TrawlError};
+use trawl_ingest::RequestKey;
 use trawl_intake::IntakeOutput;
 use trawl_intake::otlp::{self, PayloadFormat};
 use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
@@ -120,10 +121,11 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
             return status_response(StatusCode::BAD_REQUEST, format, error.message);
         }
     };
+    let key = RequestKey::of_body(&format!("otlp/{signal:?}"), &body);
     drop(body); // the rows own everything they need; free the payload while they wait
     let rejected = mapped.rejected;
     let message = mapped.error_message;
-    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows).await {
+    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows, Some(key)).await {
         return error_response(&error, format);
     }
     crate::ingest_metrics::refused_items(rejected);

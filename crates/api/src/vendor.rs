@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{MethodRouter, any, get, post};
 use serde_json::json;
 use trawl_common::{ErrorCode, TrawlError};
+use trawl_ingest::RequestKey;
 use trawl_intake::{IntakeError, IntakeOutput, vendor};
 
 use crate::compression::{BodyError, decode_body};
@@ -202,6 +203,7 @@ async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: S
         Ok(held) => held,
         Err(e) => return from_trawl(&e),
     };
+    let key = RequestKey::of_body(&format!("vendor/{signal:?}"), &body);
     let output = match mapping(&body, trawl_common::time::now_nanos()) {
         Ok(output) => output,
         Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
@@ -215,7 +217,7 @@ async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: S
     }
     let refused = output.rejected;
     if !output.rows.is_empty()
-        && let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows).await
+        && let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows, Some(key)).await
     {
         return from_trawl(&e);
     }

@@ -47,7 +47,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
         flush_interval: Duration::from_millis(20),
         ..IngestConfig::default()
     };
-    let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config);
+    let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await;
     let state = IngestState {
         ingestor,
         auth: Arc::new(IngestAuth::anonymous(directory, objects, "default", "default")),

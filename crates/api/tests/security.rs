@@ -210,7 +210,7 @@ async fn ingest_needs_a_valid_token_which_routes_the_rows() -> TestResult {
         flush_interval: Duration::from_millis(20),
         ..IngestConfig::default()
     };
-    let ingestor = Ingestor::start(SegmentWriter::new(setup.store.clone()), setup.catalog.clone(), config);
+    let ingestor = Ingestor::start(SegmentWriter::new(setup.store.clone()), setup.catalog.clone(), config).await;
     let state = IngestState {
         ingestor,
         auth: Arc::new(IngestAuth::required(setup.directory.clone(), setup.objects.clone())),

@@ -66,7 +66,7 @@ pub async fn ingest_setup_routed(
         ..IngestConfig::default()
     };
     let state = IngestState {
-        ingestor: Ingestor::start(SegmentWriter::new(store), catalog.clone(), config),
+        ingestor: Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await,
         auth: Arc::new(IngestAuth::required(directory, sqlite)),
         max_body_bytes: 1 << 20,
         budget: trawl_api::budget::ByteBudget::new(64 << 20),

@@ -9,6 +9,7 @@
 //! This crate knows nothing of Arrow data: it stores column names and KQL types only.
 
 pub mod directory;
+mod faulty;
 mod model;
 pub mod objects;
 mod sqlite;
@@ -18,6 +19,7 @@ mod sqlite_objects;
 pub use directory::{
     AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
 };
+pub use faulty::FaultyCatalog;
 pub use model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
 pub use objects::{Change, ObjectKind, ObjectRecord, Objects};
 pub use sqlite::SqliteCatalog;
@@ -31,6 +33,8 @@ pub enum CatalogError {
     Database(#[from] sqlx::Error),
     #[error("catalog holds invalid data: {0}")]
     Corrupt(String),
+    #[error("the catalog is unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl From<CatalogError> for trawl_common::TrawlError {
@@ -47,6 +51,20 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
     /// Atomically registers `added` segments (creating their tables and widening their
     /// column sets) and tombstones `tombstoned` segment ids.
     async fn commit_segments(&self, added: &[SegmentMeta], tombstoned: &[String]) -> Result<()>;
+
+    /// Registers a segment written by ingest together with the keys of the requests it holds
+    /// (32 hex digits each), in one transaction. Idempotent: when the segment is registered
+    /// already (a retried commit whose first attempt went through), nothing changes.
+    async fn commit_ingest(&self, segment: &SegmentMeta, requests: &[String]) -> Result<()>;
+
+    /// Whether a request key is registered.
+    async fn request_committed(&self, key: &str) -> Result<bool>;
+
+    /// Request keys registered at or after `since_nanos`, with the time of their commit.
+    async fn requests_since(&self, since_nanos: i64) -> Result<Vec<(String, i64)>>;
+
+    /// Forgets request keys registered before `before_nanos`; returns how many.
+    async fn forget_requests_before(&self, before_nanos: i64) -> Result<u64>;
 
     /// Live segments of a table whose time range overlaps `range` (all when `None`).
     async fn live_segments(&self, database: &str, table: &str, range: Option<TimeRange>) -> Result<Vec<SegmentMeta>>;

@@ -40,6 +40,13 @@ const SCHEMA: &[&str] = &[
         created_at INTEGER NOT NULL,
         tombstoned_at INTEGER)",
     "CREATE INDEX IF NOT EXISTS segments_by_table ON segments (database, table_name, state, min_time)",
+    // Keys of the ingest requests each segment holds, kept for the deduplication window.
+    "CREATE TABLE IF NOT EXISTS ingest_requests (
+        key TEXT PRIMARY KEY,
+        segment_id TEXT NOT NULL,
+        committed_at INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ingest_requests_by_time ON ingest_requests (committed_at)",
+    "CREATE INDEX IF NOT EXISTS ingest_requests_by_segment ON ingest_requests (segment_id)",
 ];
 
 /// Catalog stored in one SQLite file.
@@ -97,6 +104,38 @@ impl SqliteCatalog {
             if !existing.iter().any(|c| c == column) {
                 sqlx::query(*statement).execute(pool).await?;
             }
+        }
+        Ok(())
+    }
+
+    /// Registers `added` (their tables and columns too) inside `tx`.
+    async fn insert_segments(tx: &mut Transaction<'_, Sqlite>, added: &[SegmentMeta], now: i64) -> Result<()> {
+        for segment in added {
+            sqlx::query("INSERT OR IGNORE INTO tables (database, name, created_at) VALUES (?, ?, ?)")
+                .bind(&segment.database)
+                .bind(&segment.table)
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+            Self::register_columns(tx, &segment.database, &segment.table, &segment.columns).await?;
+            let columns = serde_json::to_string(&segment.columns).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+            sqlx::query(
+                "INSERT INTO segments (id, database, table_name, path, min_time, max_time, rows, bytes, columns, merge_level, state, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?)",
+            )
+            .bind(&segment.id)
+            .bind(&segment.database)
+            .bind(&segment.table)
+            .bind(&segment.path)
+            .bind(segment.min_time)
+            .bind(segment.max_time)
+            .bind(segment.rows as i64)
+            .bind(segment.bytes as i64)
+            .bind(columns)
+            .bind(segment.merge_level as i64)
+            .bind(segment.created_at)
+            .execute(&mut **tx)
+            .await?;
         }
         Ok(())
     }
@@ -216,33 +255,7 @@ impl Catalog for SqliteCatalog {
     async fn commit_segments(&self, added: &[SegmentMeta], tombstoned: &[String]) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let now = trawl_common::time::now_nanos();
-        for segment in added {
-            sqlx::query("INSERT OR IGNORE INTO tables (database, name, created_at) VALUES (?, ?, ?)")
-                .bind(&segment.database)
-                .bind(&segment.table)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            Self::register_columns(&mut tx, &segment.database, &segment.table, &segment.columns).await?;
-            let columns = serde_json::to_string(&segment.columns).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
-            sqlx::query(
-                "INSERT INTO segments (id, database, table_name, path, min_time, max_time, rows, bytes, columns, merge_level, state, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?)",
-            )
-            .bind(&segment.id)
-            .bind(&segment.database)
-            .bind(&segment.table)
-            .bind(&segment.path)
-            .bind(segment.min_time)
-            .bind(segment.max_time)
-            .bind(segment.rows as i64)
-            .bind(segment.bytes as i64)
-            .bind(columns)
-            .bind(segment.merge_level as i64)
-            .bind(segment.created_at)
-            .execute(&mut *tx)
-            .await?;
-        }
+        Self::insert_segments(&mut tx, added, now).await?;
         for id in tombstoned {
             let result = sqlx::query(
                 "UPDATE segments SET state = 'tombstoned', tombstoned_at = ? WHERE id = ? AND state = 'live'",
@@ -258,6 +271,59 @@ impl Catalog for SqliteCatalog {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn commit_ingest(&self, segment: &SegmentMeta, requests: &[String]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        // A retried commit whose first attempt went through finds its segment, or (once a
+        // merge replaced and forgot it) its requests.
+        let done: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM segments WHERE id = ?1 UNION ALL SELECT 1 FROM ingest_requests WHERE segment_id = ?1 LIMIT 1",
+        )
+        .bind(&segment.id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if done.is_some() {
+            return Ok(());
+        }
+        let now = trawl_common::time::now_nanos();
+        Self::insert_segments(&mut tx, std::slice::from_ref(segment), now).await?;
+        for key in requests {
+            sqlx::query("INSERT OR IGNORE INTO ingest_requests (key, segment_id, committed_at) VALUES (?, ?, ?)")
+                .bind(key)
+                .bind(&segment.id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn request_committed(&self, key: &str) -> Result<bool> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM ingest_requests WHERE key = ?")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(found.is_some())
+    }
+
+    async fn requests_since(&self, since_nanos: i64) -> Result<Vec<(String, i64)>> {
+        let rows = sqlx::query("SELECT key, committed_at FROM ingest_requests WHERE committed_at >= ?")
+            .bind(since_nanos)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("key")?, row.try_get("committed_at")?)))
+            .collect()
+    }
+
+    async fn forget_requests_before(&self, before_nanos: i64) -> Result<u64> {
+        let result = sqlx::query("DELETE FROM ingest_requests WHERE committed_at < ?")
+            .bind(before_nanos)
+            .execute(&self.pool)
+            .await?;
+        Ok(result.rows_affected())
     }
 
     async fn live_segments(&self, database: &str, table: &str, range: Option<TimeRange>) -> Result<Vec<SegmentMeta>> {

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod faults;
 pub mod metrics;
 pub mod row;
 pub mod shred;

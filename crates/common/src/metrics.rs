@@ -55,6 +55,14 @@ pub struct Metrics {
     pub storage_segments_merged: Counter,
     /// Segment objects deleted after their grace period.
     pub storage_segments_deleted: Counter,
+    /// Object store requests by `operation` (put, get, head, list, delete, copy, rename): latency.
+    pub storage_request_seconds: HistogramFamily,
+    /// Object store requests that failed, by `operation`.
+    pub storage_request_errors: Family<Labels, Counter>,
+    /// Puts and catalog commits of ingest flushes retried after a failure, by `part`.
+    pub ingest_retries: Family<Labels, Counter>,
+    /// Ingest requests acknowledged without storing again: the same body was stored already.
+    pub ingest_deduplicated: Counter,
     /// Catalog commits (segments registered or tombstoned) and how long they took.
     pub catalog_commit_seconds: Histogram,
     /// Catalog operations that failed.
@@ -93,6 +101,10 @@ impl Metrics {
         let storage_merges = Counter::default();
         let storage_segments_merged = Counter::default();
         let storage_segments_deleted = Counter::default();
+        let storage_request_seconds: HistogramFamily = Family::new_with_constructor(seconds_histogram);
+        let storage_request_errors = Family::<Labels, Counter>::default();
+        let ingest_retries = Family::<Labels, Counter>::default();
+        let ingest_deduplicated = Counter::default();
         let catalog_commit_seconds = seconds_histogram();
         let catalog_errors = Counter::default();
         let query_running = Gauge::default();
@@ -172,6 +184,26 @@ impl Metrics {
             storage_segments_deleted.clone(),
         );
         r.register(
+            "storage_request_seconds",
+            "Object store request latency, by operation",
+            storage_request_seconds.clone(),
+        );
+        r.register(
+            "storage_request_errors",
+            "Object store requests that failed, by operation",
+            storage_request_errors.clone(),
+        );
+        r.register(
+            "ingest_retries",
+            "Ingest flush steps retried after a failure, by part (store or catalog)",
+            ingest_retries.clone(),
+        );
+        r.register(
+            "ingest_deduplicated",
+            "Ingest requests acknowledged without storing again (the same body was stored already)",
+            ingest_deduplicated.clone(),
+        );
+        r.register(
             "catalog_commit_seconds",
             "Time of catalog commits of segments",
             catalog_commit_seconds.clone(),
@@ -237,6 +269,10 @@ impl Metrics {
             storage_merges,
             storage_segments_merged,
             storage_segments_deleted,
+            storage_request_seconds,
+            storage_request_errors,
+            ingest_retries,
+            ingest_deduplicated,
             catalog_commit_seconds,
             catalog_errors,
             query_running,

@@ -457,8 +457,52 @@ impl Engine {
     }
 }
 
+/// The part a failure says is unavailable (the segment store or the catalog), as an
+/// `Unavailable` error that names it: the client may retry.
+fn unavailable_part(error: &DataFusionError) -> Option<TrawlError> {
+    let store = |e: &dyn std::fmt::Display| {
+        TrawlError::unavailable(format!(
+            "the segment store is unavailable, so the query cannot read its data: {e}"
+        ))
+    };
+    let external = |inner: &(dyn std::error::Error + Send + Sync + 'static)| {
+        if let Some(e) = inner.downcast_ref::<trawl_catalog::CatalogError>() {
+            return Some(TrawlError::unavailable(format!(
+                "the catalog is unavailable, so the query cannot find its segments: {e}"
+            )));
+        }
+        if let Some(e) = inner.downcast_ref::<object_store::Error>() {
+            return Some(store(e));
+        }
+        inner.downcast_ref::<trawl_storage::StorageError>().map(|e| store(e))
+    };
+    for cause in error.iter() {
+        let found = match cause {
+            DataFusionError::ObjectStore(e) => Some(store(e)),
+            DataFusionError::External(inner) => external(inner.as_ref()),
+            // The Parquet reader wraps the store's error when it fetches a footer or pages.
+            DataFusionError::ParquetError(parquet) => match parquet.as_ref() {
+                datafusion::parquet::errors::ParquetError::External(inner) => external(inner.as_ref()),
+                _ => None,
+            },
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    // DataFusion's Parquet reader turns a failed footer fetch into text (the object store's
+    // error is formatted into it, not kept as a source).
+    let text = error.to_string();
+    text.contains("Object Store error").then(|| store(&text))
+}
+
 /// Maps an execution failure to a caller-facing error; internal details go to the log.
 pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
+    if let Some(unavailable) = unavailable_part(&error) {
+        tracing::warn!(%error, "a query could not read its data");
+        return unavailable;
+    }
     // A memory limit reached deep inside an operator arrives wrapped in other errors.
     if let DataFusionError::ResourcesExhausted(message) = error.find_root()
         && !budget::over_budget(message)

@@ -3,12 +3,17 @@
 //! [`Ingestor::submit`] adds a request's rows to the buffer of their table and waits. A
 //! flusher task writes a buffer as one segment when it is `flush_interval` old (at most 2 s
 //! by default 1 s) or holds `max_batch_rows`, puts it durably, registers it in the catalog,
-//! and only then answers every waiting request. Any failure before the catalog commit
-//! answers `Unavailable` (503 / UNAVAILABLE), and the sender retries: nothing acknowledged is
-//! ever lost. When more than `max_buffered_rows` rows or `max_buffered_bytes` bytes wait, new
-//! requests are refused with `Unavailable` (backpressure) instead of growing memory.
+//! and only then answers every waiting request. A failed put or commit is retried with
+//! backoff until `retry_for` (25 s) after the buffer's first request arrived; then the
+//! requests are answered `Unavailable` (503 / UNAVAILABLE) and their senders retry: nothing
+//! acknowledged is ever lost. When more than `max_buffered_rows` rows or `max_buffered_bytes`
+//! bytes wait, new requests are refused with `Unavailable` (backpressure) instead of growing
+//! memory. A request sent again after it was stored is acknowledged without storing it twice
+//! ([`dedup`]).
 //!
 //! This crate knows nothing of HTTP or gRPC.
+
+pub mod dedup;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,13 +22,16 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, Notify, Semaphore, oneshot};
 use tokio::task::JoinHandle;
-use trawl_catalog::Catalog;
+use trawl_catalog::{Catalog, CatalogError};
 use trawl_common::metrics::{METRICS, label, seconds_since};
 use trawl_common::{ErrorCode, Row, TrawlError};
-use trawl_storage::SegmentWriter;
 use trawl_storage::schema::row_kind;
+use trawl_storage::{SegmentWriter, encode_rows};
 
-/// Batching and admission settings.
+pub use dedup::RequestKey;
+use dedup::{Admission, Dedup};
+
+/// Batching, retry and admission settings.
 #[derive(Debug, Clone)]
 pub struct IngestConfig {
     /// Longest time rows wait in a buffer before their segment is written (≤ 2 s).
@@ -36,6 +44,12 @@ pub struct IngestConfig {
     pub max_buffered_bytes: usize,
     /// Flushes running at the same time.
     pub concurrent_flushes: usize,
+    /// How long after a buffer's first request its flush keeps retrying a failed put or
+    /// commit before the requests are answered `Unavailable`.
+    pub retry_for: Duration,
+    /// How long a stored request is remembered so that the same request again is not stored
+    /// twice; zero turns deduplication off.
+    pub dedup_window: Duration,
 }
 
 impl Default for IngestConfig {
@@ -46,9 +60,17 @@ impl Default for IngestConfig {
             max_buffered_rows: 500_000,
             max_buffered_bytes: 256 << 20,
             concurrent_flushes: 2,
+            retry_for: Duration::from_secs(25),
+            dedup_window: Duration::from_secs(600),
         }
     }
 }
+
+/// First pause between attempts of a failed flush step; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// How often the catalog's remembered request keys are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 type Waiter = oneshot::Sender<Result<(), TrawlError>>;
 type BufferKey = (String, String, &'static str);
@@ -58,6 +80,8 @@ struct Buffer {
     rows: Vec<Row>,
     bytes: usize,
     waiters: Vec<Waiter>,
+    /// Keys of the requests whose rows are here.
+    keys: Vec<RequestKey>,
     opened_at: Instant,
 }
 
@@ -73,6 +97,14 @@ struct Inner {
     buffered_rows: AtomicUsize,
     buffered_bytes: AtomicUsize,
     stopping: AtomicBool,
+    dedup: std::sync::Mutex<Dedup>,
+}
+
+impl Inner {
+    fn dedup(&self) -> std::sync::MutexGuard<'_, Dedup> {
+        // The state is plain data; a panic elsewhere does not make it wrong.
+        self.dedup.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// Handle to the ingest pipeline; cheap to clone.
@@ -83,8 +115,29 @@ pub struct Ingestor {
 }
 
 impl Ingestor {
-    /// Starts the flusher task.
-    pub fn start(writer: SegmentWriter, catalog: Arc<dyn Catalog>, config: IngestConfig) -> Ingestor {
+    /// Loads the request keys stored within the deduplication window and starts the flusher.
+    pub async fn start(writer: SegmentWriter, catalog: Arc<dyn Catalog>, config: IngestConfig) -> Ingestor {
+        let mut dedup = Dedup::new(config.dedup_window);
+        if dedup.enabled() {
+            let since = trawl_common::time::now_nanos().saturating_sub(dedup.window_nanos());
+            match catalog.requests_since(since).await {
+                Ok(keys) => {
+                    for (key, at) in keys {
+                        if let Some(key) = RequestKey::from_hex(&key) {
+                            dedup.remember(key, at);
+                        }
+                    }
+                    tracing::debug!(
+                        keys = dedup.len(),
+                        "remembered the requests stored in the deduplication window"
+                    );
+                }
+                Err(error) => tracing::warn!(
+                    %error,
+                    "cannot load the requests stored recently; a retried request may be stored twice"
+                ),
+            }
+        }
         let inner = Arc::new(Inner {
             buffers: Mutex::new(HashMap::new()),
             writer,
@@ -95,6 +148,7 @@ impl Ingestor {
             buffered_rows: AtomicUsize::new(0),
             buffered_bytes: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
+            dedup: std::sync::Mutex::new(dedup),
         });
         let flusher = tokio::spawn(flush_loop(inner.clone()));
         Ingestor {
@@ -104,7 +158,15 @@ impl Ingestor {
     }
 
     /// Adds `rows` to `database.table` and returns once they are durable and registered.
-    pub async fn submit(&self, database: &str, table: &str, rows: Vec<Row>) -> Result<(), TrawlError> {
+    /// `key` identifies the request (see [`RequestKey`]): a request whose key was stored
+    /// within the deduplication window is acknowledged without storing it again.
+    pub async fn submit(
+        &self,
+        database: &str,
+        table: &str,
+        rows: Vec<Row>,
+        key: Option<RequestKey>,
+    ) -> Result<(), TrawlError> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -112,6 +174,61 @@ impl Ingestor {
         if inner.stopping.load(Ordering::Acquire) {
             return Err(TrawlError::unavailable("ingest is shutting down"));
         }
+        let key = match key {
+            Some(key) if inner.dedup().enabled() => match self.admit(key).await? {
+                Some(key) => Some(key),
+                None => return Ok(()),
+            },
+            _ => None,
+        };
+        self.buffer_and_wait(database, table, rows, key).await
+    }
+
+    /// `Some(key)` when the request must be stored; `None` when it is stored already (or a
+    /// copy of it was, while this one waited).
+    async fn admit(&self, key: RequestKey) -> Result<Option<RequestKey>, TrawlError> {
+        let now = trawl_common::time::now_nanos();
+        let admission = self.inner.dedup().admit(key, now);
+        let admission = match admission {
+            Admission::Uncertain => {
+                let stored = self.inner.catalog.request_committed(&key.to_hex()).await.map_err(|e| {
+                    TrawlError::unavailable(format!(
+                        "cannot tell whether this request was stored before (the catalog failed during its commit): {e}"
+                    ))
+                })?;
+                self.inner.dedup().resolve(key, stored, now)
+            }
+            other => other,
+        };
+        match admission {
+            Admission::Store => Ok(Some(key)),
+            Admission::Stored => {
+                METRICS.ingest_deduplicated.inc();
+                Ok(None)
+            }
+            Admission::Wait(receiver) => {
+                let result = receiver
+                    .await
+                    .unwrap_or_else(|_| Err(TrawlError::unavailable("ingest stopped before the batch was stored")));
+                if result.is_ok() {
+                    METRICS.ingest_deduplicated.inc();
+                }
+                result.map(|()| None)
+            }
+            Admission::Uncertain => Err(TrawlError::unavailable(
+                "cannot tell whether this request was stored before; retry later",
+            )),
+        }
+    }
+
+    async fn buffer_and_wait(
+        &self,
+        database: &str,
+        table: &str,
+        rows: Vec<Row>,
+        key: Option<RequestKey>,
+    ) -> Result<(), TrawlError> {
+        let inner = &self.inner;
         let count = rows.len();
         let bytes: usize = rows.iter().map(Row::approximate_bytes).sum();
         let waiting = inner.buffered_rows.fetch_add(count, Ordering::AcqRel);
@@ -121,10 +238,17 @@ impl Ingestor {
         if over && waiting > 0 {
             inner.buffered_rows.fetch_sub(count, Ordering::AcqRel);
             inner.buffered_bytes.fetch_sub(bytes, Ordering::AcqRel);
-            return Err(TrawlError::unavailable(format!(
+            let refused = Err(TrawlError::unavailable(format!(
                 "ingest buffers are full ({waiting} rows, {} MiB waiting); retry later",
                 waiting_bytes >> 20
             )));
+            if let Some(key) = key {
+                // Never buffered: release the key, so the retry is stored.
+                inner
+                    .dedup()
+                    .finish(key, &refused, false, trawl_common::time::now_nanos());
+            }
+            return refused;
         }
         let (sender, receiver) = oneshot::channel();
         let full = {
@@ -138,11 +262,13 @@ impl Ingestor {
                     rows: Vec::new(),
                     bytes: 0,
                     waiters: Vec::new(),
+                    keys: Vec::new(),
                     opened_at: Instant::now(),
                 });
             buffer.rows.extend(rows);
             buffer.bytes += bytes;
             buffer.waiters.push(sender);
+            buffer.keys.extend(key);
             buffer.rows.len() >= inner.config.max_batch_rows
         };
         if full {
@@ -177,6 +303,7 @@ impl Ingestor {
 
 async fn flush_loop(inner: Arc<Inner>) {
     let tick = (inner.config.flush_interval / 4).max(Duration::from_millis(10));
+    let mut pruned = Instant::now();
     loop {
         let stopping = inner.stopping.load(Ordering::Acquire);
         let due = take_due_buffers(&inner, stopping).await;
@@ -196,10 +323,30 @@ async fn flush_loop(inner: Arc<Inner>) {
             let _ = inner.flush_slots.acquire_many(slots).await;
             return;
         }
+        if pruned.elapsed() >= PRUNE_EVERY {
+            pruned = Instant::now();
+            prune_request_keys(&inner).await;
+        }
         tokio::select! {
             _ = inner.wake.notified() => {}
             _ = tokio::time::sleep(tick) => {}
         }
+    }
+}
+
+/// Forgets request keys past the deduplication window, in memory and in the catalog.
+async fn prune_request_keys(inner: &Inner) {
+    let now = trawl_common::time::now_nanos();
+    let cutoff = {
+        let mut dedup = inner.dedup();
+        if !dedup.enabled() {
+            return;
+        }
+        dedup.expire(now);
+        now.saturating_sub(dedup.window_nanos())
+    };
+    if let Err(error) = inner.catalog.forget_requests_before(cutoff).await {
+        tracing::warn!(%error, "cannot prune old request keys from the catalog; will retry");
     }
 }
 
@@ -220,9 +367,11 @@ async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Bu
 async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, buffer: Buffer) {
     let count = buffer.rows.len();
     let started = Instant::now();
-    let result = write_and_register(inner, database, table, buffer.rows).await;
+    let deadline = buffer.opened_at + inner.config.retry_for;
+    let outcome = write_and_register(inner, database, table, buffer.rows, &buffer.keys, deadline).await;
     inner.buffered_rows.fetch_sub(count, Ordering::AcqRel);
     inner.buffered_bytes.fetch_sub(buffer.bytes, Ordering::AcqRel);
+    let result = outcome.as_ref().map(|_| ()).map_err(|(error, _)| error.clone());
     match &result {
         Ok(()) => {
             METRICS.ingest_flush_seconds.observe(seconds_since(started));
@@ -236,29 +385,73 @@ async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, b
             tracing::error!(database, table, rows = count, %error, "flush failed; senders are told to retry");
         }
     }
+    let unknown = matches!(outcome, Err((_, CommitOutcome::Unknown)));
+    if !buffer.keys.is_empty() {
+        let now = trawl_common::time::now_nanos();
+        let mut dedup = inner.dedup();
+        for key in &buffer.keys {
+            dedup.finish(*key, &result, unknown, now);
+        }
+    }
     for waiter in buffer.waiters {
         let _ = waiter.send(result.clone());
     }
 }
 
-async fn write_and_register(inner: &Inner, database: &str, table: &str, rows: Vec<Row>) -> Result<(), TrawlError> {
-    let segment = inner
-        .writer
-        .write_rows(database, table, rows)
-        .await
-        .map_err(|e| TrawlError::new(ErrorCode::Unavailable, format!("could not store the batch: {e}")))?;
+/// Whether a failed flush's segment may be registered after all.
+#[derive(Debug)]
+enum CommitOutcome {
+    /// Nothing was registered.
+    NotRegistered,
+    /// A commit was attempted and its outcome is unknown (the catalog failed mid-commit).
+    Unknown,
+}
+
+async fn write_and_register(
+    inner: &Inner,
+    database: &str,
+    table: &str,
+    rows: Vec<Row>,
+    keys: &[RequestKey],
+    deadline: Instant,
+) -> Result<(), (TrawlError, CommitOutcome)> {
+    let encoded = encode_rows(rows).await.map_err(|e| {
+        (
+            TrawlError::new(ErrorCode::Unavailable, format!("could not store the batch: {e}")),
+            CommitOutcome::NotRegistered,
+        )
+    })?;
+    let segment = inner.writer.prepare(database, table, &encoded, 0);
+    let store = inner.writer.store();
+    retrying("store", deadline, || {
+        store.put_durable(&segment.path, encoded.bytes.clone())
+    })
+    .await
+    .map_err(|e| {
+        (
+            TrawlError::unavailable(format!("could not store the batch: {e}")),
+            CommitOutcome::NotRegistered,
+        )
+    })?;
     METRICS.storage_segments_written.inc();
     METRICS.storage_segment_bytes_written.inc_by(segment.bytes);
+    let keys: Vec<String> = keys.iter().map(|k| k.to_hex()).collect();
     let committing = Instant::now();
-    let committed = inner.catalog.commit_segments(std::slice::from_ref(&segment), &[]).await;
+    let committed = retrying("catalog", deadline, || async {
+        let result = inner.catalog.commit_ingest(&segment, &keys).await;
+        if result.is_err() {
+            METRICS.catalog_errors.inc();
+        }
+        result.map_err(Retry::from_catalog)
+    })
+    .await;
     METRICS.catalog_commit_seconds.observe(seconds_since(committing));
     if let Err(error) = committed {
-        METRICS.catalog_errors.inc();
-        // The object is unregistered, so no query sees it; remove it, best effort.
-        let _ = inner.writer.store().delete(&segment.path).await;
-        return Err(TrawlError::new(
-            ErrorCode::Unavailable,
-            format!("could not register the batch: {error}"),
+        // The commit may have gone through before the catalog failed: the object stays (a
+        // query sees it only if it is registered) and the request keys become uncertain.
+        return Err((
+            TrawlError::unavailable(format!("could not register the batch: {error}")),
+            CommitOutcome::Unknown,
         ));
     }
     tracing::debug!(
@@ -269,6 +462,69 @@ async fn write_and_register(inner: &Inner, database: &str, table: &str, rows: Ve
         "segment committed"
     );
     Ok(())
+}
+
+/// A failed attempt: worth retrying or not.
+#[derive(Debug)]
+enum Retry {
+    Again(String),
+    Never(String),
+}
+
+impl Retry {
+    fn from_catalog(error: CatalogError) -> Retry {
+        match error {
+            // Invalid data (a column whose type conflicts) fails the same way every time.
+            CatalogError::Corrupt(message) => Retry::Never(message),
+            other => Retry::Again(other.to_string()),
+        }
+    }
+}
+
+impl From<trawl_storage::StorageError> for Retry {
+    fn from(error: trawl_storage::StorageError) -> Retry {
+        Retry::Again(error.to_string())
+    }
+}
+
+impl std::fmt::Display for Retry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Retry::Again(message) | Retry::Never(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or `deadline` passes, pausing with
+/// doubling backoff between attempts (always at least one attempt).
+async fn retrying<F, Fut, E>(part: &'static str, deadline: Instant, mut attempt: F) -> Result<(), Retry>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: Into<Retry>,
+{
+    let mut pause = FIRST_BACKOFF;
+    let mut attempts = 0_u32;
+    loop {
+        attempts += 1;
+        let error = match attempt().await {
+            Ok(()) => {
+                if attempts > 1 {
+                    tracing::info!(part, attempts, "a flush step succeeded after retrying");
+                }
+                return Ok(());
+            }
+            Err(error) => error.into(),
+        };
+        let now = Instant::now();
+        if matches!(error, Retry::Never(_)) || now + pause > deadline {
+            return Err(error);
+        }
+        tracing::warn!(part, attempts, %error, retry_in_ms = pause.as_millis() as u64, "a flush step failed; retrying");
+        METRICS.ingest_retries.get_or_create(&label("part", part)).inc();
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_BACKOFF);
+    }
 }
 
 /// The signal a buffer's kind of rows is (`row_kind`'s names).
@@ -283,8 +539,9 @@ fn signal_of(kind: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trawl_catalog::SqliteCatalog;
+    use trawl_catalog::{FaultyCatalog, SqliteCatalog};
     use trawl_common::Value;
+    use trawl_common::faults::{FaultSpec, Faults};
     use trawl_storage::SegmentStore;
 
     fn rows(n: usize) -> Vec<Row> {
@@ -304,7 +561,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let catalog = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
         let store = SegmentStore::local(&dir.path().join("segments"))?;
-        let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config);
+        let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await;
         Ok((dir, catalog, ingestor))
     }
 
@@ -316,8 +573,8 @@ mod tests {
         };
         let (_dir, catalog, ingestor) = setup(config).await?;
         let (a, b) = tokio::join!(
-            ingestor.submit("default", "default", rows(10)),
-            ingestor.submit("default", "default", rows(5))
+            ingestor.submit("default", "default", rows(10), None),
+            ingestor.submit("default", "default", rows(5), None)
         );
         a?;
         b?;
@@ -344,8 +601,8 @@ mod tests {
             })
             .collect();
         let (a, b) = tokio::join!(
-            ingestor.submit("default", "default", rows(4)),
-            ingestor.submit("default", "default", spans)
+            ingestor.submit("default", "default", rows(4), None),
+            ingestor.submit("default", "default", spans, None)
         );
         a?;
         b?;
@@ -371,15 +628,190 @@ mod tests {
         let (_dir, _catalog, ingestor) = setup(config).await?;
         let first = tokio::spawn({
             let ingestor = ingestor.clone();
-            async move { ingestor.submit("default", "default", rows(8)).await }
+            async move { ingestor.submit("default", "default", rows(8), None).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let refused = ingestor.submit("default", "default", rows(8)).await;
+        let refused = ingestor.submit("default", "default", rows(8), None).await;
         assert_eq!(refused.err().map(|e| e.code), Some(ErrorCode::Unavailable));
         ingestor.shutdown().await;
         first.await??;
-        let after = ingestor.submit("default", "default", rows(1)).await;
+        let after = ingestor.submit("default", "default", rows(1), None).await;
         assert_eq!(after.err().map(|e| e.code), Some(ErrorCode::Unavailable));
+        Ok(())
+    }
+
+    /// An ingestor whose store and catalog fail as `faults` say.
+    async fn faulty_setup(
+        config: IngestConfig,
+    ) -> Result<(tempfile::TempDir, Arc<SqliteCatalog>, Arc<Faults>, Ingestor), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let catalog = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+        let faults = Arc::new(Faults::new());
+        let store = SegmentStore::local(&dir.path().join("segments"))?.with_faults(faults.clone());
+        let faulty: Arc<dyn Catalog> = Arc::new(FaultyCatalog::new(catalog.clone(), faults.clone()));
+        let ingestor = Ingestor::start(SegmentWriter::new(store), faulty, config).await;
+        Ok((dir, catalog, faults, ingestor))
+    }
+
+    fn quick(retry_for: Duration) -> IngestConfig {
+        IngestConfig {
+            flush_interval: Duration::from_millis(20),
+            retry_for,
+            ..Default::default()
+        }
+    }
+
+    async fn stored_rows(catalog: &SqliteCatalog) -> Result<u64, Box<dyn std::error::Error>> {
+        let segments = catalog.live_segments("default", "default", None).await?;
+        Ok(segments.iter().map(|s| s.rows).sum())
+    }
+
+    fn key(text: &str) -> Option<RequestKey> {
+        Some(RequestKey::of_body("test", text.as_bytes()))
+    }
+
+    #[tokio::test]
+    async fn a_store_outage_shorter_than_the_retry_time_is_waited_out() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, catalog, faults, ingestor) = faulty_setup(quick(Duration::from_secs(10))).await?;
+        faults.apply(&FaultSpec {
+            store_down_secs: Some(1),
+            ..FaultSpec::default()
+        });
+        let started = Instant::now();
+        ingestor.submit("default", "default", rows(7), key("a")).await?;
+        assert!(started.elapsed() >= Duration::from_millis(900));
+        assert_eq!(stored_rows(&catalog).await?, 7);
+        // Slow puts and single refused puts are retried too.
+        faults.apply(&FaultSpec {
+            store_failed_puts: Some(2),
+            store_put_delay_ms: Some(200),
+            ..FaultSpec::default()
+        });
+        ingestor.submit("default", "default", rows(3), key("b")).await?;
+        assert_eq!(stored_rows(&catalog).await?, 10);
+        ingestor.shutdown().await;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_longer_outage_is_unavailable_then_the_retry_is_stored_once() -> Result<(), Box<dyn std::error::Error>> {
+        let (dir, catalog, faults, ingestor) = faulty_setup(quick(Duration::from_millis(600))).await?;
+        faults.apply(&FaultSpec {
+            store_disk_full_secs: Some(2),
+            ..FaultSpec::default()
+        });
+        let refused = ingestor.submit("default", "default", rows(5), key("c")).await;
+        let error = refused.err().ok_or("the request should have been refused")?;
+        assert_eq!(error.code, ErrorCode::Unavailable);
+        assert!(error.message.contains("no space left"), "{}", error.message);
+        assert_eq!(stored_rows(&catalog).await?, 0);
+        // The full disk left partial files, never a segment.
+        let mut partial = 0;
+        for entry in walk(&dir.path().join("segments"))? {
+            assert!(entry.extension().is_some_and(|e| e == "partial"), "{entry:?}");
+            partial += 1;
+        }
+        assert!(partial > 0);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        ingestor.submit("default", "default", rows(5), key("c")).await?;
+        ingestor.submit("default", "default", rows(5), key("c")).await?;
+        assert_eq!(stored_rows(&catalog).await?, 5);
+        ingestor.shutdown().await;
+        Ok(())
+    }
+
+    fn walk(root: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        let mut files = Vec::new();
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(dir)? {
+                let path = entry?.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    #[tokio::test]
+    async fn a_commit_lost_after_it_went_through_is_stored_once() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, catalog, faults, ingestor) = faulty_setup(quick(Duration::from_secs(10))).await?;
+        faults.apply(&FaultSpec {
+            catalog_lost_commits: Some(1),
+            ..FaultSpec::default()
+        });
+        // The retry inside the flush finds the segment registered.
+        ingestor.submit("default", "default", rows(4), key("d")).await?;
+        assert_eq!(stored_rows(&catalog).await?, 4);
+        assert_eq!(catalog.live_segments("default", "default", None).await?.len(), 1);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn an_unknown_commit_outcome_is_asked_of_the_catalog() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, catalog, faults, ingestor) = faulty_setup(quick(Duration::from_millis(500))).await?;
+        // The commit goes through, the answer is lost, and the catalog stays down past the
+        // retry time: the sender hears 503 and sends again.
+        faults.apply(&FaultSpec {
+            catalog_lost_commits: Some(1),
+            ..FaultSpec::default()
+        });
+        let faults_later = faults.clone();
+        let downer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            faults_later.apply(&FaultSpec {
+                catalog_down_secs: Some(2),
+                ..FaultSpec::default()
+            });
+        });
+        let first = ingestor.submit("default", "default", rows(6), key("e")).await;
+        downer.await?;
+        assert!(first.is_err());
+        // While the catalog is down the copy cannot be told apart: 503 again.
+        let second = ingestor.submit("default", "default", rows(6), key("e")).await;
+        assert!(second.is_err_and(|e| e.message.contains("cannot tell")));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        ingestor.submit("default", "default", rows(6), key("e")).await?;
+        assert_eq!(stored_rows(&catalog).await?, 6);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn copies_sent_together_or_after_a_restart_are_stored_once() -> Result<(), Box<dyn std::error::Error>> {
+        let (dir, catalog, _faults, ingestor) = faulty_setup(quick(Duration::from_secs(5))).await?;
+        let (a, b, c) = tokio::join!(
+            ingestor.submit("default", "default", rows(9), key("f")),
+            ingestor.submit("default", "default", rows(9), key("f")),
+            ingestor.submit("default", "default", rows(2), key("g")),
+        );
+        a?;
+        b?;
+        c?;
+        assert_eq!(stored_rows(&catalog).await?, 11);
+        ingestor.shutdown().await;
+        // A new process remembers the keys from the catalog.
+        let store = SegmentStore::local(&dir.path().join("segments"))?;
+        let restarted = Ingestor::start(
+            SegmentWriter::new(store),
+            catalog.clone(),
+            quick(Duration::from_secs(5)),
+        )
+        .await;
+        restarted.submit("default", "default", rows(9), key("f")).await?;
+        restarted.submit("default", "default", rows(9), None).await?;
+        assert_eq!(stored_rows(&catalog).await?, 20);
+        // Without a window nothing is deduplicated.
+        let store = SegmentStore::local(&dir.path().join("segments"))?;
+        let config = IngestConfig {
+            dedup_window: Duration::ZERO,
+            ..quick(Duration::from_secs(5))
+        };
+        let plain = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await;
+        plain.submit("default", "default", rows(2), key("g")).await?;
+        assert_eq!(stored_rows(&catalog).await?, 22);
         Ok(())
     }
 }

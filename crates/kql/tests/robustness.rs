@@ -148,11 +148,14 @@ fn parse_error(text: &str) -> String {
     trawl_kql::parse(text).err().map(|e| e.to_string()).unwrap_or_default()
 }
 
+/// A kind of chain and the query of `n` links of it.
+type Chain = (&'static str, fn(usize) -> String);
+
 #[test]
 fn chains_parse_up_to_the_tree_bound_and_are_refused_past_it() {
     let under = trawl_kql::MAX_TREE_DEPTH - 10;
     let over = trawl_kql::MAX_TREE_DEPTH + 1;
-    let chains: [(&str, fn(usize) -> String); 5] = [
+    let chains: [Chain; 5] = [
         ("binary", |n| format!("print {}", vec!["1"; n + 1].join(" + "))),
         ("pipeline", |n| format!("print x = 1 {}", "| where x == 1 ".repeat(n))),
         ("members", |n| {

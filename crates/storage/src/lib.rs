@@ -17,6 +17,7 @@ mod batch;
 mod chunks;
 pub mod count_by;
 mod merge;
+pub mod observed;
 pub mod progress;
 pub mod schema;
 mod segment;
@@ -27,7 +28,7 @@ mod table;
 pub use batch::rows_to_batch;
 pub use merge::{MergePolicy, Merger};
 pub use progress::ScanCounters;
-pub use segment::SegmentWriter;
+pub use segment::{Encoded, SegmentWriter, encode_rows};
 pub use store::SegmentStore;
 pub use table::{TrawlTable, time_bounds_of_filters};
 

@@ -39,16 +39,30 @@ impl SegmentWriter {
     /// Writes `rows` as one durable segment of `database.table` and returns its catalog row
     /// (not yet registered).
     pub async fn write_rows(&self, database: &str, table: &str, rows: Vec<Row>) -> Result<SegmentMeta> {
-        let row_count = rows.len() as u64;
-        let (bytes, columns, min_time, max_time) = tokio::task::spawn_blocking(move || {
-            let built = rows_to_batch(rows)?;
-            let bytes = encode_parquet(&[built.batch])?;
-            Ok::<_, StorageError>((bytes, built.columns, built.min_time, built.max_time))
-        })
-        .await
-        .map_err(|e| StorageError::Invalid(format!("encode task failed: {e}")))??;
-        self.write_encoded(database, table, bytes, columns, min_time, max_time, row_count, 0)
-            .await
+        let encoded = encode_rows(rows).await?;
+        let meta = self.prepare(database, table, &encoded, 0);
+        self.store.put_durable(&meta.path, encoded.bytes).await?;
+        Ok(meta)
+    }
+
+    /// The catalog row a segment of `encoded` will have: a new id and path (not yet put).
+    pub fn prepare(&self, database: &str, table: &str, encoded: &Encoded, merge_level: u32) -> SegmentMeta {
+        let id = uuid::Uuid::now_v7().simple().to_string();
+        SegmentMeta {
+            path: segment_path(database, table, encoded.min_time, &id),
+            id,
+            database: database.to_string(),
+            table: table.to_string(),
+            min_time: encoded.min_time,
+            max_time: encoded.max_time,
+            rows: encoded.rows,
+            bytes: encoded.bytes.len() as u64,
+            columns: encoded.columns.clone(),
+            merge_level,
+            state: SegmentState::Live,
+            created_at: trawl_common::time::now_nanos(),
+            tombstoned_at: None,
+        }
     }
 
     /// Writes encoded Parquet `bytes` of `rows` time-sorted rows as one durable segment and
@@ -65,26 +79,45 @@ impl SegmentWriter {
         rows: u64,
         merge_level: u32,
     ) -> Result<SegmentMeta> {
-        let id = uuid::Uuid::now_v7().simple().to_string();
-        let path = segment_path(database, table, min_time, &id);
-        let size = bytes.len() as u64;
-        self.store.put_durable(&path, bytes).await?;
-        Ok(SegmentMeta {
-            id,
-            database: database.to_string(),
-            table: table.to_string(),
-            path,
+        let encoded = Encoded {
+            bytes,
+            columns,
             min_time,
             max_time,
             rows,
-            bytes: size,
-            columns,
-            merge_level,
-            state: SegmentState::Live,
-            created_at: trawl_common::time::now_nanos(),
-            tombstoned_at: None,
-        })
+        };
+        let meta = self.prepare(database, table, &encoded, merge_level);
+        self.store.put_durable(&meta.path, encoded.bytes).await?;
+        Ok(meta)
     }
+}
+
+/// A segment's Parquet bytes and what its catalog row says of them.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    pub bytes: Bytes,
+    pub columns: Vec<ColumnInfo>,
+    pub min_time: i64,
+    pub max_time: i64,
+    pub rows: u64,
+}
+
+/// Sorts and encodes `rows` as one segment's Parquet bytes (on a blocking thread).
+pub async fn encode_rows(rows: Vec<Row>) -> Result<Encoded> {
+    let row_count = rows.len() as u64;
+    tokio::task::spawn_blocking(move || {
+        let built = rows_to_batch(rows)?;
+        let bytes = encode_parquet(&[built.batch])?;
+        Ok::<_, StorageError>(Encoded {
+            bytes,
+            columns: built.columns,
+            min_time: built.min_time,
+            max_time: built.max_time,
+            rows: row_count,
+        })
+    })
+    .await
+    .map_err(|e| StorageError::Invalid(format!("encode task failed: {e}")))?
 }
 
 /// `<database>/<table>/<yyyy>/<mm>/<dd>/<segment-id>.parquet`, dated by the first row.

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use datafusion::execution::object_store::ObjectStoreUrl;
@@ -9,7 +10,10 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
+use trawl_common::faults::{Faults, StoreFailure};
+use trawl_common::metrics::{METRICS, label, seconds_since};
 
+use crate::observed::ObservedStore;
 use crate::{Result, StorageError};
 
 /// URL under which the segment store is registered with DataFusion.
@@ -18,10 +22,16 @@ pub const SEGMENT_STORE_URL: &str = "trawl-segments://store";
 /// Where segments live. On a local disk, puts go through the file system with `fsync` of the
 /// file and its directory before they return, so an acknowledged segment survives power loss;
 /// on an S3-compatible store a completed PUT is durable.
+///
+/// Every request goes through [`ObservedStore`] (request metrics, and injected faults when
+/// [`SegmentStore::with_faults`] installed them).
 #[derive(Debug, Clone)]
 pub struct SegmentStore {
     object_store: Arc<dyn ObjectStore>,
+    /// The backend without the wrapper, to re-wrap when faults are installed.
+    backend: Arc<dyn ObjectStore>,
     local_root: Option<PathBuf>,
+    faults: Option<Arc<Faults>>,
 }
 
 impl SegmentStore {
@@ -29,19 +39,27 @@ impl SegmentStore {
     pub fn local(root: &Path) -> Result<SegmentStore> {
         std::fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
-        let object_store = LocalFileSystem::new_with_prefix(&root)?;
-        Ok(SegmentStore {
-            object_store: Arc::new(object_store),
-            local_root: Some(root),
-        })
+        let backend: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
+        Ok(SegmentStore::wrap(backend, Some(root), None))
     }
 
     /// A store over any `object_store` backend (puts are durable when they return).
     pub fn remote(object_store: Arc<dyn ObjectStore>) -> SegmentStore {
+        SegmentStore::wrap(object_store, None, None)
+    }
+
+    fn wrap(backend: Arc<dyn ObjectStore>, local_root: Option<PathBuf>, faults: Option<Arc<Faults>>) -> SegmentStore {
         SegmentStore {
-            object_store,
-            local_root: None,
+            object_store: Arc::new(ObservedStore::new(backend.clone(), faults.clone())),
+            backend,
+            local_root,
+            faults,
         }
+    }
+
+    /// The same store with injected faults (`trawl serve --fault-injection`, tests).
+    pub fn with_faults(self, faults: Arc<Faults>) -> SegmentStore {
+        SegmentStore::wrap(self.backend, self.local_root, Some(faults))
     }
 
     pub fn object_store(&self) -> Arc<dyn ObjectStore> {
@@ -63,10 +81,40 @@ impl SegmentStore {
     pub async fn put_durable(&self, path: &str, bytes: Bytes) -> Result<()> {
         match &self.local_root {
             Some(root) => {
+                let started = Instant::now();
                 let target = root.join(path);
-                tokio::task::spawn_blocking(move || write_and_sync(&target, &bytes))
-                    .await
-                    .map_err(|e| StorageError::Invalid(format!("write task failed: {e}")))??;
+                let failure = match &self.faults {
+                    Some(faults) => {
+                        let (delay, failure) = faults.on_put();
+                        if !delay.is_zero() {
+                            tokio::time::sleep(delay).await;
+                        }
+                        failure
+                    }
+                    None => None,
+                };
+                let result = tokio::task::spawn_blocking(move || match failure {
+                    // A full disk fails part-way through the temporary file, as a real one does.
+                    Some(StoreFailure::DiskFull) => {
+                        let half = bytes.slice(..bytes.len() / 2);
+                        write_and_sync_failing(&target, &half, StoreFailure::DiskFull.to_io_error())
+                    }
+                    Some(other) => Err(other.to_io_error()),
+                    None => write_and_sync(&target, &bytes),
+                })
+                .await
+                .map_err(|e| StorageError::Invalid(format!("write task failed: {e}")))?;
+                METRICS
+                    .storage_request_seconds
+                    .get_or_create(&label("operation", "put"))
+                    .observe(seconds_since(started));
+                if result.is_err() {
+                    METRICS
+                        .storage_request_errors
+                        .get_or_create(&label("operation", "put"))
+                        .inc();
+                }
+                result?;
             }
             None => {
                 self.object_store.put(&ObjectPath::from(path), bytes.into()).await?;
@@ -87,6 +135,18 @@ impl SegmentStore {
     pub async fn get(&self, path: &str) -> Result<Bytes> {
         Ok(self.object_store.get(&ObjectPath::from(path)).await?.bytes().await?)
     }
+}
+
+/// Writes `bytes` to the temporary sibling and then fails with `error`, leaving the partial
+/// file where a crash or a full disk would: never at the segment's path.
+fn write_and_sync_failing(target: &Path, bytes: &[u8], error: std::io::Error) -> std::io::Result<()> {
+    use std::io::Write;
+    let directory = target
+        .parent()
+        .ok_or_else(|| std::io::Error::other("segment path has no parent"))?;
+    std::fs::create_dir_all(directory)?;
+    std::fs::File::create(target.with_extension("partial"))?.write_all(bytes)?;
+    Err(error)
 }
 
 /// Writes to a temporary sibling, fsyncs it, renames it into place and fsyncs the directory.

@@ -123,6 +123,18 @@ pub struct ServeArgs {
     /// `--require-auth false`).
     #[arg(long, env = "META_DEFAULT_INGEST_TOKEN_ENABLED", default_value_t = false, action = clap::ArgAction::Set)]
     pub default_ingest_token_enabled: bool,
+    /// How long an ingest request is held while a failed segment put or catalog commit is
+    /// retried, before it is answered 503 (seconds).
+    #[arg(long, env = "INGEST_RETRY_SECS", default_value_t = 25)]
+    pub ingest_retry_secs: u64,
+    /// How long a stored ingest request is remembered, so the same request sent again is
+    /// acknowledged without being stored twice (seconds; 0 turns this off).
+    #[arg(long, env = "INGEST_DEDUP_WINDOW_SECS", default_value_t = 600)]
+    pub ingest_dedup_window_secs: u64,
+    /// Tests only: serve `/debug/faults` on the operator port, which makes the segment store
+    /// and the catalog fail on demand. Never turn this on in production.
+    #[arg(long, env = "TRAWL_FAULT_INJECTION", default_value_t = false, hide = true)]
+    pub fault_injection: bool,
 }
 
 /// Validated settings.
@@ -182,7 +194,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.role == ServiceRole::Meta {
         return run_meta(args, sqlite).await;
     }
-    let catalog: Arc<dyn Catalog> = sqlite.clone();
+    let faults = args.fault_injection.then(|| {
+        tracing::warn!("fault injection is on: /debug/faults on the operator port makes storage fail on demand");
+        Arc::new(trawl_common::faults::Faults::new())
+    });
+    let catalog: Arc<dyn Catalog> = match &faults {
+        Some(faults) => Arc::new(trawl_catalog::FaultyCatalog::new(sqlite.clone(), faults.clone())),
+        None => sqlite.clone(),
+    };
     let directory: Arc<dyn Directory> = sqlite.clone();
     let objects: Arc<dyn Objects> = sqlite;
     let (bootstrap, created) = crate::bootstrap::ensure(&args.data_dir, directory.as_ref())
@@ -212,16 +231,22 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         )
         .await
         .context("cannot create the default table")?;
-    let store = SegmentStore::local(&args.data_dir.join("segments")).context("cannot open the segment store")?;
+    let mut store = SegmentStore::local(&args.data_dir.join("segments")).context("cannot open the segment store")?;
+    if let Some(faults) = &faults {
+        store = store.with_faults(faults.clone());
+    }
     let writer = SegmentWriter::new(store.clone());
     let ingestor = Ingestor::start(
         writer.clone(),
         catalog.clone(),
         IngestConfig {
             flush_interval: config.flush_interval,
+            retry_for: Duration::from_secs(args.ingest_retry_secs),
+            dedup_window: Duration::from_secs(args.ingest_dedup_window_secs),
             ..IngestConfig::default()
         },
-    );
+    )
+    .await;
     let engine = Engine::new(
         catalog.clone(),
         &store,
@@ -327,7 +352,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     servers.spawn(serve_http(meta_listener, meta_router, stop.clone()));
     servers.spawn(serve_http(
         operator_listener,
-        trawl_api::operator::router(Some(ingestor.clone()), readiness.clone(), info.clone()),
+        trawl_api::operator::router(Some(ingestor.clone()), readiness.clone(), info.clone(), faults),
         stop.clone(),
     ));
     servers.spawn(serve_http(
