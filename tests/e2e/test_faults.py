@@ -199,3 +199,19 @@ def test_catalog_faults(faulty):
     report = inject(faulty, clear=True)
     assert report["injected"] > 0
     assert_exactly(faulty, marker, 2)
+
+
+def test_a_request_sent_again_is_stored_once(trawl):
+    """What a sender does when an answer is lost: the same request again, over OTLP/HTTP and
+    OTLP/gRPC alike, is acknowledged and stored once; a different request is stored."""
+    marker = f"again-{uuid.uuid4().hex[:8]}"
+    request = logs_request(marker, 0)
+    for _ in range(2):
+        assert post_logs(trawl, request.SerializeToString())[0] == 200
+    with ingest_channel(trawl) as channel:
+        logs_service_pb2_grpc.LogsServiceStub(channel).Export(request, timeout=30)
+    assert post_logs(trawl, logs_request(marker, 1).SerializeToString())[0] == 200
+    assert_exactly(trawl, marker, 2)
+    metrics = http_request(trawl.operator_url + "/metrics")[2].decode()
+    deduplicated = [line for line in metrics.splitlines() if line.startswith("trawl_ingest_deduplicated_total ")]
+    assert deduplicated and float(deduplicated[0].split()[1]) >= 2, deduplicated

@@ -9,8 +9,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde::Deserialize;
 use serde_json::{Value as Json, json};
+use trawl_common::adx::{self, AdxBody};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_engine::{
     QueryEvent, QueryOutput, QueryRequest, QueryWarning, RunOptions, Visualization, resolve_window_now,
@@ -18,42 +18,9 @@ use trawl_engine::{
 
 use crate::state::QueryState;
 
-/// The database name ADX clients send when none was given.
-const CLIENT_DEFAULT_DATABASE: &str = "NetDefaultDB";
-
-/// Body of the three routes: `{db, csl, properties}`; `properties` is an object or a JSON
-/// string holding one (`azure-kusto-data` sends a string).
-#[derive(Debug, Deserialize)]
-struct AdxBody {
-    db: Option<String>,
-    csl: String,
-    #[serde(default)]
-    properties: Option<Json>,
-}
-
-impl AdxBody {
-    fn parse(body: &[u8]) -> Result<AdxBody, TrawlError> {
-        serde_json::from_slice(body).map_err(|e| TrawlError::bad_request(format!("the request body is not valid: {e}")))
-    }
-
-    /// `properties`, whichever way it was sent.
-    fn properties(&self) -> Result<Json, TrawlError> {
-        match &self.properties {
-            None | Some(Json::Null) => Ok(Json::Null),
-            Some(Json::String(text)) if text.trim().is_empty() => Ok(Json::Null),
-            Some(Json::String(text)) => serde_json::from_str(text)
-                .map_err(|e| TrawlError::bad_request(format!("'properties' is not a JSON object: {e}"))),
-            Some(value) => Ok(value.clone()),
-        }
-    }
-}
-
 /// The database a request names, or the service's default.
 fn database(state: &QueryState, body: &AdxBody) -> String {
-    match body.db.as_deref().map(str::trim) {
-        None | Some("") | Some(CLIENT_DEFAULT_DATABASE) => state.database.clone(),
-        Some(name) => name.to_string(),
-    }
+    body.database(&state.database)
 }
 
 /// The correlation id to echo: `x-ext-client-request-id`, else `x-ms-client-request-id`.
@@ -78,23 +45,15 @@ async fn run(state: &QueryState, body: &AdxBody) -> Result<QueryOutput, TrawlErr
 /// `Options.norequesttimeout: true` asks for the longest the service allows. None: the
 /// service's default.
 fn server_timeout(properties: &Json) -> Result<Option<std::time::Duration>, TrawlError> {
-    if properties
-        .pointer("/Options/norequesttimeout")
-        .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true"))
-    {
+    if adx::no_request_timeout(properties) {
         return Ok(Some(std::time::Duration::MAX));
     }
-    let Some(value) = properties.pointer("/Options/servertimeout") else {
+    let Some(value) = adx::server_timeout(properties) else {
         return Ok(None);
     };
-    let limit = match value {
-        Json::Null => return Ok(None),
-        Json::String(text) => crate::query_http::time_limit(text),
-        _ => None,
-    };
-    match limit {
+    match value.as_str().and_then(trawl_kql::parse_time_limit) {
         Some(limit) => Ok(Some(limit)),
-        _ => Err(TrawlError::bad_request(format!(
+        None => Err(TrawlError::bad_request(format!(
             "'servertimeout' must be a timespan such as \"00:04:00\" or \"30s\", found {value}"
         ))),
     }
@@ -105,17 +64,10 @@ fn server_timeout(properties: &Json) -> Result<Option<std::time::Duration>, Traw
 /// `1h`, as `since`/`until` of `POST /query`) and Trawl's `query_timezone` for naive ones.
 fn request(state: &QueryState, body: &AdxBody) -> Result<QueryRequest, TrawlError> {
     let properties = body.properties()?;
-    let option = |name: &str| {
-        properties
-            .pointer(&format!("/Options/{name}"))
-            .and_then(|v| v.as_str())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
     let window = resolve_window_now(
-        option("query_datetimescope_from").as_deref(),
-        option("query_datetimescope_to").as_deref(),
-        option("query_timezone").as_deref(),
+        adx::option(&properties, "query_datetimescope_from"),
+        adx::option(&properties, "query_datetimescope_to"),
+        adx::option(&properties, "query_timezone"),
     )?;
     Ok(QueryRequest {
         text: body.csl.clone(),

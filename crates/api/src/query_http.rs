@@ -37,35 +37,12 @@ impl QueryBody {
         let Some(text) = self.timeout.as_deref() else {
             return Ok(None);
         };
-        time_limit(text).map(Some).ok_or_else(|| {
+        trawl_kql::parse_time_limit(text).map(Some).ok_or_else(|| {
             TrawlError::bad_request(format!(
                 "'timeout' must be a timespan such as \"30s\" or \"00:00:30\", found {text:?}"
             ))
         })
     }
-}
-
-/// A client's time limit written as a KQL timespan (`30s`, `00:00:30`, `1.00:00:01`), or as
-/// Python writes a `timedelta` (`1 day, 0:00:01`, which azure-kusto-data sends); none when it
-/// is neither or is negative.
-pub fn time_limit(text: &str) -> Option<std::time::Duration> {
-    let text = text.trim();
-    let (days, clock) = match text.split_once(',') {
-        Some((days, clock)) => {
-            let count = days
-                .trim()
-                .strip_suffix("days")
-                .or_else(|| days.trim().strip_suffix("day"))?
-                .trim()
-                .parse::<u64>()
-                .ok()?;
-            (count, clock.trim())
-        }
-        None => (0, text),
-    };
-    let nanos = u64::try_from(trawl_kql::parse_timespan(clock)?).ok()?;
-    let day_nanos = days.checked_mul(86_400 * 1_000_000_000)?;
-    Some(std::time::Duration::from_nanos(nanos.checked_add(day_nanos)?))
 }
 
 /// The query port's routes: HTTP, ADX REST and the gRPC `QueryService`, behind the gateway
@@ -259,35 +236,5 @@ async fn catalog(State(state): State<QueryState>) -> Response {
             Json(json!({ "tables": tables })).into_response()
         }
         Err(error) => Problem(error.into()).into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::time_limit;
-
-    #[test]
-    fn time_limits_as_clients_write_them() {
-        let cases = [
-            ("30s", Some(Duration::from_secs(30))),
-            ("00:04:00", Some(Duration::from_secs(240))),
-            ("1.00:00:01", Some(Duration::from_secs(86_401))),
-            // Python's str(timedelta), as azure-kusto-data sends it.
-            ("0:00:30", Some(Duration::from_secs(30))),
-            ("1 day, 0:00:01", Some(Duration::from_secs(86_401))),
-            (
-                "2 days, 1:00:00.500000",
-                Some(Duration::from_millis(2 * 86_400_000 + 3_600_500)),
-            ),
-            ("-1 day, 23:59:59", None),
-            ("00:00:-5", None),
-            ("soon", None),
-            ("99999999999999 days, 0:00:00", None),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(time_limit(text), expected, "{text}");
-        }
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! This crate does no I/O and knows nothing of DataFusion, storage or the network.
 
+pub mod adx;
 pub mod auth;
 pub mod error;
 pub mod faults;
@@ -13,6 +14,7 @@ pub mod row;
 pub mod shred;
 pub mod time;
 pub mod types;
+pub mod window;
 
 pub use error::{ErrorCode, TrawlError};
 pub use row::{Row, Value};

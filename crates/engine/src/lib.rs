@@ -3,7 +3,7 @@
 //! encoding of Arrow cells as KQL prints them.
 //!
 //! Main types: [`Engine`] (runs a query), [`QueryOutput`] / [`ResultTable`] (what faces
-//! encode), [`cells`] (cell encoding), [`time_range`] (request `since`/`until`).
+//! encode), [`cells`] (cell encoding); request `since`/`until` windows are `trawl_common::window`.
 //!
 //! Must not know HTTP or gRPC.
 
@@ -15,7 +15,6 @@ mod memory;
 pub mod progress;
 mod run;
 mod slices;
-pub mod time_range;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -39,7 +38,7 @@ use trawl_storage::{ScanCounters, SegmentStore, TrawlTable};
 
 pub use progress::{BinProgress, OperatorDiagnostics, PlanningProgress, Progress};
 pub use run::{QueryEvent, QueryEvents, RunOptions};
-pub use time_range::{QueryWindow, resolve_window, resolve_window_now};
+pub use trawl_common::window::{QueryWindow, resolve_window, resolve_window_now};
 pub use trawl_planner::QueryWarning;
 
 /// DataFusion optimizer rules the engine leaves out (see `Engine::new`).

@@ -27,4 +27,27 @@ pub use parser::{MAX_DEPTH, MAX_TREE_DEPTH, parse};
 pub fn parse_timespan(text: &str) -> Option<i64> {
     parser::parse_timespan_body(text.trim())
 }
+
+/// A client's time limit: a KQL timespan (`30s`, `00:00:30`, `1.00:00:01`), or a Python
+/// `timedelta` as `str()` writes it (`1 day, 0:00:01`, what azure-kusto-data sends); none when
+/// it is neither or is negative.
+pub fn parse_time_limit(text: &str) -> Option<std::time::Duration> {
+    let text = text.trim();
+    let (days, clock) = match text.split_once(',') {
+        Some((days, clock)) => {
+            let days = days.trim();
+            let count = days
+                .strip_suffix("days")
+                .or_else(|| days.strip_suffix("day"))?
+                .trim()
+                .parse::<u64>()
+                .ok()?;
+            (count, clock.trim())
+        }
+        None => (0, text),
+    };
+    let nanos = u64::try_from(parse_timespan(clock)?).ok()?;
+    let day_nanos = days.checked_mul(86_400 * 1_000_000_000)?;
+    Some(std::time::Duration::from_nanos(nanos.checked_add(day_nanos)?))
+}
 pub use span::Span;

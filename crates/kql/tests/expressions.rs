@@ -307,3 +307,26 @@ fn timespans_parse_as_literals_do_for_client_time_limits() {
         assert_eq!(trawl_kql::parse_timespan(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn time_limits_as_clients_write_them() {
+    let cases = [
+        ("30s", Some(std::time::Duration::from_secs(30))),
+        ("00:04:00", Some(std::time::Duration::from_secs(240))),
+        ("1.00:00:01", Some(std::time::Duration::from_secs(86_401))),
+        // Python's str(timedelta), as azure-kusto-data sends it.
+        ("0:00:30", Some(std::time::Duration::from_secs(30))),
+        ("1 day, 0:00:01", Some(std::time::Duration::from_secs(86_401))),
+        (
+            "2 days, 1:00:00.500000",
+            Some(std::time::Duration::from_millis(2 * 86_400_000 + 3_600_500)),
+        ),
+        ("-1 day, 23:59:59", None),
+        ("00:00:-5", None),
+        ("soon", None),
+        ("99999999999999 days, 0:00:00", None),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(trawl_kql::parse_time_limit(text), expected, "{text}");
+    }
+}

@@ -2,10 +2,10 @@
 //! offset is read in the request's time zone), relative expressions (`1h`, `30m`, `7d`,
 //! meaning that long before now), or `now`.
 
+use crate::TrawlError;
+use crate::time::{now_nanos, parse_duration};
 use chrono::{NaiveDate, NaiveDateTime, TimeZone};
 use chrono_tz::Tz;
-use trawl_common::TrawlError;
-use trawl_common::time::{now_nanos, parse_duration};
 
 /// A resolved query window in nanoseconds since the epoch: `[since, until)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
