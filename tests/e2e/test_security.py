@@ -429,3 +429,48 @@ def test_guessing_a_password_or_a_token_secret_is_cut_off(trawl_factory, trawl_b
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
     status, answer_headers, _ = http_request(trawl.gateway_url + "/v2/rest/query", body, headers, "POST")
     assert status == 429 and "retry-after" in answer_headers
+
+
+def test_secrets_never_reach_the_log(trawl_factory, trawl_bin):
+    """With debug logging on, a day of operations (ingest, queries, a failed and a good sign-in,
+    tokens made, used and refused, forged signatures) writes no token and no password to the
+    server's log; it may name a token's public id."""
+    os.environ["RUST_LOG"] = "debug"
+    try:
+        server = trawl_factory("secrets")
+    finally:
+        del os.environ["RUST_LOG"]
+    secrets = [server.admin_token, server.ingest_token, server.ingest_token.rsplit("_", 1)[-1]]
+    bootstrap = json.loads((server.data_dir / "bootstrap.json").read_text())
+    secrets.append(bootstrap["master_key"])
+    password = f"pw-{uuid.uuid4().hex}"
+    user = f"logger-{uuid.uuid4().hex[:6]}"
+    assert cli(server, trawl_bin, "user", "create", user, "--role", "observer", stdin=password)[0] == 0
+    secrets.append(password)
+    code, made, _ = cli(server, trawl_bin, "token", "create", "--name", "for-log-test")
+    assert code == 0
+    secrets.append(made.strip())
+
+    # Ingest with each ingest token, and with a wrong one.
+    for token in (server.ingest_token, made.strip(), "trawl_it_0123456789abcdef_wrongwrongwrongwrongwrongwrongwrongwrong"):
+        http_request(server.otlp_http_url + "/v1/logs", log_payload("secret-test"), {**JSON, "Authorization": f"Bearer {token}"}, "POST")
+    wrong_token = "trawl_at_0123456789abcdef_notarealsecretnotarealsecretnotarealsecr"
+    secrets.append(wrong_token.rsplit("_", 1)[-1])
+    # Queries: good, wrong token, and signed requests sent straight to the query port.
+    body = json.dumps({"db": "default", "csl": "default | count"}).encode()
+    for token in (server.admin_token, wrong_token):
+        http_request(server.gateway_url + "/v2/rest/query", body, {**JSON, "Authorization": f"Bearer {token}"}, "POST")
+    http_request(server.query_url + "/v2/rest/query", body, {**JSON, "x-svc-signature": "forged"}, "POST")
+    # Sign-in: wrong password, then the right one (its answer carries a token).
+    for attempt in ("not it", password):
+        status, _, answer = http_request(
+            server.gateway_url + "/api/sign-in", json.dumps({"name": user, "password": attempt}).encode(), JSON, "POST"
+        )
+        if status == 200:
+            secrets.extend(v for v in json.loads(answer).values() if isinstance(v, str) and v.startswith("trawl_"))
+    server.stop_cleanly()
+
+    log = server.log_text()
+    assert "DEBUG" in log, "debug logging was not on"
+    leaked = [secret for secret in secrets if secret and secret in log]
+    assert not leaked, f"{len(leaked)} secrets in the server log: {[s[:12] + '…' for s in leaked]}"

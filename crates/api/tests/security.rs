@@ -56,6 +56,9 @@ fn now_secs() -> i64 {
     trawl_common::time::now_nanos() / 1_000_000_000
 }
 
+/// Nonces of the requests [`signed`] makes: each is new.
+static NONCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A request as a gateway with `key` would send it.
 fn signed(
     key: &GatewayKey,
@@ -69,7 +72,15 @@ fn signed(
         client: "test".into(),
         role: "observer".into(),
     };
-    let canonical = auth::canonical_request("POST", path, &identity, issued_at, &auth::body_digest(body.as_bytes()));
+    let nonce = format!("{:032x}", NONCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let canonical = auth::canonical_request(
+        "POST",
+        path,
+        &identity,
+        issued_at,
+        &nonce,
+        &auth::body_digest(body.as_bytes()),
+    );
     Request::post(path)
         .header("content-type", "application/json")
         .header(auth::USERNAME_HEADER, &identity.username)
@@ -77,6 +88,7 @@ fn signed(
         .header(auth::ROLE_HEADER, &identity.role)
         .header(auth::KEY_ID_HEADER, key_id)
         .header(auth::ISSUED_AT_HEADER, issued_at.to_string())
+        .header(auth::NONCE_HEADER, nonce)
         .header(auth::SIGNATURE_HEADER, key.sign(&canonical))
         .body(Body::from(body.to_string()))
 }
@@ -143,6 +155,22 @@ async fn the_query_port_answers_only_gateway_signed_requests() -> TestResult {
     let mut tampered = signed(&key, &key.key_id, "/query", body, now)?;
     *tampered.body_mut() = Body::from(r#"{"query": "print 2"}"#);
     assert_eq!(status(tampered).await?, StatusCode::UNAUTHORIZED);
+    // The same signed request again (a captured request replayed): 401, though it is valid.
+    let original = signed(&key, &key.key_id, "/query", body, now)?;
+    let (parts, _) = original.into_parts();
+    let copy = |parts: &http::request::Parts| {
+        let mut request = Request::post("/query").body(Body::from(body));
+        if let Ok(request) = request.as_mut() {
+            *request.headers_mut() = parts.headers.clone();
+        }
+        request
+    };
+    assert_eq!(status(copy(&parts)?).await?, StatusCode::OK);
+    assert_eq!(status(copy(&parts)?).await?, StatusCode::UNAUTHORIZED);
+    // Without its nonce: 401.
+    let mut bare = signed(&key, &key.key_id, "/query", body, now)?;
+    bare.headers_mut().remove(auth::NONCE_HEADER);
+    assert_eq!(status(bare).await?, StatusCode::UNAUTHORIZED);
     // Signed for one path, sent to another.
     let mut moved = signed(&key, &key.key_id, "/plan", body, now)?;
     *moved.uri_mut() = "/query".parse()?;

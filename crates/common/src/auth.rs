@@ -26,6 +26,8 @@ pub const ROLE_HEADER: &str = "x-svc-role";
 pub const KEY_ID_HEADER: &str = "x-svc-key-id";
 pub const ISSUED_AT_HEADER: &str = "x-svc-issued-at";
 pub const SIGNATURE_HEADER: &str = "x-svc-signature";
+/// A random value per signed request (32 hex digits): a signature is accepted once.
+pub const NONCE_HEADER: &str = "x-svc-nonce";
 
 /// How far a signature's time may be from the verifier's clock, in seconds.
 pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
@@ -144,16 +146,18 @@ pub struct Identity {
     pub role: String,
 }
 
-/// The text a gateway signs for one request.
+/// The text a gateway signs for one request. `nonce` is random per request, so no two
+/// requests have the same signature and the query service can refuse a replayed one.
 pub fn canonical_request(
     method: &str,
     path_and_query: &str,
     identity: &Identity,
     issued_at: i64,
+    nonce: &str,
     body_digest: &str,
 ) -> String {
     format!(
-        "trawl-gateway-v1\n{method}\n{path_and_query}\n{}\n{}\n{}\n{issued_at}\n{body_digest}",
+        "trawl-gateway-v2\n{method}\n{path_and_query}\n{}\n{}\n{}\n{issued_at}\n{nonce}\n{body_digest}",
         identity.username, identity.client, identity.role
     )
 }
@@ -203,6 +207,8 @@ pub enum SignatureError {
     Invalid,
     #[error("the request's gateway signature has expired")]
     Expired,
+    #[error("the request's gateway signature was used before (a replayed request)")]
+    Replayed,
 }
 
 /// A public key registered by a gateway, as published (base64url).
@@ -290,7 +296,7 @@ mod tests {
             client: "cli".into(),
             role: "observer".into(),
         };
-        let canonical = canonical_request("POST", "/v2/rest/query", &identity, 1000, &body_digest(b"{}"));
+        let canonical = canonical_request("POST", "/v2/rest/query", &identity, 1000, "n1", &body_digest(b"{}"));
         let signature = key.sign(&canonical);
         assert_eq!(verify(public.as_ref(), &canonical, &signature, 1000, 1010), Ok(()));
         // Any change to what was signed breaks it.
@@ -298,12 +304,18 @@ mod tests {
             role: "admin".into(),
             ..identity.clone()
         };
-        let other = canonical_request("POST", "/v2/rest/query", &forged, 1000, &body_digest(b"{}"));
+        let other = canonical_request("POST", "/v2/rest/query", &forged, 1000, "n1", &body_digest(b"{}"));
         assert_eq!(
             verify(public.as_ref(), &other, &signature, 1000, 1010),
             Err(SignatureError::Invalid)
         );
-        let other_body = canonical_request("POST", "/v2/rest/query", &identity, 1000, &body_digest(b"{ }"));
+        let other_body = canonical_request("POST", "/v2/rest/query", &identity, 1000, "n1", &body_digest(b"{ }"));
+        // Another nonce is another request.
+        let other_nonce = canonical_request("POST", "/v2/rest/query", &identity, 1000, "n2", &body_digest(b"{}"));
+        assert_eq!(
+            verify(public.as_ref(), &other_nonce, &signature, 1000, 1010),
+            Err(SignatureError::Invalid)
+        );
         assert_eq!(
             verify(public.as_ref(), &other_body, &signature, 1000, 1010),
             Err(SignatureError::Invalid)

@@ -468,14 +468,23 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         role: principal.role.as_str().to_string(),
     };
     let issued_at = now.div_euclid(1_000_000_000);
+    let Ok(nonce) = crate::random_bytes::<16>().map(hex::encode) else {
+        return refuse(
+            grpc,
+            StatusCode::SERVICE_UNAVAILABLE,
+            14,
+            "no randomness to sign the request with",
+        );
+    };
     let canonical = auth::canonical_request(
         parts.method.as_str(),
         &path_and_query,
         &identity,
         issued_at,
+        &nonce,
         &auth::body_digest(&body),
     );
-    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 6);
+    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 7);
     for (name, value) in &parts.headers {
         let text = name.as_str();
         if text.starts_with(auth::HEADER_PREFIX) || text == "authorization" || HOP_BY_HOP.contains(&text) {
@@ -489,6 +498,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         (auth::ROLE_HEADER, identity.role.clone()),
         (auth::KEY_ID_HEADER, inner.key.key_id.clone()),
         (auth::ISSUED_AT_HEADER, issued_at.to_string()),
+        (auth::NONCE_HEADER, nonce),
         (auth::SIGNATURE_HEADER, inner.key.sign(&canonical)),
     ];
     for (name, value) in signed {

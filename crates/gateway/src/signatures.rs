@@ -1,8 +1,10 @@
 //! Checking the gateway's signatures (SPEC "Authentication"): the query and meta services
 //! answer only requests a registered gateway key signed. Keys are cached and reloaded from
-//! the catalog when an unknown key id shows up (at most once a second).
+//! the catalog when an unknown key id shows up (at most once a second). Each signature is
+//! accepted once: the nonces of accepted requests are remembered while their signatures are
+//! fresh, so a captured request sent again is refused.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -12,6 +14,37 @@ use trawl_common::auth::{self, Identity, SignatureError, VerifyingKey};
 
 /// Least time between two reloads of the keys for an unknown key id.
 const RELOAD_PAUSE: Duration = Duration::from_secs(1);
+/// Most nonces remembered; past it the oldest are forgotten (their requests could then be
+/// replayed until they expire, which only a flood of signed requests can cause).
+const MAX_NONCES: usize = 2_000_000;
+
+/// Nonces of accepted requests with their `issued_at`, oldest first.
+#[derive(Debug, Default)]
+struct Seen {
+    nonces: HashSet<String>,
+    order: VecDeque<(i64, String)>,
+}
+
+impl Seen {
+    /// Records `nonce`; false when it was seen already.
+    fn first_use(&mut self, nonce: &str, issued_at: i64, now: i64) -> bool {
+        // Signatures older than the tolerance are refused as expired: forget their nonces.
+        let horizon = now - auth::SIGNATURE_TOLERANCE_SECS;
+        while let Some((at, _)) = self.order.front() {
+            if *at >= horizon && self.order.len() < MAX_NONCES {
+                break;
+            }
+            if let Some((_, old)) = self.order.pop_front() {
+                self.nonces.remove(&old);
+            }
+        }
+        if !self.nonces.insert(nonce.to_string()) {
+            return false;
+        }
+        self.order.push_back((issued_at, nonce.to_string()));
+        true
+    }
+}
 
 /// Checks gateway signatures, with the registered keys cached.
 #[derive(Debug)]
@@ -19,6 +52,7 @@ pub struct SignatureCheck {
     directory: Arc<dyn Directory>,
     keys: RwLock<HashMap<String, VerifyingKey>>,
     reloaded: Mutex<Option<Instant>>,
+    seen: Mutex<Seen>,
 }
 
 impl SignatureCheck {
@@ -27,6 +61,7 @@ impl SignatureCheck {
             directory,
             keys: RwLock::new(HashMap::new()),
             reloaded: Mutex::new(None),
+            seen: Mutex::new(Seen::default()),
         })
     }
 
@@ -82,10 +117,11 @@ impl SignatureCheck {
         body: &[u8],
     ) -> Result<Identity, SignatureError> {
         let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        let (Some(key_id), Some(signature), Some(issued_at)) = (
+        let (Some(key_id), Some(signature), Some(issued_at), Some(nonce)) = (
             text(auth::KEY_ID_HEADER),
             text(auth::SIGNATURE_HEADER),
             text(auth::ISSUED_AT_HEADER),
+            text(auth::NONCE_HEADER),
         ) else {
             return Err(SignatureError::Missing);
         };
@@ -95,10 +131,26 @@ impl SignatureCheck {
             client: text(auth::CLIENT_HEADER).unwrap_or_default().to_string(),
             role: text(auth::ROLE_HEADER).unwrap_or_default().to_string(),
         };
-        let canonical = auth::canonical_request(method, path_and_query, &identity, issued_at, &auth::body_digest(body));
+        let canonical = auth::canonical_request(
+            method,
+            path_and_query,
+            &identity,
+            issued_at,
+            nonce,
+            &auth::body_digest(body),
+        );
         let key = self.key(key_id).await;
         let now = trawl_common::time::now_nanos().div_euclid(1_000_000_000);
         auth::verify(key.as_ref(), &canonical, signature, issued_at, now)?;
+        // Only a valid signature's nonce is recorded, so forged requests cannot fill the set.
+        let first = self
+            .seen
+            .lock()
+            .map(|mut seen| seen.first_use(&format!("{key_id}/{nonce}"), issued_at, now))
+            .unwrap_or(false);
+        if !first {
+            return Err(SignatureError::Replayed);
+        }
         Ok(identity)
     }
 }

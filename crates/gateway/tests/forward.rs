@@ -115,11 +115,14 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
         role: "observer".into(),
     };
     let issued_at: i64 = headers["x-svc-issued-at"].as_str().unwrap_or_default().parse()?;
+    let nonce = headers["x-svc-nonce"].as_str().unwrap_or_default();
+    assert_eq!(nonce.len(), 32, "{headers}");
     let canonical = auth::canonical_request(
         "POST",
         "/v2/rest/query?x=1",
         &identity,
         issued_at,
+        nonce,
         &auth::body_digest(br#"{"csl": "print 1"}"#),
     );
     let public = auth::parse_public_key(&key.public_key());
@@ -139,6 +142,83 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
         .await?;
     assert_eq!(status, 200);
     assert_eq!(echoed["path"], "/trawl.query.v1.QueryService/ExecuteQuery");
+
+    // Every forwarding route, with every identity header a caller might smuggle: the upstream
+    // sees the gateway's values, a fresh nonce and signature, and no other x-svc-* header.
+    let smuggled = [
+        ("x-svc-username", "root"),
+        ("x-svc-role", "admin"),
+        ("x-svc-client-name", "forged"),
+        ("x-svc-key-id", "forged"),
+        ("x-svc-issued-at", "1"),
+        ("x-svc-nonce", "00000000000000000000000000000000"),
+        ("x-svc-signature", "forged"),
+        ("X-SVC-Username", "root"),
+        ("x-svc-", "empty"),
+    ];
+    let routes = [
+        ("/v1/rest/query", "/v1/rest/query"),
+        ("/v2/rest/query", "/v2/rest/query"),
+        ("/v1/rest/mgmt", "/v1/rest/mgmt"),
+        (
+            "/api/grpc/trawl.query.v1.QueryService/ExecuteQuery",
+            "/trawl.query.v1.QueryService/ExecuteQuery",
+        ),
+        (
+            "/trawl.query.v1.QueryService/ExecuteQuery",
+            "/trawl.query.v1.QueryService/ExecuteQuery",
+        ),
+        (
+            "/trawl.meta.v1.MetaService/CreateTable",
+            "/trawl.meta.v1.MetaService/CreateTable",
+        ),
+        (
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        ),
+    ];
+    let mut nonces = std::collections::HashSet::new();
+    for (route, forwarded) in routes {
+        let (status, echoed) = http
+            .post_with(
+                &format!("{base}{route}"),
+                Some(&format!("Bearer {token}")),
+                "{}",
+                &smuggled,
+            )
+            .await?;
+        assert_eq!(status, 200, "{route}");
+        assert_eq!(echoed["path"], forwarded, "{route}");
+        let headers = echoed["headers"].as_object().ok_or("no headers")?;
+        let identity: Vec<_> = headers.keys().filter(|k| k.starts_with("x-svc-")).cloned().collect();
+        let mut identity = identity;
+        identity.sort();
+        assert_eq!(
+            identity,
+            [
+                "x-svc-client-name",
+                "x-svc-issued-at",
+                "x-svc-key-id",
+                "x-svc-nonce",
+                "x-svc-role",
+                "x-svc-signature",
+                "x-svc-username"
+            ],
+            "{route}"
+        );
+        assert_eq!(headers["x-svc-username"], "ann", "{route}");
+        assert_eq!(headers["x-svc-role"], "observer", "{route}");
+        assert_ne!(headers["x-svc-client-name"], "forged", "{route}");
+        assert_eq!(headers["x-svc-key-id"], key.key_id.as_str(), "{route}");
+        assert_ne!(headers["x-svc-signature"], "forged", "{route}");
+        assert!(
+            nonces.insert(headers["x-svc-nonce"].to_string()),
+            "{route}: a nonce used twice"
+        );
+        // The same smuggled headers without a token are refused before forwarding.
+        let (status, _) = http.post_with(&format!("{base}{route}"), None, "{}", &smuggled).await?;
+        assert_eq!(status, 401, "{route}");
+    }
 
     // The published keys hold this gateway's key.
     let (status, keys) = http.get(&format!("{base}/api/gateway-keys")).await?;
