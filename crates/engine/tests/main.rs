@@ -1,6 +1,7 @@
 //! Engine tests: rows written as real segments, queried through the KQL front end.
 
 mod chunks;
+mod damaged;
 mod events;
 mod fixture;
 mod golden;

@@ -17,7 +17,7 @@ use trawl_common::metrics::{METRICS, seconds_since};
 
 use datafusion::logical_expr::{SortExpr, ident};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use trawl_catalog::{Catalog, SegmentMeta};
 use trawl_common::TIME_COLUMN;
 use trawl_common::shred::is_hidden_column;
@@ -62,6 +62,8 @@ pub struct MergeReport {
     pub merges: usize,
     pub inputs: usize,
     pub rows: u64,
+    /// Groups that could not be merged this pass (logged; their segments stay).
+    pub failed: usize,
 }
 
 /// Merges small segments of every table.
@@ -106,9 +108,31 @@ impl Merger {
             for table in self.catalog.tables(&database).await? {
                 let segments = self.catalog.live_segments(&database, &table.name, None).await?;
                 for group in self.plan_groups(segments) {
-                    report.inputs += group.len();
-                    report.rows += self.merge_group(&database, &table.name, group).await?;
-                    report.merges += 1;
+                    let inputs = group.len();
+                    // A group that cannot be merged (a damaged input, even one a decoder panics
+                    // on) stays as it is; the other groups are merged.
+                    let merged = std::panic::AssertUnwindSafe(self.merge_group(&database, &table.name, group))
+                        .catch_unwind()
+                        .await;
+                    match merged {
+                        Ok(Ok(rows)) => {
+                            report.inputs += inputs;
+                            report.rows += rows;
+                            report.merges += 1;
+                        }
+                        Ok(Err(error)) => {
+                            tracing::warn!(database, table = table.name, %error, "a merge failed; its segments stay as they are");
+                            report.failed += 1;
+                        }
+                        Err(_) => {
+                            tracing::error!(
+                                database,
+                                table = table.name,
+                                "a merge failed: a segment's decoder panicked (a damaged file?); its segments stay as they are"
+                            );
+                            report.failed += 1;
+                        }
+                    }
                 }
             }
         }
