@@ -109,6 +109,7 @@ def test_slow_and_refused_puts_are_retried(faulty):
     inject(faulty, clear=True, store_put_delay_ms=1500, store_failed_puts=3)
     status, _, took = post_logs(faulty, logs_request(marker, 0).SerializeToString())
     assert status == 200 and took >= 1.0, (status, took)
+    print(f"slow and refused puts: stored after {took:.1f} s")
     inject(faulty, clear=True)
     assert_exactly(faulty, marker, 1)
 
@@ -124,6 +125,7 @@ def test_a_store_down_for_10s_is_waited_out(faulty):
     status, _, took = post_logs(faulty, logs_request(marker, 1).SerializeToString())
     assert status == 200, status
     assert 5 <= took < RETRY_SECS, f"held {took:.1f} s"
+    print(f"store down 10 s: request held {took:.1f} s, then 200")
     assert_exactly(faulty, marker, 2)
     metrics = http_request(faulty.operator_url + "/metrics")[2].decode()
     assert 'trawl_ingest_retries_total{part="store"}' in metrics
@@ -153,6 +155,7 @@ def test_a_store_down_for_40s_answers_503_then_the_retry_is_stored_once(faulty):
     assert status == 503 and headers.get("retry-after"), (status, headers)
     assert RETRY_SECS - 2 <= took <= RETRY_SECS + 5, f"held {took:.1f} s"
     assert outcomes["grpc"] == grpc.StatusCode.UNAVAILABLE, outcomes
+    print(f"store down 40 s: HTTP 503 after {took:.1f} s (Retry-After {headers.get('retry-after')}), gRPC {outcomes['grpc']}")
     # The senders retry after the outage: stored once each, nothing partial visible before.
     time.sleep(max(0.0, 41 - (time.monotonic() - started)))
     assert post_logs(faulty, http_body)[0] == 200
@@ -179,6 +182,7 @@ def test_a_full_disk_leaves_nothing_partial(faulty):
     thread.join()
     status, _, took = outcome["post"]
     assert status == 200 and took >= 2, (status, took)
+    print(f"disk full 4 s: {len(partial)} partial file(s) mid-outage, none visible; stored after {took:.1f} s")
     # The retry wrote the same segment path, replacing the partial file.
     assert not list((faulty.data_dir / "segments").rglob("*.partial"))
     assert_exactly(faulty, marker, 1)
@@ -197,6 +201,7 @@ def test_catalog_faults(faulty):
     status, _, took = post_logs(faulty, logs_request(marker, 1).SerializeToString())
     assert status == 200 and took >= 4, (status, took)
     report = inject(faulty, clear=True)
+    print(f"catalog: 2 lost commits stored once; down 8 s: held {took:.1f} s; {report['injected']} faults injected in all")
     assert report["injected"] > 0
     assert_exactly(faulty, marker, 2)
 
