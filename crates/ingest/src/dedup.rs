@@ -16,6 +16,10 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use trawl_common::TrawlError;
 
+/// A pending key older than this (nanoseconds) belongs to a flush that never finished (its
+/// task failed): a new copy of the request is stored instead of waiting for it.
+const STALE_PENDING_NANOS: i64 = 120 * 1_000_000_000;
+
 /// Most keys remembered in memory; past it the oldest are forgotten early (the catalog still
 /// has them for the window, but only uncertain keys are looked up there).
 pub const MAX_REMEMBERED: usize = 4_000_000;
@@ -80,7 +84,8 @@ pub struct Dedup {
     window_nanos: i64,
     committed: HashMap<RequestKey, i64>,
     order: VecDeque<(i64, RequestKey)>,
-    pending: HashMap<RequestKey, Vec<Waiter>>,
+    /// Keys in a buffer or being flushed: since when, and copies waiting for the answer.
+    pending: HashMap<RequestKey, (i64, Vec<Waiter>)>,
     uncertain: HashSet<RequestKey>,
 }
 
@@ -145,15 +150,29 @@ impl Dedup {
         if self.committed.contains_key(&key) {
             return Admission::Stored;
         }
-        if let Some(waiters) = self.pending.get_mut(&key) {
-            let (sender, receiver) = oneshot::channel();
-            waiters.push(sender);
-            return Admission::Wait(receiver);
+        match self.pending.get_mut(&key) {
+            Some((since, waiters)) if now.saturating_sub(*since) < STALE_PENDING_NANOS => {
+                let (sender, receiver) = oneshot::channel();
+                waiters.push(sender);
+                return Admission::Wait(receiver);
+            }
+            Some(_) => {
+                // Its flush never answered: the copies waiting for it are told to retry.
+                let failed = Err(TrawlError::unavailable(
+                    "the earlier copy of this request was lost; retry",
+                ));
+                if let Some((_, waiters)) = self.pending.remove(&key) {
+                    for waiter in waiters {
+                        let _ = waiter.send(failed.clone());
+                    }
+                }
+            }
+            None => {}
         }
         if self.uncertain.contains(&key) {
             return Admission::Uncertain;
         }
-        self.pending.insert(key, Vec::new());
+        self.pending.insert(key, (now, Vec::new()));
         Admission::Store
     }
 
@@ -170,7 +189,12 @@ impl Dedup {
     /// The flush of `key` ended: copies waiting for it get `result`; a stored key is
     /// remembered; when `unknown`, the commit may or may not have gone through.
     pub fn finish(&mut self, key: RequestKey, result: &Result<(), TrawlError>, unknown: bool, now: i64) {
-        for waiter in self.pending.remove(&key).unwrap_or_default() {
+        for waiter in self
+            .pending
+            .remove(&key)
+            .map(|(_, waiters)| waiters)
+            .unwrap_or_default()
+        {
             let _ = waiter.send(result.clone());
         }
         match result {
@@ -215,6 +239,21 @@ mod tests {
         // Past the window it is new again.
         assert!(matches!(dedup.admit(key, 63 * second), Admission::Store));
         assert!(dedup.is_empty());
+    }
+
+    #[test]
+    fn a_flush_that_never_answers_does_not_hold_copies_forever() {
+        let second = 1_000_000_000;
+        let mut dedup = Dedup::new(Duration::from_secs(600));
+        let key = RequestKey::of_body("r", b"x");
+        assert!(matches!(dedup.admit(key, 0), Admission::Store));
+        let Admission::Wait(mut waiting) = dedup.admit(key, 10 * second) else {
+            panic!("the copy should wait");
+        };
+        // Long after, its flush has not answered: the next copy is stored, the waiting one
+        // is told to retry.
+        assert!(matches!(dedup.admit(key, 200 * second), Admission::Store));
+        assert!(matches!(waiting.try_recv(), Ok(Err(_))));
     }
 
     #[test]
