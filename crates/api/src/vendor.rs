@@ -30,26 +30,19 @@ use crate::state::IngestState;
 
 pub fn router(state: IngestState) -> Router {
     let discarded = || any(discard);
-    Router::new()
+    let mut router = Router::new();
+    // One columnar payload for all four: the Agent sends its sketches there too when told to.
+    for path in [
+        "/api/intake/metrics/v3/series",
+        "/api/intake/metrics/v3beta/series",
+        "/api/intake/metrics/v3/sketches",
+        "/api/intake/metrics/v3beta/sketches",
+    ] {
+        router = router.route(path, store(Signal::Metrics, series_v3_mapping));
+    }
+    router
         .route("/api/v2/logs", store(Signal::Logs, logs_mapping))
         .route("/api/v2/series", store(Signal::Metrics, series_v2_mapping))
-        // One columnar payload for all four: the Agent sends its sketches there too when told to.
-        .route(
-            "/api/intake/metrics/v3/series",
-            store(Signal::Metrics, series_v3_mapping),
-        )
-        .route(
-            "/api/intake/metrics/v3beta/series",
-            store(Signal::Metrics, series_v3_mapping),
-        )
-        .route(
-            "/api/intake/metrics/v3/sketches",
-            store(Signal::Metrics, series_v3_mapping),
-        )
-        .route(
-            "/api/intake/metrics/v3beta/sketches",
-            store(Signal::Metrics, series_v3_mapping),
-        )
         .route("/api/beta/sketches", store(Signal::Metrics, sketches_mapping))
         .route("/api/v0.2/traces", store(Signal::Traces, traces_mapping))
         .route("/api/v1/validate", get(validate).post(validate))

@@ -14,6 +14,7 @@
 //! This crate knows nothing of HTTP or gRPC.
 
 pub mod dedup;
+mod write;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,14 +23,15 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, Notify, Semaphore, oneshot};
 use tokio::task::JoinHandle;
-use trawl_catalog::{Catalog, CatalogError};
+use trawl_catalog::Catalog;
 use trawl_common::metrics::{METRICS, label, seconds_since};
-use trawl_common::{ErrorCode, Row, TrawlError};
+use trawl_common::{Row, TrawlError};
+use trawl_storage::SegmentWriter;
 use trawl_storage::schema::row_kind;
-use trawl_storage::{SegmentWriter, encode_rows};
 
 pub use dedup::RequestKey;
 use dedup::{Admission, Dedup};
+use write::{CommitOutcome, write_and_register};
 
 /// Batching, retry and admission settings.
 #[derive(Debug, Clone)]
@@ -66,9 +68,6 @@ impl Default for IngestConfig {
     }
 }
 
-/// First pause between attempts of a failed flush step; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// How often the catalog's remembered request keys are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
@@ -368,7 +367,16 @@ async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, b
     let count = buffer.rows.len();
     let started = Instant::now();
     let deadline = buffer.opened_at + inner.config.retry_for;
-    let outcome = write_and_register(inner, database, table, buffer.rows, &buffer.keys, deadline).await;
+    let outcome = write_and_register(
+        &inner.writer,
+        inner.catalog.as_ref(),
+        database,
+        table,
+        buffer.rows,
+        &buffer.keys,
+        deadline,
+    )
+    .await;
     inner.buffered_rows.fetch_sub(count, Ordering::AcqRel);
     inner.buffered_bytes.fetch_sub(buffer.bytes, Ordering::AcqRel);
     let result = outcome.as_ref().map(|_| ()).map_err(|(error, _)| error.clone());
@@ -398,135 +406,6 @@ async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, b
     }
 }
 
-/// Whether a failed flush's segment may be registered after all.
-#[derive(Debug)]
-enum CommitOutcome {
-    /// Nothing was registered.
-    NotRegistered,
-    /// A commit was attempted and its outcome is unknown (the catalog failed mid-commit).
-    Unknown,
-}
-
-async fn write_and_register(
-    inner: &Inner,
-    database: &str,
-    table: &str,
-    rows: Vec<Row>,
-    keys: &[RequestKey],
-    deadline: Instant,
-) -> Result<(), (TrawlError, CommitOutcome)> {
-    let encoded = encode_rows(rows).await.map_err(|e| {
-        (
-            TrawlError::new(ErrorCode::Unavailable, format!("could not store the batch: {e}")),
-            CommitOutcome::NotRegistered,
-        )
-    })?;
-    let segment = inner.writer.prepare(database, table, &encoded, 0);
-    let store = inner.writer.store();
-    retrying("store", deadline, || {
-        store.put_durable(&segment.path, encoded.bytes.clone())
-    })
-    .await
-    .map_err(|e| {
-        (
-            TrawlError::unavailable(format!("could not store the batch: {e}")),
-            CommitOutcome::NotRegistered,
-        )
-    })?;
-    METRICS.storage_segments_written.inc();
-    METRICS.storage_segment_bytes_written.inc_by(segment.bytes);
-    let keys: Vec<String> = keys.iter().map(|k| k.to_hex()).collect();
-    let committing = Instant::now();
-    let committed = retrying("catalog", deadline, || async {
-        let result = inner.catalog.commit_ingest(&segment, &keys).await;
-        if result.is_err() {
-            METRICS.catalog_errors.inc();
-        }
-        result.map_err(Retry::from_catalog)
-    })
-    .await;
-    METRICS.catalog_commit_seconds.observe(seconds_since(committing));
-    if let Err(error) = committed {
-        // The commit may have gone through before the catalog failed: the object stays (a
-        // query sees it only if it is registered) and the request keys become uncertain.
-        return Err((
-            TrawlError::unavailable(format!("could not register the batch: {error}")),
-            CommitOutcome::Unknown,
-        ));
-    }
-    tracing::debug!(
-        database,
-        table,
-        rows = segment.rows,
-        bytes = segment.bytes,
-        "segment committed"
-    );
-    Ok(())
-}
-
-/// A failed attempt: worth retrying or not.
-#[derive(Debug)]
-enum Retry {
-    Again(String),
-    Never(String),
-}
-
-impl Retry {
-    fn from_catalog(error: CatalogError) -> Retry {
-        match error {
-            // Invalid data (a column whose type conflicts) fails the same way every time.
-            CatalogError::Corrupt(message) => Retry::Never(message),
-            other => Retry::Again(other.to_string()),
-        }
-    }
-}
-
-impl From<trawl_storage::StorageError> for Retry {
-    fn from(error: trawl_storage::StorageError) -> Retry {
-        Retry::Again(error.to_string())
-    }
-}
-
-impl std::fmt::Display for Retry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Retry::Again(message) | Retry::Never(message) => f.write_str(message),
-        }
-    }
-}
-
-/// Runs `attempt` until it succeeds, fails for good, or `deadline` passes, pausing with
-/// doubling backoff between attempts (always at least one attempt).
-async fn retrying<F, Fut, E>(part: &'static str, deadline: Instant, mut attempt: F) -> Result<(), Retry>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), E>>,
-    E: Into<Retry>,
-{
-    let mut pause = FIRST_BACKOFF;
-    let mut attempts = 0_u32;
-    loop {
-        attempts += 1;
-        let error = match attempt().await {
-            Ok(()) => {
-                if attempts > 1 {
-                    tracing::info!(part, attempts, "a flush step succeeded after retrying");
-                }
-                return Ok(());
-            }
-            Err(error) => error.into(),
-        };
-        let now = Instant::now();
-        if matches!(error, Retry::Never(_)) || now + pause > deadline {
-            return Err(error);
-        }
-        tracing::warn!(part, attempts, %error, retry_in_ms = pause.as_millis() as u64, "a flush step failed; retrying");
-        METRICS.ingest_retries.get_or_create(&label("part", part)).inc();
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(MAX_BACKOFF);
-    }
-}
-
 /// The signal a buffer's kind of rows is (`row_kind`'s names).
 fn signal_of(kind: &str) -> &'static str {
     match kind {
@@ -540,6 +419,7 @@ fn signal_of(kind: &str) -> &'static str {
 mod tests {
     use super::*;
     use trawl_catalog::{FaultyCatalog, SqliteCatalog};
+    use trawl_common::ErrorCode;
     use trawl_common::Value;
     use trawl_common::faults::{FaultSpec, Faults};
     use trawl_storage::SegmentStore;

@@ -3,6 +3,7 @@
 //! delays requests as the shared [`Faults`] say.
 
 use std::fmt;
+use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
@@ -46,8 +47,17 @@ pub(crate) fn injected(failure: StoreFailure) -> object_store::Error {
     }
 }
 
+/// Waits out an injected put delay, then says how the put fails, if it does.
+pub(crate) async fn put_fault(faults: Option<&Faults>) -> Option<StoreFailure> {
+    let (delay, failure) = faults?.on_put();
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    failure
+}
+
 /// Records one finished request.
-fn record<T>(operation: &'static str, started: Instant, result: &Result<T>) {
+pub(crate) fn record<T, E>(operation: &'static str, started: Instant, result: &std::result::Result<T, E>) {
     METRICS
         .storage_request_seconds
         .get_or_create(&label("operation", operation))
@@ -71,16 +81,38 @@ impl ObservedStore {
 
     /// Delays and fails a put as the faults say.
     async fn check_put(&self) -> Result<()> {
-        let Some(faults) = &self.faults else {
-            return Ok(());
-        };
-        let (delay, failure) = faults.on_put();
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        match failure {
+        match put_fault(self.faults.as_deref()).await {
             Some(failure) => Err(injected(failure)),
             None => Ok(()),
+        }
+    }
+
+    /// Runs one request after `check` let it through, and records it as `operation`.
+    async fn observe<T>(
+        &self,
+        operation: &'static str,
+        check: impl Future<Output = Result<()>>,
+        request: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let started = Instant::now();
+        let result = match check.await {
+            Ok(()) => request.await,
+            Err(e) => Err(e),
+        };
+        record(operation, started, &result);
+        result
+    }
+
+    /// A listing, or the error of a store that is "down".
+    fn listing(
+        &self,
+        list: impl FnOnce() -> BoxStream<'static, Result<ObjectMeta>>,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        let checked = self.check();
+        record("list", Instant::now(), &checked);
+        match checked {
+            Ok(()) => list(),
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
         }
     }
 }
@@ -88,49 +120,29 @@ impl ObservedStore {
 #[async_trait]
 impl ObjectStore for ObservedStore {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
-        let started = Instant::now();
-        let result = match self.check_put().await {
-            Ok(()) => self.inner.put_opts(location, payload, opts).await,
-            Err(e) => Err(e),
-        };
-        record("put", started, &result);
-        result
+        let request = self.inner.put_opts(location, payload, opts);
+        self.observe("put", self.check_put(), request).await
     }
 
     async fn put_multipart_opts(&self, location: &Path, opts: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
-        let started = Instant::now();
-        let result = match self.check_put().await {
-            Ok(()) => self.inner.put_multipart_opts(location, opts).await,
-            Err(e) => Err(e),
-        };
-        record("put", started, &result);
-        result
+        let request = self.inner.put_multipart_opts(location, opts);
+        self.observe("put", self.check_put(), request).await
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        let started = Instant::now();
         let operation = if options.head { "head" } else { "get" };
-        let result = match self.check() {
-            Ok(()) => self.inner.get_opts(location, options).await,
-            Err(e) => Err(e),
-        };
-        record(operation, started, &result);
-        result
+        let request = self.inner.get_opts(location, options);
+        self.observe(operation, async { self.check() }, request).await
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let started = Instant::now();
-        let result = match self.check() {
-            Ok(()) => self.inner.get_ranges(location, ranges).await,
-            Err(e) => Err(e),
-        };
-        record("get", started, &result);
-        result
+        let request = self.inner.get_ranges(location, ranges);
+        self.observe("get", async { self.check() }, request).await
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
         if let Err(e) = self.check() {
-            record::<()>("delete", Instant::now(), &Err(injected(StoreFailure::Down)));
+            record("delete", Instant::now(), &Err::<(), _>(&e));
             return futures::stream::once(async move { Err(e) }).boxed();
         }
         self.inner
@@ -143,51 +155,26 @@ impl ObjectStore for ObservedStore {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        if let Err(e) = self.check() {
-            record::<()>("list", Instant::now(), &Err(injected(StoreFailure::Down)));
-            return futures::stream::once(async move { Err(e) }).boxed();
-        }
-        record::<()>("list", Instant::now(), &Ok(()));
-        self.inner.list(prefix)
+        self.listing(|| self.inner.list(prefix))
     }
 
     fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, Result<ObjectMeta>> {
-        if let Err(e) = self.check() {
-            record::<()>("list", Instant::now(), &Err(injected(StoreFailure::Down)));
-            return futures::stream::once(async move { Err(e) }).boxed();
-        }
-        record::<()>("list", Instant::now(), &Ok(()));
-        self.inner.list_with_offset(prefix, offset)
+        self.listing(|| self.inner.list_with_offset(prefix, offset))
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        let started = Instant::now();
-        let result = match self.check() {
-            Ok(()) => self.inner.list_with_delimiter(prefix).await,
-            Err(e) => Err(e),
-        };
-        record("list", started, &result);
-        result
+        let request = self.inner.list_with_delimiter(prefix);
+        self.observe("list", async { self.check() }, request).await
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        let started = Instant::now();
-        let result = match self.check() {
-            Ok(()) => self.inner.copy_opts(from, to, options).await,
-            Err(e) => Err(e),
-        };
-        record("copy", started, &result);
-        result
+        let request = self.inner.copy_opts(from, to, options);
+        self.observe("copy", async { self.check() }, request).await
     }
 
     async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
-        let started = Instant::now();
-        let result = match self.check() {
-            Ok(()) => self.inner.rename_opts(from, to, options).await,
-            Err(e) => Err(e),
-        };
-        record("rename", started, &result);
-        result
+        let request = self.inner.rename_opts(from, to, options);
+        self.observe("rename", async { self.check() }, request).await
     }
 }
 

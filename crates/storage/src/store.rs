@@ -11,7 +11,6 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use trawl_common::faults::{Faults, StoreFailure};
-use trawl_common::metrics::{METRICS, label, seconds_since};
 
 use crate::observed::ObservedStore;
 use crate::{Result, StorageError};
@@ -83,16 +82,7 @@ impl SegmentStore {
             Some(root) => {
                 let started = Instant::now();
                 let target = root.join(path);
-                let failure = match &self.faults {
-                    Some(faults) => {
-                        let (delay, failure) = faults.on_put();
-                        if !delay.is_zero() {
-                            tokio::time::sleep(delay).await;
-                        }
-                        failure
-                    }
-                    None => None,
-                };
+                let failure = crate::observed::put_fault(self.faults.as_deref()).await;
                 let result = tokio::task::spawn_blocking(move || match failure {
                     // A full disk fails part-way through the temporary file, as a real one does.
                     Some(StoreFailure::DiskFull) => {
@@ -104,16 +94,7 @@ impl SegmentStore {
                 })
                 .await
                 .map_err(|e| StorageError::Invalid(format!("write task failed: {e}")))?;
-                METRICS
-                    .storage_request_seconds
-                    .get_or_create(&label("operation", "put"))
-                    .observe(seconds_since(started));
-                if result.is_err() {
-                    METRICS
-                        .storage_request_errors
-                        .get_or_create(&label("operation", "put"))
-                        .inc();
-                }
+                crate::observed::record("put", started, &result);
                 result?;
             }
             None => {
