@@ -7,6 +7,7 @@
 //!
 //! Must not know HTTP or gRPC.
 
+mod abandon;
 mod budget;
 pub mod cells;
 mod coop;
@@ -216,7 +217,7 @@ impl Engine {
             .cloned()
             .collect();
         let state = SessionStateBuilder::new_from_existing(state)
-            .with_optimizer_rules(rules)
+            .with_optimizer_rules(abandon::interleave(rules))
             .with_physical_optimizer_rule(Arc::new(trawl_storage::count_by::CountByDictionary))
             .with_physical_optimizer_rule(Arc::new(budget::BudgetAggregates {
                 limit_bytes: config.summarize_memory_limit_bytes,
@@ -396,14 +397,20 @@ impl Engine {
 const PLANNING_STACK: usize = 256 << 20;
 
 /// Runs CPU-bound planning work on the runtime's blocking threads; a panic in it fails the
-/// query with an internal error and nothing else.
+/// query with an internal error and nothing else. When the returned future is dropped (the
+/// query timed out or its client left), the optimizer stops at its next rule (`abandon.rs`).
 async fn off_runtime<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, TrawlError> + Send + 'static,
 ) -> Result<T, TrawlError> {
+    let abandoned = abandon::Abandoned::default();
+    let flag = abandoned.flag();
     // On a stack of its own: DataFusion's optimizer rules recurse once per operator, and a
     // plan may be as deep as the planner's bound (`trawl_planner::limits`) allows. The stack
     // is reserved address space; only what the recursion touches is used.
-    match tokio::task::spawn_blocking(move || stacker::grow(PLANNING_STACK, work)).await {
+    let work = move || abandon::Abandoned::scope(flag, || stacker::grow(PLANNING_STACK, work));
+    let outcome = tokio::task::spawn_blocking(work).await;
+    drop(abandoned);
+    match outcome {
         Ok(result) => result,
         Err(error) => {
             tracing::error!(%error, "planning a query failed unexpectedly");

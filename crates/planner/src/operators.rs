@@ -378,6 +378,10 @@ impl Planner<'_> {
             .map(|(name, value)| (name, value.kql_type))
             .collect();
         let exprs = unlike_input_projection(&input.plan, exprs);
+        let input = Tabular {
+            plan: projection_stage(input.plan)?,
+            columns: input.columns,
+        };
         let (builder, exprs) = crate::windows::with_staged_windows(&input, exprs)?;
         let plan = build(builder.project(exprs).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
@@ -665,6 +669,38 @@ fn percentiles_array_sugar(item: &NamedExpr) -> Option<NamedExpr> {
 /// projection below it, as if it were a no-op; `extend x = x + 1 | extend x = x + 1` is not
 /// one (it adds 2). Empty metadata on the aliases changes nothing in the result's schema but
 /// makes the two lists differ, so the projections are merged by substitution instead.
+/// How many projections (with filters between them) the optimizer may fold into one.
+const PROJECTION_STAGE: usize = 32;
+
+/// `plan`, closed into a stage of its own when it ends in a long chain of projections.
+///
+/// The optimizer folds consecutive projections into one, substituting each into the next; a
+/// chain of n `extend x = x + 1` becomes one expression n deep, and deriving the field of every
+/// intermediate result costs O(n³) (2.5 s for 300 steps in a debug build). A subquery alias
+/// between stages stops the folding, so a long pipeline costs O(n) stages of bounded size.
+fn projection_stage(plan: LogicalPlan) -> Result<LogicalPlan, TrawlError> {
+    let mut chain = 0;
+    let mut node = &plan;
+    loop {
+        match node {
+            LogicalPlan::Projection(projection) => {
+                chain += 1;
+                node = &projection.input;
+            }
+            LogicalPlan::Filter(filter) => node = &filter.input,
+            _ => break,
+        }
+    }
+    if chain < PROJECTION_STAGE {
+        return Ok(plan);
+    }
+    static STAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let stage = STAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let alias = datafusion::logical_expr::SubqueryAlias::try_new(std::sync::Arc::new(plan), format!("__trawl_stage_{stage}"))
+        .map_err(|e| internal(&e))?;
+    Ok(LogicalPlan::SubqueryAlias(alias))
+}
+
 fn unlike_input_projection(input: &LogicalPlan, exprs: Vec<Expr>) -> Vec<Expr> {
     let LogicalPlan::Projection(below) = input else {
         return exprs;
