@@ -190,3 +190,46 @@ def test_a_cancelled_call_leaves_the_server_serving(pb, stub):
     assert raised.value.code() == grpc.StatusCode.CANCELLED
     frames = run(pb, stub, f'default | where body has "{MARKER}" | count')
     assert kinds(frames)[-1] == "done"
+
+
+def test_a_segment_that_cannot_be_read_is_a_partial_failure(pb, trawl_factory):
+    """A segment whose object went missing on disk is left out; the gRPC metadata names it
+    in `partial_failures`, the ADX v2 face as a `PartialFailure` warning, and the other
+    segment's rows come back."""
+    server = trawl_factory("partial")
+    for batch in range(2):
+        records = [
+            {"timeUnixNano": str(T0 + (batch * 10 + i) * 1_000_000), "body": {"stringValue": f"partial {batch} {i}"}}
+            for i in range(10)
+        ]
+        status, answer = post_otlp_json_logs(server, records, service="partial")
+        assert status == 200, answer
+    segments = sorted((server.data_dir / "segments").rglob("*.parquet"))
+    assert len(segments) == 2, segments
+    # The first batch's segment (acknowledged first, so written first).
+    lost = min(segments, key=lambda p: p.stat().st_mtime_ns)
+    lost.unlink()
+
+    messages, services = pb
+    channel = grpc.insecure_channel(server.gateway_endpoint)
+    try:
+        stub = services.QueryServiceStub(channel)
+        request = messages.ExecuteQueryRequest(query='default | where body has "partial" | count')
+        frames = list(
+            stub.ExecuteQuery(request, metadata=[("authorization", f"Bearer {server.admin_token}")], timeout=60)
+        )
+    finally:
+        channel.close()
+    assert kinds(frames)[-1] == "done", kinds(frames)
+    failures = [f for frame in frames if frame.WhichOneof("payload") == "metadata" for f in frame.metadata.partial_failures]
+    assert [list(f.segment_ids) for f in failures] == [[lost.stem]], failures
+    assert "missing" in failures[0].message
+    rows = [row for frame in frames if frame.WhichOneof("payload") == "batch" for row in frame.batch.rows]
+    assert [[v.long_value for v in row.values] for row in rows] == [[10]]
+
+    result = server.query_raw('default | where body has "partial" | count')
+    assert server.primary(result)["rows"] == [[10]]
+    warnings = next(t for t in result["Tables"] if t["name"] == "@Warnings")["rows"]
+    assert any(kind == "PartialFailure" and lost.stem in message for kind, message, _ in warnings), warnings
+    # The server goes on serving.
+    assert server.count("default") == 20

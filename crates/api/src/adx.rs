@@ -287,6 +287,7 @@ impl ProgressiveFrames {
                 }
             }
             QueryEvent::Warning(warning) => self.warnings.push(warning),
+            QueryEvent::PartialFailure(failure) => self.warnings.push(failure.warning()),
             QueryEvent::Finished => {
                 frames.push(completion_information(
                     self.next_id,

@@ -23,7 +23,8 @@ use trawl_common::error::Location;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_engine::cells::{Cell, cell_value};
 use trawl_engine::{
-    Progress, QueryEvent, QueryRequest, QueryWarning, RecordBatch, RunOptions, Visualization, resolve_window_now,
+    PartialFailure, Progress, QueryEvent, QueryRequest, QueryWarning, RecordBatch, RunOptions, Visualization,
+    resolve_window_now,
 };
 use trawl_proto::query as pb;
 use trawl_proto::query::query_service_server::{QueryService, QueryServiceServer};
@@ -150,8 +151,10 @@ pub struct Framer {
     /// The last full batch, held back until it is known whether it is the last.
     pending: Option<pb::RowBatch>,
     warnings: Vec<QueryWarning>,
+    partial_failures: Vec<PartialFailure>,
     visualization: Option<Visualization>,
-    /// Warnings found while running, sent in a second metadata frame at the end.
+    /// Warnings (or partial failures) found while running, sent in a second metadata frame
+    /// at the end.
     late_warnings: bool,
     ended: bool,
 }
@@ -168,6 +171,7 @@ impl Framer {
             building_bytes: 0,
             pending: None,
             warnings: Vec::new(),
+            partial_failures: Vec::new(),
             visualization: None,
             late_warnings: false,
             ended: false,
@@ -241,6 +245,10 @@ impl Framer {
                 self.warnings.push(warning);
                 self.late_warnings = true;
             }
+            QueryEvent::PartialFailure(failure) => {
+                self.partial_failures.push(failure);
+                self.late_warnings = true;
+            }
             QueryEvent::Finished => {
                 self.complete_iteration(&mut out);
                 if self.late_warnings {
@@ -286,7 +294,14 @@ impl Framer {
 
     fn metadata(&self) -> pb::ResultMetadata {
         pb::ResultMetadata {
-            partial_failures: Vec::new(),
+            partial_failures: self
+                .partial_failures
+                .iter()
+                .map(|failure| pb::PartialFailure {
+                    segment_ids: failure.segment_ids.clone(),
+                    message: failure.message.clone(),
+                })
+                .collect(),
             visualization: self.visualization.as_ref().map(|v| pb::VisualizationMetadata {
                 visualization_type: Some(v.visualization_type.clone()),
                 properties: v

@@ -91,10 +91,7 @@ pub(crate) fn interleave(
     rules: Vec<Arc<dyn OptimizerRule + Send + Sync>>,
 ) -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let check: Arc<dyn OptimizerRule + Send + Sync> = Arc::new(StopWhenAbandoned);
-    rules
-        .into_iter()
-        .flat_map(|rule| [Arc::clone(&check), rule])
-        .collect()
+    rules.into_iter().flat_map(|rule| [Arc::clone(&check), rule]).collect()
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ use trawl_storage::schema::table_schema;
 use trawl_storage::{ScanCounters, SegmentStore, TrawlTable};
 
 pub use progress::{BinProgress, OperatorDiagnostics, PlanningProgress, Progress};
-pub use run::{QueryEvent, QueryEvents, RunOptions};
+pub use run::{PartialFailure, QueryEvent, QueryEvents, RunOptions};
 pub use trawl_common::window::{QueryWindow, resolve_window, resolve_window_now};
 pub use trawl_planner::QueryWarning;
 

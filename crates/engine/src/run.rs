@@ -66,10 +66,60 @@ pub enum QueryEvent {
     },
     /// A warning found while running (such as a truncated result).
     Warning(QueryWarning),
+    /// Segments the query left out because they cannot be read; the result holds the rest.
+    PartialFailure(PartialFailure),
     /// The query succeeded; nothing follows.
     Finished,
     /// The query failed; nothing follows.
     Failed(TrawlError),
+}
+
+/// Segments a query left out because they cannot be read, with the same reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartialFailure {
+    pub segment_ids: Vec<String>,
+    pub message: String,
+}
+
+impl PartialFailure {
+    /// `segments` grouped by their reason, in the order each reason first appears.
+    pub fn grouped(segments: Vec<trawl_storage::UnreadableSegment>) -> Vec<PartialFailure> {
+        let mut failures: Vec<PartialFailure> = Vec::new();
+        for segment in segments {
+            match failures.iter_mut().find(|f| f.message == segment.message) {
+                Some(failure) => failure.segment_ids.push(segment.id),
+                None => failures.push(PartialFailure {
+                    segment_ids: vec![segment.id],
+                    message: segment.message,
+                }),
+            }
+        }
+        failures
+    }
+
+    /// The failure as a warning, for faces without a field of their own for it.
+    pub fn warning(&self) -> QueryWarning {
+        const NAMED: usize = 10;
+        let mut ids = self
+            .segment_ids
+            .iter()
+            .take(NAMED)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if self.segment_ids.len() > NAMED {
+            ids.push_str(&format!(" and {} more", self.segment_ids.len() - NAMED));
+        }
+        QueryWarning {
+            kind: "PartialFailure".to_string(),
+            message: format!(
+                "the result leaves out {} segment(s) that cannot be read ({}): {ids}",
+                self.segment_ids.len(),
+                self.message
+            ),
+            location: None,
+        }
+    }
 }
 
 /// The events of a running query. Dropping it cancels the query.
@@ -207,6 +257,15 @@ struct Run {
 impl Run {
     async fn send(&self, event: QueryEvent) -> Result<(), Gone> {
         self.sender.send(event).await.map_err(|_| Gone)
+    }
+
+    /// Sends the segments left out since the last call, grouped by reason.
+    async fn report_unreadable(&self) -> Result<(), Gone> {
+        let unreadable = self.tracker.counters().take_unreadable();
+        for failure in PartialFailure::grouped(unreadable) {
+            self.send(QueryEvent::PartialFailure(failure)).await?;
+        }
+        Ok(())
     }
 
     async fn progress(&self, finished: bool) -> Result<(), Gone> {
@@ -354,6 +413,7 @@ impl Engine {
                 run.tracker.planning = true;
                 let (physical, task) = run.ticking(self.physical_plan(plan.clone())).await??;
                 run.tracker.planning = false;
+                run.report_unreadable().await?;
                 run.tracker.running(physical.clone());
                 let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
                 let mut sent = SentRows::new(&name, self.config.max_result_rows);
@@ -461,6 +521,7 @@ impl Engine {
                     }
                 }
                 QueryEvent::Warning(warning) => output.warnings.push(warning),
+                QueryEvent::PartialFailure(failure) => output.warnings.push(failure.warning()),
                 QueryEvent::Failed(error) => return Err(error),
                 QueryEvent::Progress(_)
                 | QueryEvent::Snapshot(_)
@@ -617,6 +678,7 @@ impl Engine {
             run.tracker.planning = true;
             let (physical, task) = run.ticking(self.physical_plan(result.plan)).await??;
             run.tracker.planning = false;
+            run.report_unreadable().await?;
             run.tracker.running(physical.clone());
             let mut stream = execute_stream(physical, task).map_err(execution_error)?;
             while let Some(batch) = run.ticking(stream.next()).await? {

@@ -1,5 +1,6 @@
 //! A damaged segment file on disk affects only the queries and merges that read it: the engine
-//! keeps serving and the good segments' rows stay. The files are the `segment_file` fuzz
+//! keeps serving, queries leave the segment out and name it as a partial failure, and the good
+//! segments' rows stay. The files are the `segment_file` fuzz
 //! target's findings, on which the Parquet and Arrow decoders panic: a footer whose embedded
 //! Arrow schema has an integer of an impossible width, and a column chunk with a negative
 //! offset.
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use trawl_storage::{MergePolicy, Merger};
 
-use trawl_engine::QueryWindow;
+use trawl_engine::{PartialFailure, QueryEvent, QueryRequest, QueryWindow, RunOptions};
 
 use crate::fixture::{Fixture, MINUTE, T0, TestResult, log};
 
@@ -37,11 +38,30 @@ async fn damaged_segment_affects_only_its_readers(damaged_file: &'static [u8]) -
     f.writer.store().put_durable(&damaged.path, damaged_file.into()).await?;
     f.catalog.commit_segments(&[damaged], &[]).await?;
 
-    // A query that reads the damaged segment is answered with an error; the engine goes on.
+    // A query that reads the damaged segment leaves it out and says so; the engine goes on.
     let query = "default | where body == 'fine' | count";
-    let failed = f.run(query).await;
-    assert!(failed.is_err_and(|e| !e.message.is_empty()));
+    let (rows, failures) = rows_and_failures(&f, query).await?;
+    assert_eq!(rows, vec![vec![serde_json::json!(8)]]);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].segment_ids, vec!["damaged".to_string()]);
+    assert!(
+        failures[0].message.contains("cannot be read"),
+        "{}",
+        failures[0].message
+    );
+    // The faces without a field for it get a warning naming the segment.
+    let output = f.engine.execute(&request(query)).await?;
+    assert!(
+        output
+            .warnings
+            .iter()
+            .any(|w| w.kind == "PartialFailure" && w.message.contains("damaged")),
+        "{:?}",
+        output.warnings
+    );
     assert_eq!(f.rows("print x = 1").await?, vec![vec![serde_json::json!(1)]]);
+    // A count of all rows is answered from the catalog's row counts and opens no segment.
+    assert_eq!(rows_and_failures(&f, "default | count").await?.1, Vec::new());
     // A query whose window leaves it out (it has minute 0's time range) reads the rest.
     let later = QueryWindow {
         since: Some(T0 + MINUTE),
@@ -63,4 +83,62 @@ async fn damaged_segment_affects_only_its_readers(damaged_file: &'static [u8]) -
     assert_eq!(f.catalog.live_segments("default", "default", None).await?.len(), 9);
     assert_eq!(f.run_window(query, later).await?.1, vec![vec![serde_json::json!(7)]]);
     Ok(())
+}
+
+#[tokio::test]
+async fn a_segment_whose_object_is_missing_is_left_out_and_named() -> TestResult {
+    let f = Fixture::new().await?;
+    for minute in 0..3 {
+        f.segment(vec![log(minute, "INFO", "fine", "s", None)]).await?;
+    }
+    let live = f.catalog.live_segments("default", "default", None).await?;
+    let mut missing = live.first().ok_or("no segment")?.clone();
+    missing.id = "missing".into();
+    missing.path = "default/default/missing.parquet".into();
+    f.catalog.commit_segments(&[missing], &[]).await?;
+    let (rows, failures) = rows_and_failures(&f, "default | summarize n = count() by body").await?;
+    assert_eq!(rows, vec![vec![serde_json::json!("fine"), serde_json::json!(3)]]);
+    assert_eq!(
+        failures,
+        vec![PartialFailure {
+            segment_ids: vec!["missing".into()],
+            message: "the segment's object is missing".into(),
+        }]
+    );
+    Ok(())
+}
+
+fn request(text: &str) -> QueryRequest {
+    QueryRequest {
+        text: text.to_string(),
+        database: "default".into(),
+        window: QueryWindow::default(),
+    }
+}
+
+/// The rows of the first result of `query`, and the partial failures its run reported.
+async fn rows_and_failures(
+    f: &Fixture,
+    query: &str,
+) -> Result<(Vec<Vec<serde_json::Value>>, Vec<PartialFailure>), Box<dyn std::error::Error>> {
+    let mut events = f.engine.run(request(query), RunOptions::default());
+    let mut batches = Vec::new();
+    let mut columns = Vec::new();
+    let mut failures = Vec::new();
+    while let Some(event) = events.next_event().await {
+        match event {
+            QueryEvent::TableStarted { columns: started, .. } if columns.is_empty() => columns = started,
+            QueryEvent::Rows(batch) => batches.push(batch),
+            QueryEvent::PartialFailure(failure) => failures.push(failure),
+            QueryEvent::Failed(error) => return Err(error.into()),
+            _ => {}
+        }
+    }
+    let rows = trawl_engine::ResultTable {
+        name: "PrimaryResult".into(),
+        columns,
+        batches,
+    }
+    .json_rows();
+    Ok((rows, failures))
 }

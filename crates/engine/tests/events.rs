@@ -57,6 +57,7 @@ fn shape(events: &[QueryEvent]) -> Vec<&'static str> {
             QueryEvent::Snapshot(_) => "snapshot",
             QueryEvent::TableFinished { .. } => "table-finished",
             QueryEvent::Warning(_) => "warning",
+            QueryEvent::PartialFailure(_) => "partial-failure",
             QueryEvent::Finished => "finished",
             QueryEvent::Failed(_) => "failed",
         };

@@ -67,7 +67,10 @@ async fn long_chains_and_pipelines_under_the_bound_run() -> TestResult {
         "range i from 1 to 10 step 1 | extend x = i {} | project i, x | where x > 24 | summarize n = count(), top = max(x)",
         "| extend x = x + 1 | where x > i | extend y = x * 2 | project-away y ".repeat(20)
     );
-    assert_eq!(f.run(&mixed).await?.1, vec![vec![serde_json::json!(6), serde_json::json!(30)]]);
+    assert_eq!(
+        f.run(&mixed).await?.1,
+        vec![vec![serde_json::json!(6), serde_json::json!(30)]]
+    );
     Ok(())
 }
 

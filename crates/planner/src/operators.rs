@@ -696,8 +696,9 @@ fn projection_stage(plan: LogicalPlan) -> Result<LogicalPlan, TrawlError> {
     }
     static STAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let stage = STAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let alias = datafusion::logical_expr::SubqueryAlias::try_new(std::sync::Arc::new(plan), format!("__trawl_stage_{stage}"))
-        .map_err(|e| internal(&e))?;
+    let alias =
+        datafusion::logical_expr::SubqueryAlias::try_new(std::sync::Arc::new(plan), format!("__trawl_stage_{stage}"))
+            .map_err(|e| internal(&e))?;
     Ok(LogicalPlan::SubqueryAlias(alias))
 }
 

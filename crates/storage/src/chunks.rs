@@ -18,7 +18,6 @@ use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::datasource::physical_plan::ParquetFileMetrics;
-use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::datasource::physical_plan::parquet::{ParquetAccessPlan, RowGroupAccessPlanFilter};
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::simplify::SimplifyContext;
@@ -26,12 +25,9 @@ use datafusion::logical_expr::{Expr, lit};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
-use object_store::ObjectMeta;
-use object_store::path::Path as ObjectPath;
 use trawl_catalog::{ColumnInfo, SegmentMeta};
 
 use crate::schema::table_schema;
-use crate::store::SegmentStore;
 
 /// How a segment's chunks stand against the filters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,21 +189,7 @@ async fn classify_by_statistics(
     pruning: &Option<Arc<PruningPredicate>>,
     full_check: &Option<Arc<PruningPredicate>>,
 ) -> DfResult<Chunks> {
-    let url = SegmentStore::url().map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-    let store = state.runtime_env().object_store(url)?;
-    let object = ObjectMeta {
-        location: ObjectPath::from(segment.path.as_str()),
-        // As `PartitionedFile::new` has it, so the scan finds this footer in the cache.
-        last_modified: chrono::DateTime::from_timestamp_nanos(0),
-        size: segment.bytes,
-        e_tag: None,
-        version: None,
-    };
-    let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
-    let metadata = DFParquetMetadata::new(store.as_ref(), &object)
-        .with_file_metadata_cache(Some(cache))
-        .fetch_metadata()
-        .await?;
+    let metadata = crate::probe::footer(state, segment).await?;
     let groups = metadata.row_groups();
     let schema_descr = metadata.file_metadata().schema_descr();
     let metrics = ParquetFileMetrics::new(0, &segment.path, &ExecutionPlanMetricsSet::new());

@@ -18,6 +18,7 @@ mod chunks;
 pub mod count_by;
 mod merge;
 pub mod observed;
+mod probe;
 pub mod progress;
 pub mod schema;
 mod segment;
@@ -27,6 +28,7 @@ mod table;
 
 pub use batch::rows_to_batch;
 pub use merge::{MergePolicy, Merger};
+pub use probe::UnreadableSegment;
 pub use progress::ScanCounters;
 pub use segment::{Encoded, SegmentWriter, encode_rows};
 pub use store::SegmentStore;

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use trawl_catalog::SegmentMeta;
 
+use crate::probe::UnreadableSegment;
 use crate::segment::CHUNK_ROWS;
 
 /// Counters of the scans of one query. All only grow.
@@ -30,6 +31,8 @@ pub struct ScanCounters {
     pub skipped_compressed_bytes: AtomicU64,
     /// Segments planned for reading, by path.
     planned: Mutex<HashMap<String, PlannedSegment>>,
+    /// Segments left out because they cannot be read, not yet taken by the engine.
+    unreadable: Mutex<Vec<UnreadableSegment>>,
 }
 
 /// A segment some of whose chunks are read.
@@ -75,6 +78,20 @@ impl ScanCounters {
             });
             entry.chunks += chunks;
         }
+    }
+
+    pub(crate) fn unreadable(&self, segments: Vec<UnreadableSegment>) {
+        if let Ok(mut unreadable) = self.unreadable.lock() {
+            unreadable.extend(segments);
+        }
+    }
+
+    /// The segments left out since the last call, because they cannot be read.
+    pub fn take_unreadable(&self) -> Vec<UnreadableSegment> {
+        self.unreadable
+            .lock()
+            .map(|mut unreadable| std::mem::take(&mut *unreadable))
+            .unwrap_or_default()
     }
 
     /// Chunks planned for reading in the segment at `path` (0 when none).

@@ -308,17 +308,24 @@ impl datafusion::catalog::TableProvider for TrawlTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let segments = self.segments_for(filters).await?;
         self.count(|c| c.listed(segments.len() as u64, segments.iter().map(|s| chunks_of(s.rows)).sum()));
-        if segments.is_empty() {
-            let projected = match projection {
-                Some(indices) => Arc::new(self.schema.project(indices)?),
-                None => self.schema.clone(),
-            };
-            return Ok(Arc::new(EmptyExec::new(projected)));
-        }
         let wanted: Vec<usize> = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         let needed = self.needed_columns(&wanted, filters)?;
+        // A scan that reads no column and applies no filter counts rows from the catalog and
+        // opens no segment; every other scan reads footers, and leaves out what it cannot.
+        let segments = if segments.is_empty() || (needed.is_empty() && filters.is_empty()) {
+            segments
+        } else {
+            let (readable, unreadable) = crate::probe::readable(state, segments).await?;
+            if !unreadable.is_empty() {
+                self.count(|c| c.unreadable(unreadable));
+            }
+            readable
+        };
+        if segments.is_empty() {
+            return Ok(Arc::new(EmptyExec::new(Arc::new(self.schema.project(&wanted)?))));
+        }
         let (legacy, stored): (Vec<SegmentMeta>, Vec<SegmentMeta>) = segments
             .into_iter()
             .partition(|s| lacks_shredded(s, &self.schema, &needed));

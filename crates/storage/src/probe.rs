@@ -1,0 +1,144 @@
+//! Segments a query cannot read are left out of it and reported, not fatal.
+//!
+//! Before a scan is planned, the footer of every segment it would read is fetched (through
+//! DataFusion's footer cache, so the scan does not fetch it again) and checked: the object
+//! exists, its footer decodes, its Arrow schema decodes, and every column chunk lies inside
+//! the file. A segment that fails is *unreadable*: the query goes on without it and names it
+//! in its partial failures (`ScanCounters::unreadable`). A store that cannot be reached is a
+//! different thing — every segment would fail alike — and fails the query, so the caller
+//! learns the store is unavailable instead of getting an empty answer.
+
+use std::sync::Arc;
+
+use datafusion::catalog::Session;
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use datafusion::parquet::errors::ParquetError;
+use datafusion::parquet::file::metadata::ParquetMetaData;
+use futures::StreamExt;
+use object_store::ObjectMeta;
+use object_store::path::Path as ObjectPath;
+use trawl_catalog::SegmentMeta;
+
+use crate::store::SegmentStore;
+
+/// Footers fetched at once.
+const CONCURRENT_FETCHES: usize = 16;
+
+/// A segment left out of a query, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableSegment {
+    pub id: String,
+    pub message: String,
+}
+
+/// The footer of `segment`, from the cache when an earlier query or scan fetched it. The
+/// object's identity is the one `PartitionedFile::new` gives it, so the scan finds the entry.
+pub(crate) async fn footer(state: &dyn Session, segment: &SegmentMeta) -> DfResult<Arc<ParquetMetaData>> {
+    let url = SegmentStore::url().map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let store = state.runtime_env().object_store(url)?;
+    let object = ObjectMeta {
+        location: ObjectPath::from(segment.path.as_str()),
+        last_modified: chrono::DateTime::from_timestamp_nanos(0),
+        size: segment.bytes,
+        e_tag: None,
+        version: None,
+    };
+    let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+    DFParquetMetadata::new(store.as_ref(), &object)
+        .with_file_metadata_cache(Some(cache))
+        .fetch_metadata()
+        .await
+}
+
+/// `segments` split into the readable ones (in their order) and the unreadable ones; an
+/// error when the store itself fails.
+pub(crate) async fn readable(
+    state: &dyn Session,
+    segments: Vec<SegmentMeta>,
+) -> DfResult<(Vec<SegmentMeta>, Vec<UnreadableSegment>)> {
+    let checked: Vec<(SegmentMeta, DfResult<Option<String>>)> = futures::stream::iter(segments)
+        .map(|segment| async move {
+            let problem = match footer(state, &segment).await {
+                Ok(footer) => Ok(problem_in(&footer, segment.bytes)),
+                Err(error) => unreadable_because(error),
+            };
+            (segment, problem)
+        })
+        .buffered(CONCURRENT_FETCHES)
+        .collect()
+        .await;
+    let mut readable = Vec::with_capacity(checked.len());
+    let mut unreadable = Vec::new();
+    for (segment, problem) in checked {
+        match problem? {
+            None => readable.push(segment),
+            Some(message) => {
+                tracing::warn!(segment = %segment.id, path = %segment.path, %message, "a query leaves out an unreadable segment");
+                unreadable.push(UnreadableSegment {
+                    id: segment.id,
+                    message,
+                });
+            }
+        }
+    }
+    Ok((readable, unreadable))
+}
+
+/// Why a failed footer fetch makes the segment unreadable, or the error itself when the store
+/// failed (the query then fails as unavailable).
+fn unreadable_because(error: DataFusionError) -> DfResult<Option<String>> {
+    match store_error(&error) {
+        Some(object_store::Error::NotFound { .. }) => Ok(Some("the segment's object is missing".to_string())),
+        Some(_) => Err(error),
+        // DataFusion formats some store errors into text instead of keeping them as a source.
+        None if error.to_string().contains("Object Store error") => Err(error),
+        None => Ok(Some(format!(
+            "the segment cannot be read: its footer does not decode: {error}"
+        ))),
+    }
+}
+
+/// The object store error somewhere in `error`'s chain.
+fn store_error(error: &DataFusionError) -> Option<&object_store::Error> {
+    error.iter().find_map(|cause| match cause {
+        DataFusionError::ObjectStore(e) => Some(e.as_ref()),
+        DataFusionError::External(inner) => inner.downcast_ref::<object_store::Error>(),
+        DataFusionError::ParquetError(parquet) => match parquet.as_ref() {
+            ParquetError::External(inner) => inner.downcast_ref::<object_store::Error>(),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// What is wrong with a decoded footer of a file of `bytes` bytes, if anything.
+fn problem_in(footer: &Arc<ParquetMetaData>, bytes: u64) -> Option<String> {
+    for group in footer.row_groups() {
+        for column in group.columns() {
+            let start = column.dictionary_page_offset().unwrap_or(column.data_page_offset());
+            let end = u64::try_from(start)
+                .ok()
+                .zip(u64::try_from(column.compressed_size()).ok())
+                .and_then(|(start, length)| start.checked_add(length));
+            if end.is_none_or(|end| end > bytes) {
+                return Some(format!(
+                    "the segment cannot be read: its column chunk '{}' lies outside the file",
+                    column.column_path().string()
+                ));
+            }
+        }
+    }
+    // The Arrow schema embedded in the footer is decoded by the scan; a damaged one can
+    // panic the decoder, so it is tried here first.
+    let decoded =
+        std::panic::catch_unwind(|| ArrowReaderMetadata::try_new(Arc::clone(footer), ArrowReaderOptions::new()));
+    match decoded {
+        Ok(Ok(_)) => None,
+        Ok(Err(error)) => Some(format!(
+            "the segment cannot be read: its schema does not decode: {error}"
+        )),
+        Err(_) => Some("the segment cannot be read: its schema does not decode".to_string()),
+    }
+}
