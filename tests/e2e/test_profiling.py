@@ -1,4 +1,4 @@
-"""CPU profiles from the operator port, read the way operators read them: `go tool pprof`
+"""CPU and heap profiles from the operator port, read the way operators read them: `go tool pprof`
 (installed by the test command) and the profile protobuf itself."""
 
 from __future__ import annotations
@@ -92,3 +92,37 @@ def test_one_profile_at_a_time_and_bounded_durations(trawl):
     for seconds in ("0", "301", "soon"):
         status, _, body = http_request(trawl.operator_url + f"/debug/pprof/profile?seconds={seconds}")
         assert status == 400, (seconds, body)
+
+
+def test_a_heap_profile_is_what_go_tool_pprof_reads(trawl, profile_pb, tmp_path):
+    # Some data held in memory: the engine's caches, the catalog, buffers.
+    for _ in range(3):
+        trawl.query("range x from 1 to 200000 step 1 | summarize count() by x % 7")
+    status, headers, body = http_request(trawl.operator_url + "/debug/pprof/heap", timeout=60)
+    assert status == 200, body[:200]
+    profile = profile_pb.Profile()
+    profile.ParseFromString(gzip.decompress(body))
+    strings = profile.string_table
+    assert [(strings[t.type], strings[t.unit]) for t in profile.sample_type] == [
+        ("inuse_objects", "count"),
+        ("inuse_space", "bytes"),
+    ]
+    assert strings[profile.default_sample_type] == "inuse_space"
+    assert (strings[profile.period_type.type], profile.period) == ("space", 524288)
+    live = sum(s.value[1] for s in profile.sample)
+    assert live > 1 << 20, f"only {live} bytes live in a running server"
+    names = {strings[f.name] for f in profile.function}
+    assert any(name.startswith("trawl") for name in names), sorted(names)[:20]
+    location_ids = {location.id for location in profile.location}
+    assert all(set(sample.location_id) <= location_ids for sample in profile.sample)
+
+    go = shutil.which("go")
+    assert go, "go tool pprof is missing: scripts/test.sh installs golang-go"
+    path = tmp_path / "heap.pb.gz"
+    path.write_bytes(body)
+    env = dict(os.environ, HOME=str(tmp_path), GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    top = subprocess.run(
+        [go, "tool", "pprof", "-top", "-nodecount=20", str(path)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert top.returncode == 0, top.stderr
+    assert "Type: inuse_space" in top.stdout, top.stdout

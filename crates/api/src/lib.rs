@@ -24,6 +24,7 @@ pub mod otlp_grpc;
 pub mod otlp_http;
 pub mod panics;
 pub mod pprof;
+pub mod pprof_heap;
 pub mod probes;
 pub mod problem;
 pub mod query_grpc;

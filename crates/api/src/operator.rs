@@ -52,6 +52,7 @@ pub fn router(
             }),
         )
         .route("/debug/pprof/profile", get(crate::pprof::profile))
+        .route("/debug/pprof/heap", get(crate::pprof_heap::heap))
         .merge(probes)
 }
 

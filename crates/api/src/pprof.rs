@@ -106,20 +106,20 @@ fn take(duration: Duration) -> Result<Vec<u8>, ProfileError> {
 }
 
 /// Strings of a profile, each stored once (index 0 is "").
-struct Strings {
-    table: Vec<String>,
+pub(crate) struct Strings {
+    pub(crate) table: Vec<String>,
     index: HashMap<String, i64>,
 }
 
 impl Strings {
-    fn new() -> Strings {
+    pub(crate) fn new() -> Strings {
         Strings {
             table: vec![String::new()],
             index: HashMap::from([(String::new(), 0)]),
         }
     }
 
-    fn of(&mut self, text: &str) -> i64 {
+    pub(crate) fn of(&mut self, text: &str) -> i64 {
         if let Some(&index) = self.index.get(text) {
             return index;
         }
@@ -234,6 +234,8 @@ fn encode(report: &pprof::Report) -> pb::Profile {
         r#type: strings.of("cpu"),
         unit: strings.of("nanoseconds"),
     });
+    // An index into the string table: the name of the sample type viewers show first.
+    let default_sample_type = strings.of("cpu");
     let time_nanos = report
         .timing
         .start_time
@@ -253,6 +255,6 @@ fn encode(report: &pprof::Report) -> pb::Profile {
         period_type,
         period,
         comment: Vec::new(),
-        default_sample_type: 1,
+        default_sample_type,
     }
 }

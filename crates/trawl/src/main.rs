@@ -9,8 +9,14 @@ mod serve;
 
 use clap::{Parser, Subcommand};
 
-/// mimalloc: the ingest path allocates and frees many small values per row; with it the server
-/// spends less CPU in the allocator and returns freed memory instead of keeping per-thread arenas.
+/// jemalloc, with sampled heap profiles (`/debug/pprof/heap`); see `crates/heap` and
+/// `docs/decisions/009-allocator.md`. The `mimalloc` feature builds with mimalloc instead
+/// (no heap profiles), for comparing the two.
+#[cfg(not(feature = "mimalloc"))]
+#[global_allocator]
+static ALLOCATOR: trawl_heap::Allocator = trawl_heap::Allocator;
+
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
