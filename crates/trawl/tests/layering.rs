@@ -25,6 +25,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("trawl-proto", &[]),
+    ("trawl-heap", &[]),
     ("trawl-intake", &["trawl-common", "trawl-proto"]),
     ("trawl-ingest", &["trawl-common", "trawl-catalog", "trawl-storage"]),
     (
@@ -41,6 +42,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-intake",
             "trawl-ingest",
             "trawl-gateway",
+            "trawl-heap",
         ],
     ),
     (
@@ -64,6 +66,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-api",
             "trawl-gateway",
             "trawl-client",
+            "trawl-heap",
         ],
     ),
     (
