@@ -313,8 +313,11 @@ impl datafusion::catalog::TableProvider for TrawlTable {
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         let needed = self.needed_columns(&wanted, filters)?;
         // A scan that reads no column and applies no filter counts rows from the catalog and
-        // opens no segment; every other scan reads footers, and leaves out what it cannot.
-        let segments = if segments.is_empty() || (needed.is_empty() && filters.is_empty()) {
+        // opens no segment; a scan with only a row limit (`take`) opens segments until it has
+        // its rows, and fetching every footer first would cost it a request per segment.
+        // Every other scan reads footers first, and leaves out what it cannot read.
+        let opens_few = filters.is_empty() && (needed.is_empty() || limit.is_some());
+        let segments = if segments.is_empty() || opens_few {
             segments
         } else {
             let (readable, unreadable) = crate::probe::readable(state, segments).await?;
