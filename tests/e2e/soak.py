@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trawl_e2e import TrawlServer, post_otlp_json_logs, stop_all
+from trawl_e2e import TrawlServer, http_request, post_otlp_json_logs, stop_all
 
 QUERIES = [
     "default | where severity_text == 'ERROR' | summarize count() by bin(timestamp, 10s)",
@@ -136,18 +137,41 @@ def soak(server: TrawlServer, seconds: float, senders: int = 3, per_request: int
     return report
 
 
+def heap_profile(server: TrawlServer, path: Path) -> None:
+    status, _, body = http_request(server.operator_url + "/debug/pprof/heap", timeout=120)
+    if status == 200:
+        path.write_bytes(body)
+    else:
+        print(f"heap profile: HTTP {status}: {body[:200]!r}", file=sys.stderr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", required=True, type=Path)
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--senders", type=int, default=3)
+    parser.add_argument(
+        "--heap-profiles",
+        type=Path,
+        help="directory for /debug/pprof/heap taken at the half and at the end of the run "
+        "(compare them: go tool pprof -top -base half.pb.gz end.pb.gz)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         server = TrawlServer(args.binary.resolve(), Path(work), name="soak", merge_interval_secs=10)
         server.start()
+        halfway = None
+        if args.heap_profiles:
+            args.heap_profiles.mkdir(parents=True, exist_ok=True)
+            halfway = threading.Timer(args.seconds / 2, heap_profile, (server, args.heap_profiles / "half.pb.gz"))
+            halfway.start()
         try:
             report = soak(server, args.seconds, senders=args.senders)
+            if args.heap_profiles:
+                heap_profile(server, args.heap_profiles / "end.pb.gz")
         finally:
+            if halfway:
+                halfway.cancel()
             stop_all([server])
     print(json.dumps(report.summary(), indent=2))
 

@@ -99,6 +99,9 @@ fn take(duration: Duration) -> Result<Vec<u8>, ProfileError> {
         .map_err(|e| ProfileError::Failed(e.to_string()))?;
     drop(guard);
     let profile = encode(&report);
+    // The symbolization cache (the binary's parsed debug information) is released, as for
+    // heap profiles.
+    backtrace::clear_symbol_cache();
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gzip.write_all(&profile.encode_to_vec())
         .and_then(|()| gzip.finish())

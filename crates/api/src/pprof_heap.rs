@@ -60,6 +60,9 @@ pub async fn heap() -> Response {
 fn take() -> Result<Vec<u8>, HeapError> {
     let profile = trawl_heap::take()?;
     let encoded = encode(&profile, &mut resolve).encode_to_vec();
+    // Symbolizing parses the binary's debug information, and the parse is cached: hundreds
+    // of MiB held for good after the first profile unless released.
+    backtrace::clear_symbol_cache();
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gzip.write_all(&encoded)?;
     Ok(gzip.finish()?)
