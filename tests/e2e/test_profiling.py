@@ -32,6 +32,19 @@ def profile_pb(tmp_path_factory):
         sys.path.remove(str(out))
 
 
+def pprof_top(body: bytes, path: Path) -> str:
+    """What `go tool pprof -top` prints for the profile `body`, saved at `path`."""
+    go = shutil.which("go")
+    assert go, "go tool pprof is missing: scripts/test.sh installs golang-go"
+    path.write_bytes(body)
+    env = dict(os.environ, HOME=str(path.parent), GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    top = subprocess.run(
+        [go, "tool", "pprof", "-top", "-nodecount=20", str(path)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert top.returncode == 0, top.stderr
+    return top.stdout
+
+
 def busy(trawl, stop: threading.Event) -> None:
     """Queries that keep the engine's threads busy until stopped."""
     while not stop.is_set():
@@ -64,16 +77,8 @@ def test_a_cpu_profile_is_what_go_tool_pprof_reads(trawl, profile_pb, tmp_path):
     location_ids = {location.id for location in profile.location}
     assert all(set(sample.location_id) <= location_ids for sample in profile.sample)
 
-    go = shutil.which("go")
-    assert go, "go tool pprof is missing: scripts/test.sh installs golang-go"
-    path = tmp_path / "profile.pb.gz"
-    path.write_bytes(body)
-    env = dict(os.environ, HOME=str(tmp_path), GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
-    top = subprocess.run(
-        [go, "tool", "pprof", "-top", "-nodecount=20", str(path)], capture_output=True, text=True, timeout=120, env=env
-    )
-    assert top.returncode == 0, top.stderr
-    assert "Type: cpu" in top.stdout, top.stdout
+    top = pprof_top(body, tmp_path / "profile.pb.gz")
+    assert "Type: cpu" in top, top
 
 
 def test_one_profile_at_a_time_and_bounded_durations(trawl):
@@ -116,13 +121,5 @@ def test_a_heap_profile_is_what_go_tool_pprof_reads(trawl, profile_pb, tmp_path)
     location_ids = {location.id for location in profile.location}
     assert all(set(sample.location_id) <= location_ids for sample in profile.sample)
 
-    go = shutil.which("go")
-    assert go, "go tool pprof is missing: scripts/test.sh installs golang-go"
-    path = tmp_path / "heap.pb.gz"
-    path.write_bytes(body)
-    env = dict(os.environ, HOME=str(tmp_path), GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
-    top = subprocess.run(
-        [go, "tool", "pprof", "-top", "-nodecount=20", str(path)], capture_output=True, text=True, timeout=120, env=env
-    )
-    assert top.returncode == 0, top.stderr
-    assert "Type: inuse_space" in top.stdout, top.stdout
+    top = pprof_top(body, tmp_path / "heap.pb.gz")
+    assert "Type: inuse_space" in top, top
