@@ -146,7 +146,13 @@ def test_sigkill_during_ingest_loses_no_acknowledged_record(trawl_factory):
         assert sender.acked, "\n".join(history)
         assert len(sender.acked) < batches, "the crash came after every request finished:\n" + "\n".join(history)
 
+        # A write the kill interrupted leaves a temporary file; start-up removes every one.
+        planted = server.data_dir / "segments" / "interrupted-write.partial"
+        planted.parent.mkdir(parents=True, exist_ok=True)
+        planted.write_bytes(b"half a segment")
         server.start()  # same data dir, recovery
+        left = list((server.data_dir / "segments").rglob("*.partial"))
+        assert not left, f"partial files after recovery: {left}"
         counts = seq_counts(server, marker)
         context = "\n".join(history)
         duplicated = {seq: c for seq, c in counts.items() if c > 1}

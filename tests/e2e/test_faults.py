@@ -4,7 +4,7 @@ serves `POST /debug/faults` on the operator port): slow and refused puts, a stor
 
 Expected (SPEC "Errors / Ingest"): ingest holds a request up to 25 s while it retries with
 backoff, then answers 503 with Retry-After (UNAVAILABLE over gRPC); a query names the part that
-is unavailable; no partial segment is ever visible; the service recovers by itself; every
+is unavailable; no partial segment is ever visible or left behind; the service recovers by itself; every
 acknowledged record is stored exactly once, also when the sender retries a refused request.
 """
 
@@ -166,24 +166,34 @@ def test_a_store_down_for_40s_answers_503_then_the_retry_is_stored_once(faulty):
     assert_exactly(faulty, marker, 2)
 
 
+def put_errors(server) -> float:
+    metrics = http_request(server.operator_url + "/metrics")[2].decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith('trawl_storage_request_errors_total{operation="put"')
+    )
+
+
 def test_a_full_disk_leaves_nothing_partial(faulty):
     marker = f"full-{uuid.uuid4().hex[:8]}"
     # Something stored first, so the table has the columns the mid-outage query names.
     assert post_logs(faulty, logs_request(f"{marker}-before", 0).SerializeToString())[0] == 200
+    errors_before = put_errors(faulty)
     inject(faulty, clear=True, store_disk_full_secs=4)
     outcome: dict[str, object] = {}
     thread = threading.Thread(target=lambda: outcome.update(post=post_logs(faulty, logs_request(marker, 0).SerializeToString())))
     thread.start()
     time.sleep(2)
-    # Mid-outage: the half-written file exists, and no query sees any of its rows.
-    partial = list((faulty.data_dir / "segments").rglob("*.partial"))
-    assert partial, "the full disk should have left a partial file behind"
+    # Mid-outage: writes fail half-way through, and no query sees any of their rows.
+    failed = put_errors(faulty) - errors_before
+    assert failed > 0, "the full disk should have failed a write"
     assert faulty.count(f"default | where resource['e2e.marker'] == '{marker}'") == 0
     thread.join()
     status, _, took = outcome["post"]
     assert status == 200 and took >= 2, (status, took)
-    print(f"disk full 4 s: {len(partial)} partial file(s) mid-outage, none visible; stored after {took:.1f} s")
-    # The retry wrote the same segment path, replacing the partial file.
+    print(f"disk full 4 s: {failed:.0f} failed write(s) mid-outage, none visible; stored after {took:.1f} s")
+    # Every failed write, the request's and any background merge's, removed its half-written file.
     assert not list((faulty.data_dir / "segments").rglob("*.partial"))
     assert_exactly(faulty, marker, 1)
 

@@ -86,11 +86,10 @@ impl SegmentStore {
                 let result = tokio::task::spawn_blocking(move || match failure {
                     // A full disk fails part-way through the temporary file, as a real one does.
                     Some(StoreFailure::DiskFull) => {
-                        let half = bytes.slice(..bytes.len() / 2);
-                        write_and_sync_failing(&target, &half, StoreFailure::DiskFull.to_io_error())
+                        write_and_sync(&target, &bytes, Some(StoreFailure::DiskFull.to_io_error()))
                     }
                     Some(other) => Err(other.to_io_error()),
-                    None => write_and_sync(&target, &bytes),
+                    None => write_and_sync(&target, &bytes, None),
                 })
                 .await
                 .map_err(|e| StorageError::Invalid(format!("write task failed: {e}")))?;
@@ -102,6 +101,18 @@ impl SegmentStore {
             }
         }
         Ok(())
+    }
+
+    /// Removes the temporary files that writes interrupted by a crash left in a local store,
+    /// returning how many. Call it only while no write is in progress (at start-up, before
+    /// ingest starts); a store on object storage has none.
+    pub async fn sweep_partial(&self) -> Result<usize> {
+        let Some(root) = self.local_root.clone() else {
+            return Ok(0);
+        };
+        tokio::task::spawn_blocking(move || sweep_partial_files(&root))
+            .await
+            .map_err(|e| StorageError::Invalid(format!("sweep task failed: {e}")))
     }
 
     /// Deletes the object at `path`; a missing object is not an error.
@@ -118,34 +129,73 @@ impl SegmentStore {
     }
 }
 
-/// Writes `bytes` to the temporary sibling and then fails with `error`, leaving the partial
-/// file where a crash or a full disk would: never at the segment's path.
-fn write_and_sync_failing(target: &Path, bytes: &[u8], error: std::io::Error) -> std::io::Result<()> {
-    use std::io::Write;
-    let directory = target
-        .parent()
-        .ok_or_else(|| std::io::Error::other("segment path has no parent"))?;
-    std::fs::create_dir_all(directory)?;
-    std::fs::File::create(target.with_extension("partial"))?.write_all(bytes)?;
-    Err(error)
-}
+/// The extension of a segment's temporary sibling while it is written.
+const PARTIAL: &str = "partial";
 
 /// Writes to a temporary sibling, fsyncs it, renames it into place and fsyncs the directory.
-fn write_and_sync(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
+/// A write that fails removes its temporary file (a full disk is not left fuller); only a
+/// crash leaves one behind, and [`SegmentStore::sweep_partial`] removes those at start-up.
+/// `injected` fails the write half-way through, as a full disk does.
+fn write_and_sync(target: &Path, bytes: &[u8], injected: Option<std::io::Error>) -> std::io::Result<()> {
     let directory = target
         .parent()
         .ok_or_else(|| std::io::Error::other("segment path has no parent"))?;
     std::fs::create_dir_all(directory)?;
-    let temporary = target.with_extension("partial");
-    {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
+    let temporary = target.with_extension(PARTIAL);
+    if let Err(error) = write_temporary(&temporary, bytes, injected) {
+        if let Err(cleanup) = std::fs::remove_file(&temporary)
+            && cleanup.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %temporary.display(), error = %cleanup, "cannot remove a partial segment file");
+        }
+        return Err(error);
     }
     std::fs::rename(&temporary, target)?;
     std::fs::File::open(directory)?.sync_all()?;
     Ok(())
+}
+
+fn write_temporary(temporary: &Path, bytes: &[u8], injected: Option<std::io::Error>) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(temporary)?;
+    if let Some(error) = injected {
+        file.write_all(&bytes[..bytes.len() / 2])?;
+        return Err(error);
+    }
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Removes every `*.partial` file under `root`, returning how many; directories it cannot read
+/// are skipped with a warning.
+fn sweep_partial_files(root: &Path) -> usize {
+    let mut removed = 0;
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(directory) = pending.pop() {
+        let entries = match std::fs::read_dir(&directory) {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(path = %directory.display(), %error, "cannot list a segment directory");
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => pending.push(path),
+                Ok(kind) if kind.is_file() && path.extension().is_some_and(|e| e == PARTIAL) => {
+                    match std::fs::remove_file(&path) {
+                        Ok(()) => removed += 1,
+                        Err(error) => {
+                            tracing::warn!(path = %path.display(), %error, "cannot remove a partial segment file")
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    removed
 }
 
 #[cfg(test)]
@@ -164,6 +214,36 @@ mod tests {
         store.delete("db/t/2024/01/01/x.parquet").await?;
         store.delete("db/t/2024/01/01/x.parquet").await?;
         assert!(store.get("db/t/2024/01/01/x.parquet").await.is_err());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_removes_its_partial_file() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let target = dir.path().join("db/t/x.parquet");
+        let refused = write_and_sync(&target, b"abcdef", Some(StoreFailure::DiskFull.to_io_error()));
+        assert!(refused.is_err());
+        assert!(!target.exists());
+        assert!(!target.with_extension(PARTIAL).exists());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn the_sweep_removes_partial_files_left_by_a_crash() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = SegmentStore::local(dir.path())?;
+        store
+            .put_durable("db/t/2024/01/01/kept.parquet", Bytes::from_static(b"abc"))
+            .await?;
+        for left in ["db/t/2024/01/01/a.partial", "db/u/2024/01/02/b.partial"] {
+            let path = dir.path().join(left);
+            std::fs::create_dir_all(path.parent().ok_or(StorageError::Invalid("no parent".into()))?)?;
+            std::fs::write(path, b"half")?;
+        }
+        assert_eq!(store.sweep_partial().await?, 2);
+        assert_eq!(store.sweep_partial().await?, 0);
+        assert_eq!(store.get("db/t/2024/01/01/kept.parquet").await?.as_ref(), b"abc");
+        assert!(!dir.path().join("db/t/2024/01/01/a.partial").exists());
         Ok(())
     }
 }

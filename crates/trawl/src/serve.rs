@@ -232,6 +232,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot create the default table")?;
     let mut store = SegmentStore::local(&args.data_dir.join("segments")).context("cannot open the segment store")?;
+    let swept = store.sweep_partial().await.context("cannot sweep the segment store")?;
+    if swept > 0 {
+        tracing::info!(
+            files = swept,
+            "removed partial segment files left by an interrupted write"
+        );
+    }
     if let Some(faults) = &faults {
         store = store.with_faults(faults.clone());
     }
