@@ -47,6 +47,7 @@ pub fn router(
                     METRICS.ingest_buffered_rows.set(gauge(ingestor.buffered_rows()));
                     METRICS.ingest_buffered_bytes.set(gauge(ingestor.buffered_bytes()));
                 }
+                record_memory();
                 let text = METRICS.render();
                 async move { ([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response() }
             }),
@@ -56,6 +57,54 @@ pub fn router(
         .merge(probes)
 }
 
+/// Sets the memory gauges: the process's resident set from `/proc/self/status`, and the
+/// allocator's own figures when jemalloc is the allocator.
+fn record_memory() {
+    if let Some(resident) = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .as_deref()
+        .and_then(resident_bytes)
+    {
+        METRICS.memory_resident_bytes.set(bytes_gauge(resident));
+    }
+    if let Ok(heap) = trawl_heap::stats() {
+        METRICS.memory_heap_allocated_bytes.set(bytes_gauge(heap.allocated));
+        METRICS.memory_heap_resident_bytes.set(bytes_gauge(heap.resident));
+        METRICS.memory_heap_retained_bytes.set(bytes_gauge(heap.retained));
+    }
+}
+
+/// `VmRSS` of a `/proc/<pid>/status` text, in bytes.
+fn resident_bytes(status: &str) -> Option<u64> {
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let mut fields = line.split_whitespace().skip(1);
+    let value: u64 = fields.next()?.parse().ok()?;
+    match fields.next() {
+        Some("kB") => value.checked_mul(1024),
+        _ => None,
+    }
+}
+
+fn bytes_gauge(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
 fn gauge(value: usize) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resident_memory_is_read_from_the_status_file() {
+        let status = "Name:\ttrawl\nVmPeak:\t  900 kB\nVmRSS:\t  123456 kB\nThreads:\t9\n";
+        assert_eq!(resident_bytes(status), Some(123_456 * 1024));
+        assert_eq!(resident_bytes("Name:\ttrawl\n"), None);
+        assert_eq!(resident_bytes("VmRSS:\t12 pages\n"), None);
+        assert_eq!(resident_bytes("VmRSS:\t99999999999999999999 kB\n"), None);
+        let own = std::fs::read_to_string("/proc/self/status").ok();
+        assert!(own.as_deref().and_then(resident_bytes).is_some_and(|bytes| bytes > 0));
+    }
 }

@@ -98,8 +98,10 @@ fn resolve(address: u64) -> Vec<Frame> {
     frames
 }
 
-/// A frame of the allocator or of jemalloc's sampling, not of the allocating code.
-fn is_allocator_frame(name: &str) -> bool {
+/// A frame of the allocator or of jemalloc's sampling, not of the allocating code: by name,
+/// or by source file for jemalloc's internal functions and for the standard library's
+/// allocation layer (inlined frames are named without their path, `with_capacity_in`).
+fn is_allocator_frame(frame: &Frame) -> bool {
     const PREFIXES: &[&str] = &[
         "je_",
         "_rjem_",
@@ -107,6 +109,8 @@ fn is_allocator_frame(name: &str) -> bool {
         "imalloc",
         "ialloc",
         "irealloc",
+        "irallocx",
+        "do_rallocx",
         "malloc",
         "calloc",
         "realloc",
@@ -117,11 +121,21 @@ fn is_allocator_frame(name: &str) -> bool {
         "__rdl_",
         "tikv_jemallocator::",
         "<tikv_jemallocator::",
+        "trawl_heap::",
+        "<trawl_heap::",
         "alloc::alloc::",
         "alloc::raw_vec::",
         "<alloc::raw_vec::",
     ];
-    name.is_empty() || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+    const FILES: &[&str] = &[
+        "/tikv-jemalloc-sys-",
+        "/tikv-jemallocator-",
+        "library/alloc/src/alloc.rs",
+        "library/alloc/src/raw_vec/",
+    ];
+    frame.name.is_empty()
+        || PREFIXES.iter().any(|prefix| frame.name.starts_with(prefix))
+        || FILES.iter().any(|file| frame.file.contains(file))
 }
 
 /// The profile in pprof's message: one location per address (its inlined functions as
@@ -140,7 +154,7 @@ fn encode(profile: &HeapProfile, resolve: &mut dyn FnMut(u64) -> Vec<Frame>) -> 
                 Some(&known) => known,
                 None => {
                     let frames = resolve(address);
-                    let allocator = !frames.is_empty() && frames.iter().all(|frame| is_allocator_frame(&frame.name));
+                    let allocator = !frames.is_empty() && frames.iter().all(is_allocator_frame);
                     let lines = frames
                         .iter()
                         .map(|frame| {
@@ -248,14 +262,26 @@ mod tests {
                     bytes: 1_000.6,
                 },
                 Sample {
-                    addresses: vec![1, 4, 3],
+                    addresses: vec![1, 5, 4, 3],
                     objects: 1.0,
                     bytes: 10.0,
                 },
             ],
         };
         let mut resolve = |address: u64| match address {
-            1 => vec![frame("_rjem_malloc", 1)],
+            1 => vec![
+                frame("prof_alloc_prep", 1),
+                Frame {
+                    name: "irallocx_prof".into(),
+                    file: "/x/tikv-jemalloc-sys-0123/out/build/src/jemalloc.c".into(),
+                    line: 2458,
+                },
+            ],
+            5 => vec![Frame {
+                name: "with_capacity_in<u8>".into(),
+                file: "/rustc/0123/library/alloc/src/raw_vec/mod.rs".into(),
+                line: 589,
+            }],
             2 => vec![
                 frame("trawl_ingest::Buffer::push", 10),
                 frame("trawl_ingest::Buffer::grow", 20),
@@ -274,8 +300,9 @@ mod tests {
             "the allocator frame is left off"
         );
         assert_eq!(profile.sample[0].value, vec![2, 1_001]);
-        // Address 4 resolves to nothing: its location is still there, with no lines.
-        assert_eq!(profile.sample[1].location_id, vec![4, 3]);
+        // The standard library's growth frame (known by its file) is left off as well; address
+        // 4 resolves to nothing: its location (the fifth) is still there, with no lines.
+        assert_eq!(profile.sample[1].location_id, vec![5, 3]);
         let inlined = &profile.location[1];
         assert_eq!(inlined.address, 2);
         let names: Vec<String> = inlined

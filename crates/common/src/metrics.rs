@@ -79,6 +79,12 @@ pub struct Metrics {
     pub query_rows_scanned: Counter,
     pub query_bytes_scanned: Counter,
     pub query_chunks_skipped: Family<Labels, Counter>,
+    /// The process's resident memory, and the allocator's live, resident and retained bytes
+    /// (set when `/metrics` is scraped).
+    pub memory_resident_bytes: Gauge,
+    pub memory_heap_allocated_bytes: Gauge,
+    pub memory_heap_resident_bytes: Gauge,
+    pub memory_heap_retained_bytes: Gauge,
     /// Requests the gateway refused, by `reason`.
     pub gateway_auth_failures: Family<Labels, Counter>,
     /// Requests the gateway signed and forwarded, by `route` (`grpc`, `v1`, `v2`, `mgmt`).
@@ -114,6 +120,10 @@ impl Metrics {
         let query_rows_scanned = Counter::default();
         let query_bytes_scanned = Counter::default();
         let query_chunks_skipped = Family::<Labels, Counter>::default();
+        let memory_resident_bytes = Gauge::default();
+        let memory_heap_allocated_bytes = Gauge::default();
+        let memory_heap_resident_bytes = Gauge::default();
+        let memory_heap_retained_bytes = Gauge::default();
         let gateway_auth_failures = Family::<Labels, Counter>::default();
         let gateway_forwarded = Family::<Labels, Counter>::default();
 
@@ -152,6 +162,26 @@ impl Metrics {
             "ingest_buffered_bytes",
             "Approximate bytes of rows accepted and not yet durable",
             ingest_buffered_bytes.clone(),
+        );
+        r.register(
+            "memory_resident_bytes",
+            "Resident memory of the process (VmRSS)",
+            memory_resident_bytes.clone(),
+        );
+        r.register(
+            "memory_heap_allocated_bytes",
+            "Bytes in live allocations, as the allocator counts them",
+            memory_heap_allocated_bytes.clone(),
+        );
+        r.register(
+            "memory_heap_resident_bytes",
+            "Resident bytes the allocator maps, its free pages not yet returned included",
+            memory_heap_resident_bytes.clone(),
+        );
+        r.register(
+            "memory_heap_retained_bytes",
+            "Virtual memory the allocator keeps mapped after returning its pages to the system",
+            memory_heap_retained_bytes.clone(),
         );
         r.register(
             "ingest_flush_errors",
@@ -282,6 +312,10 @@ impl Metrics {
             query_rows_scanned,
             query_bytes_scanned,
             query_chunks_skipped,
+            memory_resident_bytes,
+            memory_heap_allocated_bytes,
+            memory_heap_resident_bytes,
+            memory_heap_retained_bytes,
             gateway_auth_failures,
             gateway_forwarded,
         }

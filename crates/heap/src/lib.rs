@@ -41,6 +41,32 @@ pub struct HeapProfile {
     pub samples: Vec<Sample>,
 }
 
+/// jemalloc's own account of its memory, in bytes (`stats.*` in jemalloc(3)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes in live allocations.
+    pub allocated: u64,
+    /// Bytes in the pages that hold live allocations.
+    pub active: u64,
+    /// Bytes of physically resident pages jemalloc maps (its metadata and unused dirty pages
+    /// included): what it adds to the process's RSS.
+    pub resident: u64,
+    /// Bytes of virtual memory jemalloc keeps mapped but gave back to the system.
+    pub retained: u64,
+}
+
+/// The allocator's statistics now.
+pub fn stats() -> Result<MemoryStats, HeapError> {
+    // The statistics are a snapshot taken when the epoch advances.
+    tikv_jemalloc_ctl::epoch::advance()?;
+    Ok(MemoryStats {
+        allocated: tikv_jemalloc_ctl::stats::allocated::read()? as u64,
+        active: tikv_jemalloc_ctl::stats::active::read()? as u64,
+        resident: tikv_jemalloc_ctl::stats::resident::read()? as u64,
+        retained: tikv_jemalloc_ctl::stats::retained::read()? as u64,
+    })
+}
+
 /// Whether jemalloc keeps heap profiles in this process.
 pub fn enabled() -> bool {
     tikv_jemalloc_ctl::profiling::prof::read().unwrap_or(false)
@@ -160,6 +186,25 @@ MAPPED_LIBRARIES:
         // A 64-byte allocation stands for about 8,192 of them.
         let small = &profile.samples[1];
         assert!((small.objects - 8192.5).abs() < 1.0, "{}", small.objects);
+        Ok(())
+    }
+
+    #[test]
+    fn the_allocator_counts_a_live_allocation() -> Result<(), HeapError> {
+        // The test binary allocates through the C `malloc`, which is jemalloc's here.
+        let before = stats()?;
+        let block = vec![7u8; 64 << 20];
+        let during = stats()?;
+        assert!(
+            during.allocated >= before.allocated + (60 << 20),
+            "{before:?} {during:?}"
+        );
+        assert!(
+            during.resident >= during.allocated && during.active >= during.allocated,
+            "{during:?}"
+        );
+        drop(block);
+        assert!(stats()?.allocated < during.allocated);
         Ok(())
     }
 
