@@ -40,11 +40,17 @@ class SoakReport:
     queries: int
     query_failures: int
     rss_mib: list[tuple[float, float]] = field(default_factory=list)
+    # The allocator's live bytes (trawl_memory_heap_allocated_bytes), sampled every 5 s.
+    heap_mib: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def slope_mib_per_minute(self) -> float:
         """Least-squares slope of RSS over the second half of the run."""
-        half = [(t, r) for t, r in self.rss_mib if t >= self.seconds / 2]
+        return self.second_half_slope(self.rss_mib)
+
+    def second_half_slope(self, series: list[tuple[float, float]]) -> float:
+        """Least-squares slope of `series` over the second half of the run, in MiB per minute."""
+        half = [(t, r) for t, r in series if t >= self.seconds / 2]
         if len(half) < 3:
             return 0.0
         n = len(half)
@@ -66,6 +72,9 @@ class SoakReport:
             "rss_peak_mib": round(max(rss), 1) if rss else None,
             "rss_end_mib": round(rss[-1], 1) if rss else None,
             "rss_slope_mib_per_minute_second_half": round(self.slope_mib_per_minute, 2),
+            "heap_allocated_end_mib": round(self.heap_mib[-1][1], 1) if self.heap_mib else None,
+            "heap_allocated_peak_mib": round(max(h for _, h in self.heap_mib), 1) if self.heap_mib else None,
+            "heap_allocated_slope_mib_per_minute_second_half": round(self.second_half_slope(self.heap_mib), 2),
         }
 
 
@@ -74,6 +83,19 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def heap_allocated_mib(server: TrawlServer) -> float | None:
+    try:
+        status, _, body = http_request(server.operator_url + "/metrics", timeout=10)
+    except OSError:
+        return None
+    if status != 200:
+        return None
+    for line in body.decode().splitlines():
+        if line.startswith("trawl_memory_heap_allocated_bytes "):
+            return float(line.split()[1]) / 2**20
+    return None
 
 
 def soak(server: TrawlServer, seconds: float, senders: int = 3, per_request: int = 200, pace: float = 0.2) -> SoakReport:
@@ -127,8 +149,12 @@ def soak(server: TrawlServer, seconds: float, senders: int = 3, per_request: int
     for thread in threads:
         thread.start()
     try:
+        tick = 0
         while (elapsed := time.monotonic() - started) < seconds:
             report.rss_mib.append((elapsed, rss_mib(server.process.pid)))
+            if tick % 5 == 0 and (heap := heap_allocated_mib(server)) is not None:
+                report.heap_mib.append((elapsed, heap))
+            tick += 1
             time.sleep(1.0)
     finally:
         stop.set()

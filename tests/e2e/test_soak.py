@@ -26,3 +26,5 @@ def test_steady_ingest_and_queries_keep_every_record_within_bounded_memory(trawl
     stored = server.count("default | where isnotempty(severity_text)", since="1h")
     assert stored == report.records_acknowledged, (stored, summary)
     assert summary["rss_peak_mib"] < MAX_RSS_MIB, summary
+    assert report.heap_mib, "the allocator's gauge was never read from /metrics"
+    assert summary["heap_allocated_peak_mib"] < summary["rss_peak_mib"], summary

@@ -471,31 +471,16 @@ fn unavailable_part(error: &DataFusionError) -> Option<TrawlError> {
             "the segment store is unavailable, so the query cannot read its data: {e}"
         ))
     };
-    let external = |inner: &(dyn std::error::Error + Send + Sync + 'static)| {
-        if let Some(e) = inner.downcast_ref::<trawl_catalog::CatalogError>() {
-            return Some(TrawlError::unavailable(format!(
-                "the catalog is unavailable, so the query cannot find its segments: {e}"
-            )));
-        }
-        if let Some(e) = inner.downcast_ref::<object_store::Error>() {
-            return Some(store(e));
-        }
-        inner.downcast_ref::<trawl_storage::StorageError>().map(|e| store(e))
-    };
-    for cause in error.iter() {
-        let found = match cause {
-            DataFusionError::ObjectStore(e) => Some(store(e)),
-            DataFusionError::External(inner) => external(inner.as_ref()),
-            // The Parquet reader wraps the store's error when it fetches a footer or pages.
-            DataFusionError::ParquetError(parquet) => match parquet.as_ref() {
-                datafusion::parquet::errors::ParquetError::External(inner) => external(inner.as_ref()),
-                _ => None,
-            },
-            _ => None,
-        };
-        if found.is_some() {
-            return found;
-        }
+    if let Some(e) = trawl_storage::find_cause::<trawl_catalog::CatalogError>(error) {
+        return Some(TrawlError::unavailable(format!(
+            "the catalog is unavailable, so the query cannot find its segments: {e}"
+        )));
+    }
+    if let Some(e) = trawl_storage::find_cause::<object_store::Error>(error) {
+        return Some(store(e));
+    }
+    if let Some(e) = trawl_storage::find_cause::<trawl_storage::StorageError>(error) {
+        return Some(store(e));
     }
     // DataFusion's Parquet reader turns a failed footer fetch into text (the object store's
     // error is formatted into it, not kept as a source).

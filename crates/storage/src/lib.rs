@@ -28,7 +28,7 @@ mod table;
 
 pub use batch::rows_to_batch;
 pub use merge::{MergePolicy, Merger};
-pub use probe::UnreadableSegment;
+pub use probe::{UnreadableSegment, find_cause};
 pub use progress::ScanCounters;
 pub use segment::{Encoded, SegmentWriter, encode_rows};
 pub use store::SegmentStore;

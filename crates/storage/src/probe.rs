@@ -102,11 +102,18 @@ fn unreadable_because(error: DataFusionError) -> DfResult<Option<String>> {
 
 /// The object store error somewhere in `error`'s chain.
 fn store_error(error: &DataFusionError) -> Option<&object_store::Error> {
+    find_cause(error)
+}
+
+/// The first error of type `T` among `error`'s causes: where DataFusion keeps a store's,
+/// catalog's or Parquet reader's own error (directly, as an external error, or inside the
+/// Parquet reader's external error when it fetched a footer or pages).
+pub fn find_cause<T: std::error::Error + 'static>(error: &DataFusionError) -> Option<&T> {
     error.iter().find_map(|cause| match cause {
-        DataFusionError::ObjectStore(e) => Some(e.as_ref()),
-        DataFusionError::External(inner) => inner.downcast_ref::<object_store::Error>(),
+        DataFusionError::ObjectStore(e) => (e.as_ref() as &(dyn std::error::Error + 'static)).downcast_ref::<T>(),
+        DataFusionError::External(inner) => inner.downcast_ref::<T>(),
         DataFusionError::ParquetError(parquet) => match parquet.as_ref() {
-            ParquetError::External(inner) => inner.downcast_ref::<object_store::Error>(),
+            ParquetError::External(inner) => inner.downcast_ref::<T>(),
             _ => None,
         },
         _ => None,
