@@ -79,6 +79,7 @@ class TrawlServer:
         merge_interval_secs: int = 30,
         flush_interval_ms: int = 200,
         extra_args: list[str] | tuple[str, ...] = (),
+        extra_env: dict[str, str] | None = None,
     ):
         self.binary = binary
         self.workdir = workdir
@@ -87,6 +88,7 @@ class TrawlServer:
         self.merge_interval_secs = merge_interval_secs
         self.flush_interval_ms = flush_interval_ms
         self.extra_args = list(extra_args)
+        self.extra_env = dict(extra_env or {})
         self.process: subprocess.Popen | None = None
         self.starts = 0
         self.log_paths: list[Path] = []
@@ -121,7 +123,7 @@ class TrawlServer:
             "--merge-interval-secs", str(self.merge_interval_secs),
             *self.extra_args,
         ]  # fmt: skip
-        env = dict(os.environ, NO_COLOR="1", RUST_BACKTRACE="1")
+        env = dict(os.environ, NO_COLOR="1", RUST_BACKTRACE="1", **self.extra_env)
         env.setdefault("RUST_LOG", "info")
         with open(log_path, "ab") as log:
             log.write(f"$ {' '.join(command)}\n".encode())
@@ -335,6 +337,64 @@ def ingest_channel(server: "TrawlServer") -> grpc.Channel:
     """A channel to the server's OTLP/gRPC port whose calls carry its ingest token."""
     token = [("authorization", f"Bearer {server.ingest_token}")]
     return grpc.intercept_channel(grpc.insecure_channel(server.otlp_grpc_endpoint), _Metadata(token))
+
+
+class S3Server:
+    """A real S3-compatible server (s3s-fs: buckets are directories under `root`) on a free
+    loopback port; stop() and start() again keep the port and the data."""
+
+    ACCESS_KEY = "trawl-e2e-access"
+    SECRET_KEY = "trawl-e2e-secret-key-0123456789"
+
+    def __init__(self, root: Path, buckets: tuple[str, ...] = ("trawl-e2e",)):
+        binary = os.environ.get("TRAWL_S3_SERVER_BIN", "")
+        if not binary or not os.access(binary, os.X_OK):
+            raise AssertionError("TRAWL_S3_SERVER_BIN is not set: run the tests through tests/e2e/run.sh, which installs s3s-fs")
+        self.binary = binary
+        self.root = root
+        self.port = free_ports(1)[0]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+        self.log_path = root.parent / f"s3-{self.port}.log"
+        for bucket in buckets:
+            (root / bucket).mkdir(parents=True, exist_ok=True)
+
+    def env(self) -> dict[str, str]:
+        """The environment a trawl process needs to use this server."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": self.SECRET_KEY,
+            "AWS_REGION": "us-east-1",
+        }
+
+    def start(self) -> "S3Server":
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [self.binary, "--host", "127.0.0.1", "--port", str(self.port),
+                 "--access-key", self.ACCESS_KEY, "--secret-key", self.SECRET_KEY, str(self.root)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + 20
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"s3s-fs exited with {self.process.returncode}: {self.log_path.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError("s3s-fs did not listen within 20 s") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def objects(self, bucket: str = "trawl-e2e", prefix: str = "") -> list[Path]:
+        """Files stored under `prefix` of `bucket` (s3s-fs keeps its own metadata beside them)."""
+        base = self.root / bucket / prefix
+        return [p for p in base.rglob("*") if p.is_file() and not p.name.startswith(".")] if base.exists() else []
 
 
 def stop_all(servers: list[TrawlServer]) -> None:

@@ -16,6 +16,7 @@
 mod batch;
 mod chunks;
 pub mod count_by;
+mod location;
 mod merge;
 pub mod observed;
 mod probe;
@@ -27,6 +28,7 @@ mod store;
 mod table;
 
 pub use batch::rows_to_batch;
+pub use location::{S3Settings, StoreLocation};
 pub use merge::{MergePolicy, Merger};
 pub use probe::{UnreadableSegment, find_cause};
 pub use progress::ScanCounters;

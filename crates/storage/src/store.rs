@@ -7,6 +7,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
+use futures::{StreamExt, TryStreamExt};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -14,6 +15,13 @@ use trawl_common::faults::{Faults, StoreFailure};
 
 use crate::observed::ObservedStore;
 use crate::{Result, StorageError};
+
+/// Segments larger than this go to object storage as a multipart upload.
+const MULTIPART_THRESHOLD: usize = 64 << 20;
+/// The size of each part of a multipart upload (S3 wants at least 5 MiB but the last).
+const MULTIPART_PART_BYTES: usize = 16 << 20;
+/// Parts of one upload in flight at once.
+const MULTIPART_CONCURRENT_PARTS: usize = 4;
 
 /// URL under which the segment store is registered with DataFusion.
 pub const SEGMENT_STORE_URL: &str = "trawl-segments://store";
@@ -96,6 +104,36 @@ impl SegmentStore {
                 crate::observed::record("put", started, &result);
                 result?;
             }
+            None if bytes.len() > MULTIPART_THRESHOLD => {
+                // Large segments go up in parts: a failed part is retried alone, and no
+                // single request carries the whole object. The object appears only when the
+                // upload completes; a failed upload is aborted so its parts are not kept.
+                let mut upload = self.object_store.put_multipart(&ObjectPath::from(path)).await?;
+                let parts: Vec<_> = (0..bytes.len())
+                    .step_by(MULTIPART_PART_BYTES)
+                    .map(|start| {
+                        upload.put_part(
+                            bytes
+                                .slice(start..(start + MULTIPART_PART_BYTES).min(bytes.len()))
+                                .into(),
+                        )
+                    })
+                    .collect();
+                let sent = futures::stream::iter(parts)
+                    .buffer_unordered(MULTIPART_CONCURRENT_PARTS)
+                    .try_collect::<Vec<()>>()
+                    .await;
+                let completed = match sent {
+                    Ok(_) => upload.complete().await.map(|_| ()),
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = completed {
+                    if let Err(abort) = upload.abort().await {
+                        tracing::warn!(%path, error = %abort, "cannot abort a failed multipart upload; its parts stay until the bucket's lifecycle removes them");
+                    }
+                    return Err(error.into());
+                }
+            }
             None => {
                 self.object_store.put(&ObjectPath::from(path), bytes.into()).await?;
             }
@@ -113,6 +151,16 @@ impl SegmentStore {
         tokio::task::spawn_blocking(move || sweep_partial_files(&root))
             .await
             .map_err(|e| StorageError::Invalid(format!("sweep task failed: {e}")))
+    }
+
+    /// Lists the store's root once, so that a wrong bucket, endpoint or credentials are
+    /// reported at start-up instead of on the first write.
+    pub async fn check_reachable(&self) -> Result<()> {
+        if self.local_root.is_some() {
+            return Ok(());
+        }
+        self.object_store.list_with_delimiter(None).await?;
+        Ok(())
     }
 
     /// Deletes the object at `path`; a missing object is not an error.
@@ -214,6 +262,28 @@ mod tests {
         store.delete("db/t/2024/01/01/x.parquet").await?;
         store.delete("db/t/2024/01/01/x.parquet").await?;
         assert!(store.get("db/t/2024/01/01/x.parquet").await.is_err());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_large_segment_goes_up_in_parts_and_reads_back_whole() -> Result<()> {
+        let backend = Arc::new(object_store::memory::InMemory::new());
+        let store = SegmentStore::remote(backend.clone());
+        // Two full parts and a short last one.
+        let bytes: Vec<u8> = (0..MULTIPART_THRESHOLD + MULTIPART_PART_BYTES + 12_345)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        store
+            .put_durable("db/t/big.parquet", Bytes::from(bytes.clone()))
+            .await?;
+        store
+            .put_durable("db/t/small.parquet", Bytes::from_static(b"small"))
+            .await?;
+        assert_eq!(store.get("db/t/big.parquet").await?.as_ref(), bytes.as_slice());
+        assert_eq!(store.get("db/t/small.parquet").await?.as_ref(), b"small");
+        let listed = backend.list_with_delimiter(Some(&ObjectPath::from("db/t"))).await?;
+        assert_eq!(listed.objects.len(), 2);
+        store.check_reachable().await?;
         Ok(())
     }
 

@@ -122,8 +122,58 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", error_text(&error));
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The error and its causes, each once: many errors (the object store's among them) repeat
+/// their source's text in their own, so a cause already said is left out.
+fn error_text(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    /// An error that says its source's text and also returns it as its source.
+    #[derive(Debug)]
+    struct Wrapping(std::io::Error);
+
+    impl std::fmt::Display for Wrapping {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "request failed: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapping {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let inner = std::io::Error::other("connection refused");
+        let error = anyhow::Error::from(Wrapping(inner)).context("cannot reach the store");
+        assert_eq!(
+            error_text(&error),
+            "cannot reach the store: request failed: connection refused"
+        );
+        let plain = anyhow::anyhow!("disk full").context("cannot write");
+        assert_eq!(error_text(&plain), "cannot write: disk full");
     }
 }

@@ -20,7 +20,7 @@ use trawl_engine::{Engine, EngineConfig};
 use trawl_gateway::service_auth::MasterKeys;
 use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_ingest::{IngestConfig, Ingestor};
-use trawl_storage::{MergePolicy, Merger, SegmentStore, SegmentWriter};
+use trawl_storage::{MergePolicy, Merger, S3Settings, SegmentWriter, StoreLocation};
 
 /// What a `trawl serve` process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -40,6 +40,21 @@ pub struct ServeArgs {
     /// Directory for segments, the catalog and spill files.
     #[arg(long, env = "TRAWL_DATA_DIR", default_value = "./trawl-data")]
     pub data_dir: PathBuf,
+    /// Where segments live: `file:///absolute/path` or `s3://bucket/prefix` (any
+    /// S3-compatible service; credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+    /// AWS_SESSION_TOKEN, see docs/configuration.md). Default: `segments` under --data-dir.
+    #[arg(long, env = "TRAWL_OBJECT_STORE", value_parser = clap::value_parser!(StoreLocation))]
+    pub object_store: Option<StoreLocation>,
+    /// Endpoint of an S3-compatible service, `http(s)://host:port` (default: AWS, or
+    /// AWS_ENDPOINT_URL). An `http://` endpoint allows plain HTTP.
+    #[arg(long)]
+    pub s3_endpoint: Option<String>,
+    /// Region requests to S3 are signed for (default: AWS_REGION, else us-east-1).
+    #[arg(long)]
+    pub s3_region: Option<String>,
+    /// Address the bucket as `bucket.host` (virtual-hosted style) instead of `host/bucket`.
+    #[arg(long, default_value_t = false)]
+    pub s3_virtual_hosted_style: bool,
     /// Gateway address: the door for queries (bearer tokens).
     #[arg(long, env = "GATEWAY_BIND", default_value = "127.0.0.1:9500")]
     pub gateway_bind: SocketAddr,
@@ -231,7 +246,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         )
         .await
         .context("cannot create the default table")?;
-    let mut store = SegmentStore::local(&args.data_dir.join("segments")).context("cannot open the segment store")?;
+    let location = args
+        .object_store
+        .clone()
+        .unwrap_or_else(|| StoreLocation::Local(args.data_dir.join("segments")));
+    let s3 = S3Settings {
+        endpoint: args.s3_endpoint.clone(),
+        region: args.s3_region.clone(),
+        virtual_hosted_style: args.s3_virtual_hosted_style,
+    };
+    let mut store = location
+        .open(&s3)
+        .with_context(|| format!("cannot open the segment store {location}"))?;
+    store
+        .check_reachable()
+        .await
+        .with_context(|| format!("cannot reach the segment store {location}"))?;
+    tracing::info!(store = %location, "segment store");
     let swept = store.sweep_partial().await.context("cannot sweep the segment store")?;
     if swept > 0 {
         tracing::info!(
