@@ -26,7 +26,11 @@ def hostile_queries(rng: random.Random) -> list[tuple[str, str, set[int]]]:
     n = lambda lo, hi: rng.randint(lo, hi)  # noqa: E731
     cases: list[tuple[str, str, set[int]]] = []
     # Expressions: chains under and over the tree bound, nesting past the parser's depth.
-    cases.append(("chain under the bound", "print " + "+".join(["1"] * n(500, 990)), {200}))
+    # Under the bound, the chain must answer within the 5 s limit of this test on a debug build:
+    # DataFusion's type coercion costs O(n²) in a chain's length (990 terms: 9.7 s in a debug
+    # build, 1.1 s in a release build). Chains close to the bound are checked for results by
+    # crates/engine/tests/limits.rs, without a time limit.
+    cases.append(("chain under the bound", "print " + "+".join(["1"] * n(200, 400)), {200}))
     for op in ["+", " and ", " or ", "*", " == "]:
         cases.append((f"chain of {op.strip()}", "print " + op.join(["1"] * n(1100, 20000)), {400}))
     cases.append(("parentheses", "print " + "(" * n(130, 5000) + "1" + ")" * 50, {400}))
