@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trawl_e2e import TrawlServer, http_request, post_otlp_json_logs, stop_all
+from trawl_e2e import TrawlServer, http_request, operator_gauges, post_otlp_json_logs, stop_all
 
 QUERIES = [
     "default | where severity_text == 'ERROR' | summarize count() by bin(timestamp, 10s)",
@@ -87,15 +87,11 @@ def rss_mib(pid: int) -> float:
 
 def heap_allocated_mib(server: TrawlServer) -> float | None:
     try:
-        status, _, body = http_request(server.operator_url + "/metrics", timeout=10)
-    except OSError:
+        gauges = operator_gauges(server, "trawl_memory_heap_allocated_bytes")
+    except (OSError, AssertionError):
         return None
-    if status != 200:
-        return None
-    for line in body.decode().splitlines():
-        if line.startswith("trawl_memory_heap_allocated_bytes "):
-            return float(line.split()[1]) / 2**20
-    return None
+    value = gauges.get("trawl_memory_heap_allocated_bytes")
+    return None if value is None else value / 2**20
 
 
 def soak(server: TrawlServer, seconds: float, senders: int = 3, per_request: int = 200, pace: float = 0.2) -> SoakReport:

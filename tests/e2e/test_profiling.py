@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from grpc_tools import protoc
 
-from trawl_e2e import http_request
+from trawl_e2e import http_request, operator_gauges
 
 PROTO_ROOT = Path(__file__).resolve().parents[2] / "crates" / "proto" / "proto"
 
@@ -135,9 +135,4 @@ def test_a_heap_profile_is_what_go_tool_pprof_reads(trawl, profile_pb, tmp_path)
 
 
 def memory_gauges(trawl) -> dict[str, float]:
-    status, _, body = http_request(trawl.operator_url + "/metrics")
-    assert status == 200
-    return {
-        name: float(value)
-        for name, value in (line.split(" ", 1) for line in body.decode().splitlines() if line.startswith("trawl_memory_"))
-    }
+    return operator_gauges(trawl, "trawl_memory_")

@@ -339,6 +339,16 @@ def ingest_channel(server: "TrawlServer") -> grpc.Channel:
     return grpc.intercept_channel(grpc.insecure_channel(server.otlp_grpc_endpoint), _Metadata(token))
 
 
+def operator_gauges(server: "TrawlServer", prefix: str) -> dict[str, float]:
+    """The unlabelled samples of /metrics on the operator port whose names start with `prefix`."""
+    status, _, body = http_request(server.operator_url + "/metrics", timeout=10)
+    assert status == 200, status
+    return {
+        name: float(value)
+        for name, value in (line.split(" ", 1) for line in body.decode().splitlines() if line.startswith(prefix))
+    }
+
+
 class S3Server:
     """A real S3-compatible server (s3s-fs: buckets are directories under `root`) on a free
     loopback port; stop() and start() again keep the port and the data."""

@@ -89,7 +89,7 @@ pub(crate) async fn readable(
 /// Why a failed footer fetch makes the segment unreadable, or the error itself when the store
 /// failed (the query then fails as unavailable).
 fn unreadable_because(error: DataFusionError) -> DfResult<Option<String>> {
-    match store_error(&error) {
+    match find_cause::<object_store::Error>(&error) {
         Some(object_store::Error::NotFound { .. }) => Ok(Some("the segment's object is missing".to_string())),
         Some(_) => Err(error),
         // DataFusion formats some store errors into text instead of keeping them as a source.
@@ -98,11 +98,6 @@ fn unreadable_because(error: DataFusionError) -> DfResult<Option<String>> {
             "the segment cannot be read: its footer does not decode: {error}"
         ))),
     }
-}
-
-/// The object store error somewhere in `error`'s chain.
-fn store_error(error: &DataFusionError) -> Option<&object_store::Error> {
-    find_cause(error)
 }
 
 /// The first error of type `T` among `error`'s causes: where DataFusion keeps a store's,
