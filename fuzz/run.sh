@@ -49,13 +49,8 @@ for target in "${targets[@]}"; do
   mkdir -p "$work" "$seeds" "$here/artifacts/$target"
   log="$(mktemp)"
   started=$(date +%s)
-  # Seconds one input may take. Segment files: a damaged page header can make the Parquet
-  # reader work through a huge claimed page (8 s in a debug build for one 11 KB input, see
-  # fuzz/README.md); everything else must answer in 10 s.
-  case "$target" in
-    segment_file) timeout=30 ;;
-    *) timeout=10 ;;
-  esac
+  # Seconds one input may take.
+  timeout=10
   if cargo fuzz run -s none "${profile[@]}" "$target" "$work" "$seeds" -- \
       -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout="$timeout" \
       -max_len=262144 -print_final_stats=1 \

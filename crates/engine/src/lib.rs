@@ -494,6 +494,11 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
         tracing::warn!(%error, "a query could not read its data");
         return unavailable;
     }
+    // A segment found damaged while it was read (its footer was sound, so planning kept it).
+    if let Some(damage) = trawl_storage::find_cause::<trawl_storage::SegmentDamage>(&error) {
+        tracing::error!(%error, "a query met a damaged segment");
+        return TrawlError::internal(damage.to_string());
+    }
     // A memory limit reached deep inside an operator arrives wrapped in other errors.
     if let DataFusionError::ResourcesExhausted(message) = error.find_root()
         && !budget::over_budget(message)

@@ -19,7 +19,6 @@ use datafusion::common::Result;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
 use datafusion::config::ConfigOptions;
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::datasource::physical_plan::parquet::{ParquetAccessPlan, RowGroupAccessPlanFilter};
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSource, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
@@ -43,6 +42,8 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream,
 };
 use futures::StreamExt;
+
+use crate::checked::{CheckedReader, checked_footer};
 use object_store::path::Path as ObjectPath;
 
 /// Rows per batch when counting: only small integers are decoded.
@@ -195,14 +196,12 @@ async fn count_file(
     column: &str,
     counts: &mut HashMap<Option<String>, i64>,
 ) -> Result<()> {
+    // The footer, from the cache the scan planning filled (checked when it was fetched).
+    let footer = checked_footer(store.as_ref(), &file.object_meta, cache, None).await?;
     #[allow(deprecated)] // the object_store reader of parquet 59; DataFusion 55 reads the same way
     let reader = ParquetObjectReader::new(Arc::clone(store), ObjectPath::from(file.object_meta.location.as_ref()))
         .with_file_size(file.object_meta.size);
-    // The footer, from the cache the scan planning filled.
-    let footer = DFParquetMetadata::new(store.as_ref(), &file.object_meta)
-        .with_file_metadata_cache(cache)
-        .fetch_metadata()
-        .await?;
+    let reader = CheckedReader::with_footer(Box::new(reader), file.object_meta.clone(), &footer);
     let metadata = ArrowReaderMetadata::try_new(footer, ArrowReaderOptions::new())?;
     // The chunks this file part reads: those of its access plan, and when the scan split the
     // file into byte ranges, those starting in its range (as DataFusion's reader decides).

@@ -14,6 +14,7 @@
 //! This crate knows nothing of KQL or the network.
 
 mod batch;
+mod checked;
 mod chunks;
 pub mod count_by;
 mod location;
@@ -26,8 +27,10 @@ mod segment;
 pub mod shred;
 mod store;
 mod table;
+pub mod thrift_check;
 
 pub use batch::rows_to_batch;
+pub use checked::SegmentDamage;
 pub use location::{S3Settings, StoreLocation};
 pub use merge::{MergePolicy, Merger};
 pub use probe::{UnreadableSegment, find_cause};

@@ -1,9 +1,10 @@
 //! Segments a query cannot read are left out of it and reported, not fatal.
 //!
 //! Before a scan is planned, the footer of every segment it would read is fetched (through
-//! DataFusion's footer cache, so the scan does not fetch it again) and checked: the object
-//! exists, its footer decodes, its Arrow schema decodes, and every column chunk lies inside
-//! the file. A segment that fails is *unreadable*: the query goes on without it and names it
+//! DataFusion's footer cache, which the scan's reader shares, so the scan does not fetch it
+//! again) and checked: the object exists, its footer and page index are well-formed Thrift
+//! ([`crate::thrift_check`]) and decode, its Arrow schema decodes, and every column chunk lies
+//! inside the file. A segment that fails is *unreadable*: the query goes on without it and names it
 //! in its partial failures (`ScanCounters::unreadable`). A store that cannot be reached is a
 //! different thing — every segment would fail alike — and fails the query, so the caller
 //! learns the store is unavailable instead of getting an empty answer.
@@ -11,7 +12,6 @@
 use std::sync::Arc;
 
 use datafusion::catalog::Session;
-use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use datafusion::parquet::errors::ParquetError;
@@ -21,6 +21,7 @@ use object_store::ObjectMeta;
 use object_store::path::Path as ObjectPath;
 use trawl_catalog::SegmentMeta;
 
+use crate::checked::SegmentDamage;
 use crate::store::SegmentStore;
 
 /// Footers fetched at once.
@@ -46,10 +47,7 @@ pub(crate) async fn footer(state: &dyn Session, segment: &SegmentMeta) -> DfResu
         version: None,
     };
     let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
-    DFParquetMetadata::new(store.as_ref(), &object)
-        .with_file_metadata_cache(Some(cache))
-        .fetch_metadata()
-        .await
+    crate::checked::checked_footer(store.as_ref(), &object, Some(cache), None).await
 }
 
 /// `segments` split into the readable ones (in their order) and the unreadable ones; an
@@ -92,6 +90,9 @@ fn unreadable_because(error: DataFusionError) -> DfResult<Option<String>> {
     match find_cause::<object_store::Error>(&error) {
         Some(object_store::Error::NotFound { .. }) => Ok(Some("the segment's object is missing".to_string())),
         Some(_) => Err(error),
+        None if let Some(damage) = find_cause::<SegmentDamage>(&error) => {
+            Ok(Some(format!("the segment cannot be read: {damage}")))
+        }
         // DataFusion formats some store errors into text instead of keeping them as a source.
         None if error.to_string().contains("Object Store error") => Err(error),
         None => Ok(Some(format!(
@@ -111,6 +112,8 @@ pub fn find_cause<T: std::error::Error + 'static>(error: &DataFusionError) -> Op
             ParquetError::External(inner) => inner.downcast_ref::<T>(),
             _ => None,
         },
+        // A scan's error, shared among the partitions that met it.
+        DataFusionError::Shared(inner) => find_cause::<T>(inner),
         _ => None,
     })
 }

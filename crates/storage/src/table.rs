@@ -32,6 +32,7 @@ use trawl_catalog::{Catalog, SegmentMeta, TimeRange};
 use trawl_common::TIME_COLUMN;
 use trawl_common::shred::parse_shredded_column;
 
+use crate::checked::CheckedReaderFactory;
 use crate::chunks::{Chunks, Classifier, access_plan};
 use crate::progress::{ScanCounters, chunks_of};
 use crate::store::SegmentStore;
@@ -281,8 +282,18 @@ fn statistics_can_decide(filter: &Expr) -> bool {
 /// are decoded only for rows that pass. Scans with the query's filters keep them in a filter
 /// above the reader instead: row-level filtering in the reader is slower for filters that
 /// most rows pass or that are costly (text search, JSON), measured on the benchmark queries.
-fn unfiltered_source(schema: &SchemaRef) -> ParquetSource {
-    ParquetSource::new(schema.clone()).with_pushdown_filters(true)
+fn unfiltered_source(state: &dyn Session, schema: &SchemaRef) -> DfResult<ParquetSource> {
+    Ok(segment_source(state, schema)?.with_pushdown_filters(true))
+}
+
+/// A Parquet source over segments: read through [`CheckedReaderFactory`], which checks the
+/// files' structures and shares the footer cache that planning filled.
+fn segment_source(state: &dyn Session, schema: &SchemaRef) -> DfResult<ParquetSource> {
+    let url = SegmentStore::url().map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let store = state.runtime_env().object_store(url)?;
+    let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+    let factory = CheckedReaderFactory::new(store, cache);
+    Ok(ParquetSource::new(schema.clone()).with_parquet_file_reader_factory(Arc::new(factory)))
 }
 
 fn default_partitions() -> usize {
@@ -423,7 +434,7 @@ impl TrawlTable {
             .iter()
             .map(|s| (s.bytes, PartitionedFile::new(s.path.clone(), s.bytes)))
             .collect();
-        let config = FileScanConfigBuilder::new(url, Arc::new(ParquetSource::new(self.schema.clone())))
+        let config = FileScanConfigBuilder::new(url, Arc::new(segment_source(state, &self.schema)?))
             .with_file_groups(self.file_groups(files))
             .with_projection_indices(Some(read.clone()))?
             .build();
@@ -462,7 +473,7 @@ impl TrawlTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let mut source = ParquetSource::new(self.schema.clone());
+        let mut source = segment_source(state, &self.schema)?;
         if let Some(predicate) = conjunction(filters.to_vec()) {
             let df_schema = DFSchema::try_from(self.schema.as_ref().clone())?;
             source = source.with_predicate(state.create_physical_expr(predicate, &df_schema)?);
@@ -502,7 +513,7 @@ impl TrawlTable {
                 });
             }
             let source = if filters.is_empty() {
-                unfiltered_source(&self.schema)
+                unfiltered_source(state, &self.schema)?
             } else {
                 source
             };
@@ -575,7 +586,8 @@ impl TrawlTable {
         let mut parts: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         if !full.is_empty() {
             let rows = exact_rows(full.iter().map(|(_, file)| file));
-            let mut builder = FileScanConfigBuilder::new(url.clone(), Arc::new(unfiltered_source(&self.schema)));
+            let mut builder =
+                FileScanConfigBuilder::new(url.clone(), Arc::new(unfiltered_source(state, &self.schema)?));
             if let Some(rows) = rows {
                 builder = builder.with_statistics(self.statistics_of(rows));
             }
