@@ -59,6 +59,12 @@ pub struct Metrics {
     pub storage_request_seconds: HistogramFamily,
     /// Object store requests that failed, by `operation`.
     pub storage_request_errors: Family<Labels, Counter>,
+    /// Segment bytes read through the local segment cache, by `source` (`cache` or `store`).
+    pub storage_cache_read_bytes: Family<Labels, Counter>,
+    /// Bytes the local segment cache holds on disk.
+    pub storage_cache_bytes: Gauge,
+    /// Bytes the local segment cache evicted to stay within its size.
+    pub storage_cache_evicted_bytes: Counter,
     /// Puts and catalog commits of ingest flushes retried after a failure, by `part`.
     pub ingest_retries: Family<Labels, Counter>,
     /// Ingest requests acknowledged without storing again: the same body was stored already.
@@ -109,6 +115,9 @@ impl Metrics {
         let storage_segments_deleted = Counter::default();
         let storage_request_seconds: HistogramFamily = Family::new_with_constructor(seconds_histogram);
         let storage_request_errors = Family::<Labels, Counter>::default();
+        let storage_cache_read_bytes = Family::<Labels, Counter>::default();
+        let storage_cache_bytes = Gauge::default();
+        let storage_cache_evicted_bytes = Counter::default();
         let ingest_retries = Family::<Labels, Counter>::default();
         let ingest_deduplicated = Counter::default();
         let catalog_commit_seconds = seconds_histogram();
@@ -224,6 +233,21 @@ impl Metrics {
             storage_request_errors.clone(),
         );
         r.register(
+            "storage_cache_read_bytes",
+            "Segment bytes read through the local segment cache, by source (cache or store)",
+            storage_cache_read_bytes.clone(),
+        );
+        r.register(
+            "storage_cache_bytes",
+            "Bytes the local segment cache holds on disk",
+            storage_cache_bytes.clone(),
+        );
+        r.register(
+            "storage_cache_evicted_bytes",
+            "Bytes the local segment cache evicted to stay within its size",
+            storage_cache_evicted_bytes.clone(),
+        );
+        r.register(
             "ingest_retries",
             "Ingest flush steps retried after a failure, by part (store or catalog)",
             ingest_retries.clone(),
@@ -301,6 +325,9 @@ impl Metrics {
             storage_segments_deleted,
             storage_request_seconds,
             storage_request_errors,
+            storage_cache_read_bytes,
+            storage_cache_bytes,
+            storage_cache_evicted_bytes,
             ingest_retries,
             ingest_deduplicated,
             catalog_commit_seconds,

@@ -14,6 +14,7 @@
 //! This crate knows nothing of KQL or the network.
 
 mod batch;
+pub mod cache;
 mod checked;
 mod chunks;
 pub mod count_by;

@@ -13,6 +13,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use trawl_common::faults::{Faults, StoreFailure};
 
+use crate::cache::{CachedStore, SegmentCache};
 use crate::observed::ObservedStore;
 use crate::{Result, StorageError};
 
@@ -31,7 +32,8 @@ pub const SEGMENT_STORE_URL: &str = "trawl-segments://store";
 /// on an S3-compatible store a completed PUT is durable.
 ///
 /// Every request goes through [`ObservedStore`] (request metrics, and injected faults when
-/// [`SegmentStore::with_faults`] installed them).
+/// [`SegmentStore::with_faults`] installed them); with [`SegmentStore::with_cache`], reads go
+/// through a local disk cache first.
 #[derive(Debug, Clone)]
 pub struct SegmentStore {
     object_store: Arc<dyn ObjectStore>,
@@ -39,6 +41,7 @@ pub struct SegmentStore {
     backend: Arc<dyn ObjectStore>,
     local_root: Option<PathBuf>,
     faults: Option<Arc<Faults>>,
+    cache: Option<Arc<SegmentCache>>,
 }
 
 impl SegmentStore {
@@ -47,26 +50,43 @@ impl SegmentStore {
         std::fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
         let backend: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
-        Ok(SegmentStore::wrap(backend, Some(root), None))
+        Ok(SegmentStore::wrap(backend, Some(root), None, None))
     }
 
     /// A store over any `object_store` backend (puts are durable when they return).
     pub fn remote(object_store: Arc<dyn ObjectStore>) -> SegmentStore {
-        SegmentStore::wrap(object_store, None, None)
+        SegmentStore::wrap(object_store, None, None, None)
     }
 
-    fn wrap(backend: Arc<dyn ObjectStore>, local_root: Option<PathBuf>, faults: Option<Arc<Faults>>) -> SegmentStore {
+    fn wrap(
+        backend: Arc<dyn ObjectStore>,
+        local_root: Option<PathBuf>,
+        faults: Option<Arc<Faults>>,
+        cache: Option<Arc<SegmentCache>>,
+    ) -> SegmentStore {
+        let observed: Arc<dyn ObjectStore> = Arc::new(ObservedStore::new(backend.clone(), faults.clone()));
+        let object_store = match &cache {
+            Some(cache) => Arc::new(CachedStore::new(observed, Arc::clone(cache))),
+            None => observed,
+        };
         SegmentStore {
-            object_store: Arc::new(ObservedStore::new(backend.clone(), faults.clone())),
+            object_store,
             backend,
             local_root,
             faults,
+            cache,
         }
     }
 
     /// The same store with injected faults (`trawl serve --fault-injection`, tests).
     pub fn with_faults(self, faults: Arc<Faults>) -> SegmentStore {
-        SegmentStore::wrap(self.backend, self.local_root, Some(faults))
+        SegmentStore::wrap(self.backend, self.local_root, Some(faults), self.cache)
+    }
+
+    /// The same store, reading through `cache` (a store on the local disk gains nothing from
+    /// one; `trawl serve` gives one to a store on object storage).
+    pub fn with_cache(self, cache: Arc<SegmentCache>) -> SegmentStore {
+        SegmentStore::wrap(self.backend, self.local_root, self.faults, Some(cache))
     }
 
     pub fn object_store(&self) -> Arc<dyn ObjectStore> {

@@ -20,6 +20,7 @@ use trawl_engine::{Engine, EngineConfig};
 use trawl_gateway::service_auth::MasterKeys;
 use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_storage::cache::SegmentCache;
 use trawl_storage::{MergePolicy, Merger, S3Settings, SegmentWriter, StoreLocation};
 
 /// What a `trawl serve` process runs.
@@ -55,6 +56,14 @@ pub struct ServeArgs {
     /// Address the bucket as `bucket.host` (virtual-hosted style) instead of `host/bucket`.
     #[arg(long, default_value_t = false)]
     pub s3_virtual_hosted_style: bool,
+    /// Disk the local cache of segment bytes read from object storage may take (bytes; 0
+    /// turns it off). Only a store on object storage is cached.
+    #[arg(long, env = "SEGMENT_CACHE_BYTES", default_value_t = 4 << 30)]
+    pub segment_cache_bytes: u64,
+    /// Directory of the segment cache (default: `segment-cache` under --data-dir). It
+    /// survives restarts.
+    #[arg(long, env = "SEGMENT_CACHE_DIR")]
+    pub segment_cache_dir: Option<PathBuf>,
     /// Gateway address: the door for queries (bearer tokens).
     #[arg(long, env = "GATEWAY_BIND", default_value = "127.0.0.1:9500")]
     pub gateway_bind: SocketAddr,
@@ -272,6 +281,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(faults) = &faults {
         store = store.with_faults(faults.clone());
+    }
+    if location.local_path().is_none() && args.segment_cache_bytes > 0 {
+        let dir = args
+            .segment_cache_dir
+            .clone()
+            .unwrap_or_else(|| args.data_dir.join("segment-cache"));
+        let cache = SegmentCache::open(&dir, args.segment_cache_bytes)
+            .with_context(|| format!("cannot open the segment cache in {}", dir.display()))?;
+        tracing::info!(dir = %dir.display(), bytes = cache.bytes(), capacity = cache.capacity(), "segment cache");
+        store = store.with_cache(Arc::new(cache));
     }
     let writer = SegmentWriter::new(store.clone());
     let ingestor = Ingestor::start(
