@@ -37,16 +37,6 @@ pub fn record(protocol: &'static str, status: StatusCode, body_bytes: u64) {
     }
 }
 
-/// Records items a mapping refused inside an accepted request.
-pub fn refused_items(count: i64) {
-    if count > 0 {
-        METRICS
-            .ingest_rejections
-            .get_or_create(&label("reason", "item"))
-            .inc_by(count.unsigned_abs());
-    }
-}
-
 /// Middleware of the HTTP ingest routers: the protocol is the log-push API under its path,
 /// else `protocol`.
 pub async fn http(protocol: &'static str, request: Request, next: Next) -> Response {

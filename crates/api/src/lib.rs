@@ -12,10 +12,8 @@
 
 pub mod adx;
 pub mod adx_mgmt;
-pub mod budget;
 pub mod compression;
 pub mod datasources;
-pub mod ingest_auth;
 pub mod ingest_metrics;
 pub mod log_push;
 pub mod meta_grpc;

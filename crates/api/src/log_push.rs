@@ -12,8 +12,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use trawl_common::TrawlError;
-use trawl_ingest::RequestKey;
+use trawl_common::{Signal, TrawlError};
+use trawl_ingest::{Credentials, RequestKey};
 use trawl_intake::logpush;
 
 use crate::compression::{BodyError, decode_body};
@@ -44,7 +44,7 @@ fn error(error: &TrawlError) -> Response {
 
 pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: Bytes) -> Response {
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let route = match state.auth.route(authorization).await {
+    let admitted = match state.door.admit(Credentials { authorization }, Signal::Logs).await {
         Ok(route) => route,
         Err(e) => return error(&e),
     };
@@ -107,7 +107,7 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
             );
         }
     };
-    let _held = match state.budget.reserve(body_len) {
+    let _held = match state.door.hold(body_len) {
         Ok(held) => held,
         Err(e) => return error(&e),
     };
@@ -117,10 +117,8 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
     };
     let output = logpush::streams_to_rows(&streams, trawl_common::time::now_nanos());
     drop(streams);
-    let refused = output.rejected;
-    if let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows, Some(key)).await {
+    if let Err(e) = admitted.accept(output.rows, key, output.rejected).await {
         return error(&e);
     }
-    crate::ingest_metrics::refused_items(refused);
     StatusCode::NO_CONTENT.into_response()
 }

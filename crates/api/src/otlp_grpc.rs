@@ -15,11 +15,11 @@ use futures::future::BoxFuture;
 use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
-use trawl_common::{ErrorCode, TrawlError};
-use trawl_ingest::RequestKey;
+use trawl_common::{ErrorCode, Signal, TrawlError};
+use trawl_ingest::{Credentials, RequestKey};
 use trawl_intake::otlp::PayloadFormat;
 
-use crate::otlp_http::{ExportResponse, Signal, map_request};
+use crate::otlp_http::{ExportResponse, map_request};
 use crate::state::IngestState;
 
 /// Maps a Trawl error to a gRPC status.
@@ -238,14 +238,14 @@ async fn export(state: &IngestState, signal: Signal, request: Request<Vec<u8>>) 
         )));
     }
     let authorization = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
-    let route = state
-        .auth
-        .route(authorization)
+    let admitted = state
+        .door
+        .admit(Credentials { authorization }, signal)
         .await
         .map_err(|error| status_of(&error))?;
     let _held = state
-        .budget
-        .reserve(request.get_ref().len())
+        .door
+        .hold(request.get_ref().len())
         .map_err(|error| status_of(&error))?;
     let now = trawl_common::time::now_nanos();
     let mapped =
@@ -253,12 +253,11 @@ async fn export(state: &IngestState, signal: Signal, request: Request<Vec<u8>>) 
     // The same key as the same request over OTLP/HTTP.
     let key = RequestKey::of_body(&format!("otlp/{signal:?}"), request.get_ref());
     drop(request); // the rows own everything they need; free the payload while they wait
-    let (rejected, error_message) = (mapped.rejected, mapped.error_message);
-    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows, Some(key)).await {
-        return Err(status_of(&error));
-    }
-    crate::ingest_metrics::refused_items(rejected);
+    let ack = admitted
+        .accept(mapped.rows, key, mapped.rejected)
+        .await
+        .map_err(|error| status_of(&error))?;
     Ok(Response::new(
-        ExportResponse::new(signal, rejected, error_message).encode_to_vec(),
+        ExportResponse::new(signal, ack.refused, mapped.error_message).encode_to_vec(),
     ))
 }

@@ -13,8 +13,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use prost::Message;
+pub use trawl_common::Signal;
 use trawl_common::{ErrorCode, TrawlError};
-use trawl_ingest::RequestKey;
+use trawl_ingest::{Credentials, RequestKey};
 use trawl_intake::IntakeOutput;
 use trawl_intake::otlp::{self, PayloadFormat};
 use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
@@ -31,14 +32,6 @@ pub struct RpcStatus {
     pub code: i32,
     #[prost(string, tag = "2")]
     pub message: String,
-}
-
-/// The OTLP signals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    Logs,
-    Traces,
-    Metrics,
 }
 
 /// Decodes and maps one export request of `signal` to rows.
@@ -81,8 +74,8 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let route = match state.auth.route(authorization).await {
-        Ok(route) => route,
+    let admitted = match state.door.admit(Credentials { authorization }, signal).await {
+        Ok(admitted) => admitted,
         Err(error) => {
             let format = PayloadFormat::from_content_type(content_type).unwrap_or(PayloadFormat::Json);
             return error_response(&error, format);
@@ -110,7 +103,7 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
         }
         Err(error) => return status_response(StatusCode::BAD_REQUEST, format, error.to_string()),
     };
-    let _held = match state.budget.reserve(body.len()) {
+    let _held = match state.door.hold(body.len()) {
         Ok(held) => held,
         Err(error) => return error_response(&error, format),
     };
@@ -123,13 +116,10 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     };
     let key = RequestKey::of_body(&format!("otlp/{signal:?}"), &body);
     drop(body); // the rows own everything they need; free the payload while they wait
-    let rejected = mapped.rejected;
-    let message = mapped.error_message;
-    if let Err(error) = state.auth.submit(&state.ingestor, &route, mapped.rows, Some(key)).await {
-        return error_response(&error, format);
+    match admitted.accept(mapped.rows, key, mapped.rejected).await {
+        Ok(ack) => success_response(signal, format, ack.refused, mapped.error_message),
+        Err(error) => error_response(&error, format),
     }
-    crate::ingest_metrics::refused_items(rejected);
-    success_response(signal, format, rejected, message)
 }
 
 fn error_response(error: &TrawlError, format: PayloadFormat) -> Response {

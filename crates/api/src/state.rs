@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use trawl_engine::Engine;
-use trawl_ingest::Ingestor;
+use trawl_ingest::Door;
 
 /// What `/info` reports.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -40,13 +40,10 @@ impl Readiness {
 /// State of the ingest faces.
 #[derive(Debug, Clone)]
 pub struct IngestState {
-    pub ingestor: Ingestor,
-    /// Decides who may send and where their rows go.
-    pub auth: Arc<crate::ingest_auth::IngestAuth>,
+    /// The write path: who may send, where rows go, the in-flight budget, storing.
+    pub door: Door,
     /// Largest accepted request body, after decompression.
     pub max_body_bytes: usize,
-    /// Bytes all ingest requests may hold at once.
-    pub budget: crate::budget::ByteBudget,
     pub readiness: Arc<Readiness>,
     pub info: ServiceInfo,
 }

@@ -20,12 +20,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{MethodRouter, any, get, post};
 use serde_json::json;
-use trawl_common::{ErrorCode, TrawlError};
-use trawl_ingest::RequestKey;
+use trawl_common::{ErrorCode, Signal, TrawlError};
+use trawl_ingest::{Admitted, Credentials, RequestKey};
 use trawl_intake::{IntakeError, IntakeOutput, vendor};
 
 use crate::compression::{BodyError, decode_body};
-use crate::ingest_auth::{IngestRoute, Signal};
+
 use crate::state::IngestState;
 
 pub fn router(state: IngestState) -> Router {
@@ -94,14 +94,19 @@ fn key<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
         .filter(|k| !k.is_empty())
 }
 
-async fn route(state: &IngestState, key: Option<&str>) -> Result<IngestRoute, TrawlError> {
-    match key {
-        Some(key) => state.auth.route(Some(&format!("Bearer {key}"))).await,
-        None => Err(TrawlError::new(
+/// Lets in a request with this API key (an ingest token) for `signal`.
+async fn admit(state: &IngestState, key: Option<&str>, signal: Signal) -> Result<Admitted, TrawlError> {
+    let Some(key) = key else {
+        return Err(TrawlError::new(
             ErrorCode::Unauthenticated,
             "missing API key: send VX-API-KEY",
-        )),
-    }
+        ));
+    };
+    let authorization = format!("Bearer {key}");
+    let credentials = Credentials {
+        authorization: Some(&authorization),
+    };
+    state.door.admit(credentials, signal).await
 }
 
 async fn validate(
@@ -109,7 +114,14 @@ async fn validate(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    match route(&state, key(&headers, query.get("api_key").map(String::as_str))).await {
+    // Any signal: only the key is checked.
+    match admit(
+        &state,
+        key(&headers, query.get("api_key").map(String::as_str)),
+        Signal::Logs,
+    )
+    .await
+    {
         Ok(_) => answer(StatusCode::OK, json!({"valid": true})),
         Err(e) if e.code == ErrorCode::Unauthenticated => answer(StatusCode::FORBIDDEN, json!({"valid": false})),
         Err(e) => from_trawl(&e),
@@ -117,7 +129,7 @@ async fn validate(
 }
 
 async fn discard(State(state): State<IngestState>, headers: HeaderMap) -> Response {
-    match route(&state, key(&headers, None)).await {
+    match admit(&state, key(&headers, None), Signal::Logs).await {
         Ok(_) => answer(StatusCode::ACCEPTED, json!({})),
         Err(e) => from_trawl(&e),
     }
@@ -169,18 +181,14 @@ fn store(signal: Signal, mapping: Mapping) -> MethodRouter<IngestState> {
 /// `{}` once the rows are durable. Items a mapping refuses are logged; a body of nothing but
 /// refused items is a 400.
 async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: Signal, mapping: Mapping) -> Response {
-    let route = match route(state, key(headers, None)).await {
-        Ok(route) => route,
+    let admitted = match admit(state, key(headers, None), signal).await {
+        Ok(admitted) => admitted,
         Err(e) => return from_trawl(&e),
     };
-    // `route` checked the token's table; a signal table of its own is checked here.
-    let token_table = route.table.clone();
-    let route = route.for_signal(signal);
-    if route.table != token_table
-        && let Err(e) = state.auth.check_writable(&route.database, &route.table).await
-    {
-        return from_trawl(&e);
-    }
+    let admitted = match admitted.to_signal_table().await {
+        Ok(admitted) => admitted,
+        Err(e) => return from_trawl(&e),
+    };
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
     let body = match decode_body(encoding, body, state.max_body_bytes) {
         Ok(body) => body,
@@ -192,7 +200,7 @@ async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: S
         }
         Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
-    let _held = match state.budget.reserve(body.len()) {
+    let _held = match state.door.hold(body.len()) {
         Ok(held) => held,
         Err(e) => return from_trawl(&e),
     };
@@ -206,14 +214,10 @@ async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: S
         if output.rows.is_empty() {
             return error(StatusCode::BAD_REQUEST, output.error_message);
         }
-        tracing::warn!(table = %route.table, "vendor intake: {}", output.error_message);
+        tracing::warn!(table = %admitted.route().table, "vendor intake: {}", output.error_message);
     }
-    let refused = output.rejected;
-    if !output.rows.is_empty()
-        && let Err(e) = state.auth.submit(&state.ingestor, &route, output.rows, Some(key)).await
-    {
+    if let Err(e) = admitted.accept(output.rows, key, output.rejected).await {
         return from_trawl(&e);
     }
-    crate::ingest_metrics::refused_items(refused);
     answer(StatusCode::ACCEPTED, json!({}))
 }

@@ -17,11 +17,10 @@ use axum::http::{Request, StatusCode};
 use prost::Message;
 use tower::ServiceExt;
 use trawl_api::IngestState;
-use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::otlp_grpc::{Logs, Metrics, OtlpGrpcServer, RawCodec, Traces};
 use trawl_api::state::Readiness;
 use trawl_catalog::{Catalog, Directory, SqliteCatalog};
-use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_proto::otlp::collector::logs::v1::ExportLogsServiceRequest;
 use trawl_proto::otlp::collector::logs::v1::logs_service_client::LogsServiceClient;
 use trawl_proto::otlp::common::v1::{AnyValue, any_value};
@@ -49,10 +48,12 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     };
     let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await;
     let state = IngestState {
-        ingestor,
-        auth: Arc::new(IngestAuth::anonymous(directory, objects, "default", "default")),
+        door: Door::new(
+            ingestor,
+            IngestAuth::anonymous(directory, objects, "default", "default"),
+            ByteBudget::new(64 << 20),
+        ),
         max_body_bytes: 1 << 20,
-        budget: trawl_api::budget::ByteBudget::new(64 << 20),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
     };
@@ -166,7 +167,7 @@ async fn http_export_protobuf_json_and_errors() -> TestResult {
     assert_eq!(stored_rows(&setup.catalog).await?, 2);
 
     // After shutdown nothing can be stored: 503 with Retry-After, so senders retry.
-    setup.state.ingestor.shutdown().await;
+    setup.state.door.ingestor().shutdown().await;
     let response = router
         .clone()
         .oneshot(post("application/x-protobuf", logs_request(&["c"]).encode_to_vec())?)

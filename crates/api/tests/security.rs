@@ -7,14 +7,13 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use prost::Message;
 use tower::ServiceExt;
-use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::signed::SignatureCheck;
 use trawl_api::state::Readiness;
 use trawl_api::{IngestState, QueryState};
 use trawl_catalog::{Catalog, Directory, GatewayKeyRecord, IngestTokenRecord, SqliteCatalog};
 use trawl_common::auth::{self, GatewayKey, Identity, TokenKind};
 use trawl_engine::{Engine, EngineConfig};
-use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_proto::query::query_service_client::QueryServiceClient;
 use trawl_storage::{SegmentStore, SegmentWriter};
 
@@ -240,10 +239,12 @@ async fn ingest_needs_a_valid_token_which_routes_the_rows() -> TestResult {
     };
     let ingestor = Ingestor::start(SegmentWriter::new(setup.store.clone()), setup.catalog.clone(), config).await;
     let state = IngestState {
-        ingestor,
-        auth: Arc::new(IngestAuth::required(setup.directory.clone(), setup.objects.clone())),
+        door: Door::new(
+            ingestor,
+            IngestAuth::required(setup.directory.clone(), setup.objects.clone()),
+            ByteBudget::new(64 << 20),
+        ),
         max_body_bytes: 1 << 20,
-        budget: trawl_api::budget::ByteBudget::new(64 << 20),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
     };

@@ -4,11 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trawl_api::IngestState;
-use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::state::Readiness;
 use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SignalTables, SqliteCatalog};
 use trawl_common::auth::{self, TokenKind};
-use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_storage::{SegmentStore, SegmentWriter};
 
 pub struct IngestSetup {
@@ -66,10 +65,12 @@ pub async fn ingest_setup_routed(
         ..IngestConfig::default()
     };
     let state = IngestState {
-        ingestor: Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await,
-        auth: Arc::new(IngestAuth::required(directory, sqlite)),
+        door: Door::new(
+            Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await,
+            IngestAuth::required(directory, sqlite),
+            ByteBudget::new(64 << 20),
+        ),
         max_body_bytes: 1 << 20,
-        budget: trawl_api::budget::ByteBudget::new(64 << 20),
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
     };

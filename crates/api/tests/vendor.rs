@@ -82,8 +82,8 @@ async fn keys_logs_validate_and_the_routes_not_served() -> TestResult {
 #[tokio::test]
 async fn a_spent_budget_answers_503_with_retry_after() -> TestResult {
     let mut setup = ingest_setup("busy").await?;
-    setup.state.budget = trawl_api::budget::ByteBudget::new(100);
-    let _held = setup.state.budget.reserve(40)?;
+    setup.state.door = setup.state.door.with_budget(trawl_ingest::ByteBudget::new(100));
+    let _held = setup.state.door.hold(40)?;
     let logs = serde_json::json!([{"message": "x".repeat(100)}]).to_string();
     let vendor = trawl_api::vendor::router(setup.state.clone());
     let request = Request::post("/api/v2/logs")

@@ -12,12 +12,14 @@ pub mod faults;
 pub mod metrics;
 pub mod row;
 pub mod shred;
+pub mod signal;
 pub mod time;
 pub mod types;
 pub mod window;
 
 pub use error::{ErrorCode, TrawlError};
 pub use row::{Row, Value};
+pub use signal::Signal;
 pub use types::KqlType;
 
 /// Name of the database every signal lands in unless a token routes it elsewhere.

@@ -13,7 +13,9 @@
 //!
 //! This crate knows nothing of HTTP or gRPC.
 
+pub mod budget;
 pub mod dedup;
+pub mod door;
 mod write;
 
 use std::collections::HashMap;
@@ -25,12 +27,13 @@ use tokio::sync::{Mutex, Notify, Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use trawl_catalog::Catalog;
 use trawl_common::metrics::{METRICS, label, seconds_since};
-use trawl_common::{Row, TrawlError};
+use trawl_common::{Row, Signal, TrawlError};
 use trawl_storage::SegmentWriter;
-use trawl_storage::schema::row_kind;
 
+pub use budget::{ByteBudget, Reservation};
 pub use dedup::RequestKey;
 use dedup::{Admission, Dedup};
+pub use door::{Ack, Admitted, Credentials, Door, IngestAuth, IngestRoute};
 use write::{CommitOutcome, write_and_register};
 
 /// Batching, retry and admission settings.
@@ -72,7 +75,7 @@ impl Default for IngestConfig {
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 type Waiter = oneshot::Sender<Result<(), TrawlError>>;
-type BufferKey = (String, String, &'static str);
+type BufferKey = (String, String, Signal);
 
 #[derive(Debug)]
 struct Buffer {
@@ -86,7 +89,7 @@ struct Buffer {
 
 #[derive(Debug)]
 struct Inner {
-    /// Per database, table and kind of rows (logs, spans and metrics go to separate segments).
+    /// Per database, table and signal (logs, spans and metrics go to separate segments).
     buffers: Mutex<HashMap<BufferKey, Buffer>>,
     writer: SegmentWriter,
     catalog: Arc<dyn Catalog>,
@@ -156,13 +159,15 @@ impl Ingestor {
         }
     }
 
-    /// Adds `rows` to `database.table` and returns once they are durable and registered.
-    /// `key` identifies the request (see [`RequestKey`]): a request whose key was stored
-    /// within the deduplication window is acknowledged without storing it again.
+    /// Adds `rows` of `signal` to `database.table` and returns once they are durable and
+    /// registered. `key` identifies the request (see [`RequestKey`]): a request whose key was
+    /// stored within the deduplication window is acknowledged without storing it again.
+    /// Faces go through [`Door`], which routes, checks and counts first.
     pub async fn submit(
         &self,
         database: &str,
         table: &str,
+        signal: Signal,
         rows: Vec<Row>,
         key: Option<RequestKey>,
     ) -> Result<(), TrawlError> {
@@ -180,7 +185,7 @@ impl Ingestor {
             },
             _ => None,
         };
-        self.buffer_and_wait(database, table, rows, key).await
+        self.buffer_and_wait(database, table, signal, rows, key).await
     }
 
     /// `Some(key)` when the request must be stored; `None` when it is stored already (or a
@@ -224,6 +229,7 @@ impl Ingestor {
         &self,
         database: &str,
         table: &str,
+        signal: Signal,
         rows: Vec<Row>,
         key: Option<RequestKey>,
     ) -> Result<(), TrawlError> {
@@ -252,11 +258,8 @@ impl Ingestor {
         let (sender, receiver) = oneshot::channel();
         let full = {
             let mut buffers = inner.buffers.lock().await;
-            let kind = rows
-                .first()
-                .map_or("logs", |row| row_kind(row.cells.iter().map(|(name, _)| *name)));
             let buffer = buffers
-                .entry((database.to_string(), table.to_string(), kind))
+                .entry((database.to_string(), table.to_string(), signal))
                 .or_insert_with(|| Buffer {
                     rows: Vec::new(),
                     bytes: 0,
@@ -306,13 +309,13 @@ async fn flush_loop(inner: Arc<Inner>) {
     loop {
         let stopping = inner.stopping.load(Ordering::Acquire);
         let due = take_due_buffers(&inner, stopping).await;
-        for ((database, table, kind), buffer) in due {
+        for ((database, table, signal), buffer) in due {
             let Ok(slot) = inner.flush_slots.clone().acquire_owned().await else {
                 return;
             };
             let inner = inner.clone();
             tokio::spawn(async move {
-                flush(&inner, &database, &table, kind, buffer).await;
+                flush(&inner, &database, &table, signal, buffer).await;
                 drop(slot);
             });
         }
@@ -363,7 +366,7 @@ async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Bu
     due.into_iter().filter_map(|key| buffers.remove_entry(&key)).collect()
 }
 
-async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, buffer: Buffer) {
+async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffer: Buffer) {
     let count = buffer.rows.len();
     let started = Instant::now();
     let deadline = buffer.opened_at + inner.config.retry_for;
@@ -385,7 +388,7 @@ async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, b
             METRICS.ingest_flush_seconds.observe(seconds_since(started));
             METRICS
                 .ingest_records
-                .get_or_create(&label("signal", signal_of(kind)))
+                .get_or_create(&label("signal", signal.name()))
                 .inc_by(count as u64);
         }
         Err(error) => {
@@ -403,15 +406,6 @@ async fn flush(inner: &Inner, database: &str, table: &str, kind: &'static str, b
     }
     for waiter in buffer.waiters {
         let _ = waiter.send(result.clone());
-    }
-}
-
-/// The signal a buffer's kind of rows is (`row_kind`'s names).
-fn signal_of(kind: &str) -> &'static str {
-    match kind {
-        "spans" => "traces",
-        "metrics" => "metrics",
-        _ => "logs",
     }
 }
 
@@ -453,8 +447,8 @@ mod tests {
         };
         let (_dir, catalog, ingestor) = setup(config).await?;
         let (a, b) = tokio::join!(
-            ingestor.submit("default", "default", rows(10), None),
-            ingestor.submit("default", "default", rows(5), None)
+            ingestor.submit("default", "default", Signal::Logs, rows(10), None),
+            ingestor.submit("default", "default", Signal::Logs, rows(5), None)
         );
         a?;
         b?;
@@ -481,8 +475,8 @@ mod tests {
             })
             .collect();
         let (a, b) = tokio::join!(
-            ingestor.submit("default", "default", rows(4), None),
-            ingestor.submit("default", "default", spans, None)
+            ingestor.submit("default", "default", Signal::Logs, rows(4), None),
+            ingestor.submit("default", "default", Signal::Traces, spans, None)
         );
         a?;
         b?;
@@ -508,14 +502,14 @@ mod tests {
         let (_dir, _catalog, ingestor) = setup(config).await?;
         let first = tokio::spawn({
             let ingestor = ingestor.clone();
-            async move { ingestor.submit("default", "default", rows(8), None).await }
+            async move { ingestor.submit("default", "default", Signal::Logs, rows(8), None).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let refused = ingestor.submit("default", "default", rows(8), None).await;
+        let refused = ingestor.submit("default", "default", Signal::Logs, rows(8), None).await;
         assert_eq!(refused.err().map(|e| e.code), Some(ErrorCode::Unavailable));
         ingestor.shutdown().await;
         first.await??;
-        let after = ingestor.submit("default", "default", rows(1), None).await;
+        let after = ingestor.submit("default", "default", Signal::Logs, rows(1), None).await;
         assert_eq!(after.err().map(|e| e.code), Some(ErrorCode::Unavailable));
         Ok(())
     }
@@ -558,7 +552,9 @@ mod tests {
             ..FaultSpec::default()
         });
         let started = Instant::now();
-        ingestor.submit("default", "default", rows(7), key("a")).await?;
+        ingestor
+            .submit("default", "default", Signal::Logs, rows(7), key("a"))
+            .await?;
         assert!(started.elapsed() >= Duration::from_millis(900));
         assert_eq!(stored_rows(&catalog).await?, 7);
         // Slow puts and single refused puts are retried too.
@@ -567,7 +563,9 @@ mod tests {
             store_put_delay_ms: Some(200),
             ..FaultSpec::default()
         });
-        ingestor.submit("default", "default", rows(3), key("b")).await?;
+        ingestor
+            .submit("default", "default", Signal::Logs, rows(3), key("b"))
+            .await?;
         assert_eq!(stored_rows(&catalog).await?, 10);
         ingestor.shutdown().await;
         Ok(())
@@ -580,7 +578,9 @@ mod tests {
             store_disk_full_secs: Some(2),
             ..FaultSpec::default()
         });
-        let refused = ingestor.submit("default", "default", rows(5), key("c")).await;
+        let refused = ingestor
+            .submit("default", "default", Signal::Logs, rows(5), key("c"))
+            .await;
         let error = refused.err().ok_or("the request should have been refused")?;
         assert_eq!(error.code, ErrorCode::Unavailable);
         assert!(error.message.contains("no space left"), "{}", error.message);
@@ -588,8 +588,12 @@ mod tests {
         // Each failed write removed its half-written file: nothing is left behind.
         assert_eq!(walk(&dir.path().join("segments"))?, Vec::<std::path::PathBuf>::new());
         tokio::time::sleep(Duration::from_secs(2)).await;
-        ingestor.submit("default", "default", rows(5), key("c")).await?;
-        ingestor.submit("default", "default", rows(5), key("c")).await?;
+        ingestor
+            .submit("default", "default", Signal::Logs, rows(5), key("c"))
+            .await?;
+        ingestor
+            .submit("default", "default", Signal::Logs, rows(5), key("c"))
+            .await?;
         assert_eq!(stored_rows(&catalog).await?, 5);
         ingestor.shutdown().await;
         Ok(())
@@ -619,7 +623,9 @@ mod tests {
             ..FaultSpec::default()
         });
         // The retry inside the flush finds the segment registered.
-        ingestor.submit("default", "default", rows(4), key("d")).await?;
+        ingestor
+            .submit("default", "default", Signal::Logs, rows(4), key("d"))
+            .await?;
         assert_eq!(stored_rows(&catalog).await?, 4);
         assert_eq!(catalog.live_segments("default", "default", None).await?.len(), 1);
         Ok(())
@@ -642,14 +648,20 @@ mod tests {
                 ..FaultSpec::default()
             });
         });
-        let first = ingestor.submit("default", "default", rows(6), key("e")).await;
+        let first = ingestor
+            .submit("default", "default", Signal::Logs, rows(6), key("e"))
+            .await;
         downer.await?;
         assert!(first.is_err());
         // While the catalog is down the copy cannot be told apart: 503 again.
-        let second = ingestor.submit("default", "default", rows(6), key("e")).await;
+        let second = ingestor
+            .submit("default", "default", Signal::Logs, rows(6), key("e"))
+            .await;
         assert!(second.is_err_and(|e| e.message.contains("cannot tell")));
         tokio::time::sleep(Duration::from_secs(2)).await;
-        ingestor.submit("default", "default", rows(6), key("e")).await?;
+        ingestor
+            .submit("default", "default", Signal::Logs, rows(6), key("e"))
+            .await?;
         assert_eq!(stored_rows(&catalog).await?, 6);
         Ok(())
     }
@@ -658,9 +670,9 @@ mod tests {
     async fn copies_sent_together_or_after_a_restart_are_stored_once() -> Result<(), Box<dyn std::error::Error>> {
         let (dir, catalog, _faults, ingestor) = faulty_setup(quick(Duration::from_secs(5))).await?;
         let (a, b, c) = tokio::join!(
-            ingestor.submit("default", "default", rows(9), key("f")),
-            ingestor.submit("default", "default", rows(9), key("f")),
-            ingestor.submit("default", "default", rows(2), key("g")),
+            ingestor.submit("default", "default", Signal::Logs, rows(9), key("f")),
+            ingestor.submit("default", "default", Signal::Logs, rows(9), key("f")),
+            ingestor.submit("default", "default", Signal::Logs, rows(2), key("g")),
         );
         a?;
         b?;
@@ -675,8 +687,12 @@ mod tests {
             quick(Duration::from_secs(5)),
         )
         .await;
-        restarted.submit("default", "default", rows(9), key("f")).await?;
-        restarted.submit("default", "default", rows(9), None).await?;
+        restarted
+            .submit("default", "default", Signal::Logs, rows(9), key("f"))
+            .await?;
+        restarted
+            .submit("default", "default", Signal::Logs, rows(9), None)
+            .await?;
         assert_eq!(stored_rows(&catalog).await?, 20);
         // Without a window nothing is deduplicated.
         let store = SegmentStore::local(&dir.path().join("segments"))?;
@@ -685,7 +701,9 @@ mod tests {
             ..quick(Duration::from_secs(5))
         };
         let plain = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await;
-        plain.submit("default", "default", rows(2), key("g")).await?;
+        plain
+            .submit("default", "default", Signal::Logs, rows(2), key("g"))
+            .await?;
         assert_eq!(stored_rows(&catalog).await?, 22);
         Ok(())
     }

@@ -10,7 +10,6 @@ use anyhow::Context;
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use trawl_api::ingest_auth::IngestAuth;
 use trawl_api::meta_grpc::MetaState;
 use trawl_api::signed::SignatureCheck;
 use trawl_api::state::Readiness;
@@ -19,7 +18,7 @@ use trawl_catalog::{Catalog, Directory, Objects, SqliteCatalog};
 use trawl_engine::{Engine, EngineConfig};
 use trawl_gateway::service_auth::MasterKeys;
 use trawl_gateway::{Gateway, GatewayConfig};
-use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_storage::cache::SegmentCache;
 use trawl_storage::{MergePolicy, Merger, S3Settings, SegmentWriter, StoreLocation};
 
@@ -336,14 +335,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         IngestAuth::required(directory.clone(), objects.clone())
     };
+    let budget = match args.ingest_inflight_bytes {
+        Some(bytes) => ByteBudget::new(bytes),
+        None => ByteBudget::from_available_memory(),
+    };
     let ingest_state = IngestState {
-        ingestor: ingestor.clone(),
-        auth: Arc::new(ingest_auth),
+        door: Door::new(ingestor.clone(), ingest_auth, budget),
         max_body_bytes: args.max_body_bytes,
-        budget: match args.ingest_inflight_bytes {
-            Some(bytes) => trawl_api::budget::ByteBudget::new(bytes),
-            None => trawl_api::budget::ByteBudget::from_available_memory(),
-        },
         readiness: readiness.clone(),
         info: info.clone(),
     };

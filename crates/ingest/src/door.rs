@@ -1,14 +1,29 @@
-//! Ingest needs a token by default (SPEC "Authentication"): `Authorization: Bearer <ingest
-//! token>` on OTLP and log push. The token decides the database and table. Without a valid
-//! token: 401 over HTTP, UNAUTHENTICATED over gRPC. Anonymous ingest (to the default
-//! table) only when both settings allow it.
+//! The door of the write path: what every ingest face (OTLP over HTTP and gRPC, log push,
+//! the vendor intake) does with a request once it has decoded it, in one place. The faces
+//! only decode bodies and encode answers.
+//!
+//! 1. [`Door::admit`]: the sender's credentials and the request's signal decide where its
+//!    rows go. Ingest needs a token by default (SPEC "Authentication"): `Authorization:
+//!    Bearer <ingest token>` (or a basic-authentication password); the token names the
+//!    database and table, and for the vendor intake a table per signal. No valid token:
+//!    `Unauthenticated` (401, UNAUTHENTICATED). A deleted destination: `NotFound`. Anonymous
+//!    ingest (to the default table) only when both settings allow it.
+//! 2. [`Door::hold`]: the request's decoded bytes are held in the in-flight budget until its
+//!    rows are durable (refused with `Unavailable` when it is spent).
+//! 3. [`Admitted::accept`]: the rows go to their tables (a record may choose its own with
+//!    the resource attribute `trawl.table` when the token allows), each table checked
+//!    writable, stored with the signal they are; the answer comes once every part is
+//!    durable, and the items the face's mapping refused are counted.
 
 use std::sync::Arc;
 
 use trawl_catalog::{Directory, Objects, SignalTables};
 use trawl_common::auth::{TokenKind, basic_password, bearer, parse_token, secret_matches};
-use trawl_common::{ErrorCode, TrawlError};
-use trawl_ingest::RequestKey;
+use trawl_common::metrics::{METRICS, label};
+use trawl_common::{ErrorCode, Signal, TrawlError};
+
+use crate::budget::{ByteBudget, Reservation};
+use crate::{Ingestor, RequestKey};
 
 /// Where a request's rows go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,14 +34,6 @@ pub struct IngestRoute {
     pub allow_table_override: bool,
     /// The vendor intake's per-signal tables (unset: `table`).
     pub signal_tables: SignalTables,
-}
-
-/// A signal the vendor intake routes on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    Logs,
-    Metrics,
-    Traces,
 }
 
 impl IngestRoute {
@@ -91,7 +98,7 @@ fn chosen_table(row: &trawl_common::Row) -> Option<String> {
     chosen.filter(|name| table_name_ok(name))
 }
 
-/// Checks ingest tokens.
+/// Who may send, and where their rows go.
 #[derive(Debug, Clone)]
 pub struct IngestAuth {
     directory: Arc<dyn Directory>,
@@ -156,32 +163,6 @@ impl IngestAuth {
         Ok(())
     }
 
-    /// Sends `rows` to their tables (see [`rows_by_table`]), each checked writable first.
-    /// `key` identifies the request body ([`RequestKey::of_body`]); each table's part is
-    /// deduplicated on its own.
-    pub async fn submit(
-        &self,
-        ingestor: &trawl_ingest::Ingestor,
-        route: &IngestRoute,
-        rows: Vec<trawl_common::Row>,
-        key: Option<RequestKey>,
-    ) -> Result<(), TrawlError> {
-        let groups = rows_by_table(route, rows);
-        for (table, _) in &groups {
-            if *table != route.table {
-                self.check_writable(&route.database, table).await?;
-            }
-        }
-        // All groups wait for their flushes together; the request is acknowledged when
-        // every one is durable.
-        let submits = groups.into_iter().map(|(table, rows)| async move {
-            let key = key.map(|k| k.for_table(&route.database, &table));
-            ingestor.submit(&route.database, &table, rows, key).await
-        });
-        futures::future::try_join_all(submits).await?;
-        Ok(())
-    }
-
     async fn token_route(&self, authorization: Option<&str>) -> Result<IngestRoute, TrawlError> {
         let refused = |message: &str| TrawlError::new(ErrorCode::Unauthenticated, message);
         // A bearer token, or the password of basic authentication (what shippers that
@@ -214,6 +195,127 @@ impl IngestAuth {
             }
             _ => Err(refused("the ingest token is not valid")),
         }
+    }
+}
+
+/// What a face knows of the sender: the `Authorization` value (HTTP header or gRPC
+/// metadata; the vendor intake makes one of its API key).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Credentials<'a> {
+    pub authorization: Option<&'a str>,
+}
+
+/// The answer to an accepted request: rows stored, and items the face's mapping refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    pub stored: usize,
+    pub refused: i64,
+}
+
+/// The write path's entry: see the module's documentation.
+#[derive(Debug, Clone)]
+pub struct Door {
+    ingestor: Ingestor,
+    auth: Arc<IngestAuth>,
+    budget: ByteBudget,
+}
+
+impl Door {
+    pub fn new(ingestor: Ingestor, auth: IngestAuth, budget: ByteBudget) -> Door {
+        Door {
+            ingestor,
+            auth: Arc::new(auth),
+            budget,
+        }
+    }
+
+    /// Where the rows of a `signal` request from this sender go; refused without a valid
+    /// token or to a deleted table.
+    pub async fn admit(&self, credentials: Credentials<'_>, signal: Signal) -> Result<Admitted, TrawlError> {
+        let route = self.auth.route(credentials.authorization).await?;
+        Ok(Admitted {
+            door: self.clone(),
+            route,
+            signal,
+        })
+    }
+
+    /// Holds a request's `decoded_bytes` in the in-flight budget until the reservation is
+    /// dropped; refused (`Unavailable`, retry shortly) when the budget is spent.
+    pub fn hold(&self, decoded_bytes: usize) -> Result<Reservation, TrawlError> {
+        self.budget.reserve(decoded_bytes)
+    }
+
+    /// The same door with another in-flight budget.
+    pub fn with_budget(mut self, budget: ByteBudget) -> Door {
+        self.budget = budget;
+        self
+    }
+
+    pub fn ingestor(&self) -> &Ingestor {
+        &self.ingestor
+    }
+}
+
+/// A request let in: where its rows go.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    door: Door,
+    route: IngestRoute,
+    signal: Signal,
+}
+
+impl Admitted {
+    pub fn route(&self) -> &IngestRoute {
+        &self.route
+    }
+
+    /// The same request sent to the table its token names for its signal, when it names one
+    /// (the vendor intake's per-signal tables), checked writable.
+    pub async fn to_signal_table(mut self) -> Result<Admitted, TrawlError> {
+        let token_table = self.route.table.clone();
+        self.route = self.route.for_signal(self.signal);
+        if self.route.table != token_table {
+            self.door
+                .auth
+                .check_writable(&self.route.database, &self.route.table)
+                .await?;
+        }
+        Ok(self)
+    }
+
+    /// Stores `rows` (see the module's documentation); `key` identifies the request body
+    /// ([`RequestKey::of_body`]; each table's part is deduplicated on its own), `refused`
+    /// counts the items the face's mapping refused. Answers once every part is durable.
+    pub async fn accept(&self, rows: Vec<trawl_common::Row>, key: RequestKey, refused: i64) -> Result<Ack, TrawlError> {
+        let stored = rows.len();
+        let route = &self.route;
+        let groups = rows_by_table(route, rows);
+        for (table, _) in &groups {
+            if *table != route.table {
+                self.door.auth.check_writable(&route.database, table).await?;
+            }
+        }
+        // All groups wait for their flushes together; the request is acknowledged when
+        // every one is durable.
+        let submits = groups
+            .into_iter()
+            .filter(|(_, rows)| !rows.is_empty())
+            .map(|(table, rows)| async move {
+                let key = key.for_table(&route.database, &table);
+                self.door
+                    .ingestor
+                    .submit(&route.database, &table, self.signal, rows, Some(key))
+                    .await
+            });
+        futures::future::try_join_all(submits).await?;
+        if refused > 0 {
+            METRICS
+                .ingest_rejections
+                .get_or_create(&label("reason", "item"))
+                .inc_by(refused.unsigned_abs());
+        }
+        Ok(Ack { stored, refused })
     }
 }
 
