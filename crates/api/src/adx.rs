@@ -615,27 +615,7 @@ impl AdxError {
             error.code,
             ErrorCode::UnknownTable | ErrorCode::UnknownColumn | ErrorCode::UnknownFunction | ErrorCode::TypeMismatch
         );
-        let (code, exception) = match error.code {
-            ErrorCode::SyntaxError => ("General_BadRequest", "Kusto.Data.Exceptions.SyntaxException"),
-            ErrorCode::UnknownTable
-            | ErrorCode::UnknownColumn
-            | ErrorCode::UnknownFunction
-            | ErrorCode::TypeMismatch => ("General_BadRequest", "Kusto.Data.Exceptions.SemanticException"),
-            ErrorCode::BadRequest | ErrorCode::PayloadTooLarge | ErrorCode::NotFound => {
-                ("General_BadRequest", "Kusto.Data.Exceptions.KustoBadRequestException")
-            }
-            ErrorCode::Unauthenticated => (
-                "Unauthorized",
-                "Kusto.Data.Exceptions.KustoClientAuthenticationException",
-            ),
-            ErrorCode::PermissionDenied => ("Forbidden", "Kusto.Data.Exceptions.UnauthorizedOperationException"),
-            ErrorCode::Timeout => ("RequestTimeout", "Kusto.Data.Exceptions.QueryTimeoutException"),
-            ErrorCode::Unavailable => (
-                "ServiceUnavailable",
-                "Kusto.Data.Exceptions.KustoServiceTimeoutException",
-            ),
-            ErrorCode::Internal => ("Internal_Error", "Kusto.Data.Exceptions.KustoServiceException"),
-        };
+        let (code, exception) = error.code.adx_exception();
         let prefix = match error.code {
             ErrorCode::SyntaxError => "Syntax error: ",
             _ if semantic => "Semantic error: ",
@@ -646,10 +626,7 @@ impl AdxError {
         if let Some(location) = &error.location {
             context.insert("location".into(), serde_json::to_value(location).unwrap_or_default());
         }
-        let permanent = !matches!(
-            error.code,
-            ErrorCode::Unavailable | ErrorCode::Timeout | ErrorCode::Internal
-        );
+        let permanent = error.code.permanent();
         json!({
             "error": {
                 "code": code,
@@ -665,7 +642,8 @@ impl AdxError {
 
 impl IntoResponse for AdxError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        json_response(status, &self.body())
+        let mut response = json_response(crate::errors::http_status(self.0.code), &self.body());
+        crate::errors::add_retry_after(self.0.code, response.headers_mut());
+        response
     }
 }

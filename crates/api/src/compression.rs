@@ -15,6 +15,17 @@ pub enum BodyError {
     Corrupt(std::io::Error),
 }
 
+impl From<BodyError> for trawl_common::TrawlError {
+    fn from(error: BodyError) -> Self {
+        let code = match error {
+            BodyError::TooLarge(_) => trawl_common::ErrorCode::PayloadTooLarge,
+            BodyError::UnsupportedEncoding(_) => trawl_common::ErrorCode::UnsupportedMediaType,
+            BodyError::Corrupt(_) => trawl_common::ErrorCode::BadRequest,
+        };
+        trawl_common::TrawlError::new(code, error.to_string())
+    }
+}
+
 /// Decodes `body` per `Content-Encoding` (none, `identity`, `gzip`, `deflate` or `zstd`),
 /// refusing output larger than `limit` bytes.
 pub fn decode_body(encoding: Option<&str>, body: Bytes, limit: usize) -> Result<Bytes, BodyError> {

@@ -14,6 +14,7 @@ pub mod adx;
 pub mod adx_mgmt;
 pub mod compression;
 pub mod datasources;
+pub mod errors;
 pub mod ingest_metrics;
 pub mod log_push;
 pub mod meta_grpc;

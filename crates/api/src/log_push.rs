@@ -10,36 +10,33 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use trawl_common::{Signal, TrawlError};
+use trawl_common::{ErrorCode, Signal, TrawlError};
 use trawl_ingest::{Credentials, RequestKey};
 use trawl_intake::logpush;
 
-use crate::compression::{BodyError, decode_body};
+use crate::compression::decode_body;
 use crate::state::IngestState;
 
 /// The route of the push API.
 pub const PATH: &str = "/lgx/api/v1/push";
 
-fn text(status: StatusCode, message: impl Into<String>) -> Response {
+/// An error as a plain-text answer with its code's status (and `Retry-After` when the sender
+/// should retry).
+fn error(error: &TrawlError) -> Response {
     let mut response = (
-        status,
+        crate::errors::http_status(error.code),
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        message.into(),
+        error.message.clone(),
     )
         .into_response();
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
+    crate::errors::add_retry_after(error.code, response.headers_mut());
     response
 }
 
-fn error(error: &TrawlError) -> Response {
-    let status = StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-    text(status, error.message.clone())
+fn refuse(code: ErrorCode, message: impl Into<String>) -> Response {
+    error(&TrawlError::new(code, message.into()))
 }
 
 pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -65,16 +62,7 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
         "application/json" => {
             let body = match decode_body(encoding, body, state.max_body_bytes) {
                 Ok(body) => body,
-                Err(BodyError::TooLarge(limit)) => {
-                    return text(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!("the request body is larger than {limit} bytes"),
-                    );
-                }
-                Err(e @ BodyError::UnsupportedEncoding(_)) => {
-                    return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, e.to_string());
-                }
-                Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+                Err(e) => return error(&e.into()),
             };
             body_len = body.len();
             key = RequestKey::of_body("push", &body);
@@ -82,16 +70,16 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
         }
         "application/x-protobuf" | "application/protobuf" => {
             if encoding.is_some_and(|e| !e.eq_ignore_ascii_case("identity")) {
-                return text(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                return refuse(
+                    ErrorCode::UnsupportedMediaType,
                     "protobuf pushes are Snappy block compressed inside the body; send no Content-Encoding",
                 );
             }
             // Snappy states its decompressed length up front: refuse before allocating.
             match snap::raw::decompress_len(&body) {
                 Ok(len) if len > state.max_body_bytes => {
-                    return text(
-                        StatusCode::PAYLOAD_TOO_LARGE,
+                    return refuse(
+                        ErrorCode::PayloadTooLarge,
                         format!("the request body is larger than {} bytes", state.max_body_bytes),
                     );
                 }
@@ -101,8 +89,8 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
             logpush::decode_protobuf(&body)
         }
         other => {
-            return text(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            return refuse(
+                ErrorCode::UnsupportedMediaType,
                 format!("expected Content-Type application/json or application/x-protobuf, found '{other}'"),
             );
         }
@@ -113,7 +101,7 @@ pub async fn push(State(state): State<IngestState>, headers: HeaderMap, body: By
     };
     let streams = match streams {
         Ok(streams) => streams,
-        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => return refuse(ErrorCode::BadRequest, e.to_string()),
     };
     let output = logpush::streams_to_rows(&streams, trawl_common::time::now_nanos());
     drop(streams);

@@ -19,23 +19,9 @@ use trawl_common::{ErrorCode, Signal, TrawlError};
 use trawl_ingest::{Credentials, RequestKey};
 use trawl_intake::otlp::PayloadFormat;
 
+use crate::errors::grpc_status;
 use crate::otlp_http::{ExportResponse, map_request};
 use crate::state::IngestState;
-
-/// Maps a Trawl error to a gRPC status.
-pub fn status_of(error: &TrawlError) -> Status {
-    let code = match error.code {
-        ErrorCode::Unavailable => tonic::Code::Unavailable,
-        ErrorCode::Unauthenticated => tonic::Code::Unauthenticated,
-        ErrorCode::PermissionDenied => tonic::Code::PermissionDenied,
-        ErrorCode::PayloadTooLarge => tonic::Code::ResourceExhausted,
-        ErrorCode::Internal => tonic::Code::Internal,
-        ErrorCode::Timeout => tonic::Code::DeadlineExceeded,
-        ErrorCode::NotFound => tonic::Code::NotFound,
-        _ => tonic::Code::InvalidArgument,
-    };
-    Status::new(code, error.message.clone())
-}
 
 /// A codec that passes message bytes through untouched.
 #[derive(Debug, Default, Clone, Copy)]
@@ -232,7 +218,7 @@ fn grpc_http_status(code: tonic::Code) -> axum::http::StatusCode {
 /// One OTLP/gRPC export: authenticate, bound, map, store.
 async fn export(state: &IngestState, signal: Signal, request: Request<Vec<u8>>) -> Result<Response<Vec<u8>>, Status> {
     if request.get_ref().len() > state.max_body_bytes {
-        return Err(status_of(&TrawlError::new(
+        return Err(grpc_status(&TrawlError::new(
             ErrorCode::PayloadTooLarge,
             format!("the request is larger than {} bytes", state.max_body_bytes),
         )));
@@ -242,21 +228,21 @@ async fn export(state: &IngestState, signal: Signal, request: Request<Vec<u8>>) 
         .door
         .admit(Credentials { authorization }, signal)
         .await
-        .map_err(|error| status_of(&error))?;
+        .map_err(|error| grpc_status(&error))?;
     let _held = state
         .door
         .hold(request.get_ref().len())
-        .map_err(|error| status_of(&error))?;
+        .map_err(|error| grpc_status(&error))?;
     let now = trawl_common::time::now_nanos();
     let mapped =
-        map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| status_of(&error))?;
+        map_request(signal, request.get_ref(), PayloadFormat::Protobuf, now).map_err(|error| grpc_status(&error))?;
     // The same key as the same request over OTLP/HTTP.
     let key = RequestKey::of_body(&format!("otlp/{signal:?}"), request.get_ref());
     drop(request); // the rows own everything they need; free the payload while they wait
     let ack = admitted
         .accept(mapped.rows, key, mapped.rejected)
         .await
-        .map_err(|error| status_of(&error))?;
+        .map_err(|error| grpc_status(&error))?;
     Ok(Response::new(
         ExportResponse::new(signal, ack.refused, mapped.error_message).encode_to_vec(),
     ))

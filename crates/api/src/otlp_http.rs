@@ -22,7 +22,7 @@ use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLog
 use trawl_proto::otlp::collector::metrics::v1::{ExportMetricsPartialSuccess, ExportMetricsServiceResponse};
 use trawl_proto::otlp::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 
-use crate::compression::{BodyError, decode_body};
+use crate::compression::decode_body;
 use crate::state::IngestState;
 
 /// `google.rpc.Status`, the error body of OTLP/HTTP.
@@ -82,26 +82,16 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
         }
     };
     let Some(format) = PayloadFormat::from_content_type(content_type) else {
-        return status_response(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            PayloadFormat::Json,
+        let error = TrawlError::new(
+            ErrorCode::UnsupportedMediaType,
             format!("expected Content-Type application/x-protobuf or application/json, found '{content_type}'"),
         );
+        return error_response(&error, PayloadFormat::Json);
     };
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
     let body = match decode_body(encoding, body, state.max_body_bytes) {
         Ok(body) => body,
-        Err(BodyError::TooLarge(limit)) => {
-            return status_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format,
-                format!("the request body is larger than {limit} bytes"),
-            );
-        }
-        Err(error @ BodyError::UnsupportedEncoding(_)) => {
-            return status_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, format, error.to_string());
-        }
-        Err(error) => return status_response(StatusCode::BAD_REQUEST, format, error.to_string()),
+        Err(error) => return error_response(&error.into(), format),
     };
     let _held = match state.door.hold(body.len()) {
         Ok(held) => held,
@@ -110,9 +100,7 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     let now = trawl_common::time::now_nanos();
     let mapped = match map_request(signal, &body, format, now) {
         Ok(mapped) => mapped,
-        Err(error) => {
-            return status_response(StatusCode::BAD_REQUEST, format, error.message);
-        }
+        Err(error) => return error_response(&error, format),
     };
     let key = RequestKey::of_body(&format!("otlp/{signal:?}"), &body);
     drop(body); // the rows own everything they need; free the payload while they wait
@@ -122,30 +110,21 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     }
 }
 
+/// An error as OTLP/HTTP answers it: the status of its code, a `google.rpc.Status` body in
+/// the request's format, and `Retry-After` when the sender should retry.
 fn error_response(error: &TrawlError, format: PayloadFormat) -> Response {
-    let status = StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-    let mut response = status_response(status, format, error.message.clone());
-    if error.code == ErrorCode::Unavailable {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    }
-    response
-}
-
-fn status_response(status: StatusCode, format: PayloadFormat, message: String) -> Response {
-    let grpc_code = match status {
-        StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => 3,
-        StatusCode::PAYLOAD_TOO_LARGE => 8,
-        StatusCode::SERVICE_UNAVAILABLE => 14,
-        StatusCode::UNAUTHORIZED => 16,
-        _ => 13,
-    };
     let body = RpcStatus {
-        code: grpc_code,
-        message,
+        code: error.code.grpc_code(),
+        message: error.message.clone(),
     };
-    encoded(status, format, body.encode_to_vec(), || serde_json::to_vec(&body))
+    let mut response = encoded(
+        crate::errors::http_status(error.code),
+        format,
+        body.encode_to_vec(),
+        || serde_json::to_vec(&body),
+    );
+    crate::errors::add_retry_after(error.code, response.headers_mut());
+    response
 }
 
 fn encoded(

@@ -1,6 +1,5 @@
 //! RFC 7807 problem details: `{type, title, status, message, code, error_details}`.
 
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use trawl_common::TrawlError;
 
@@ -37,13 +36,14 @@ impl Problem {
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = self.body().to_string();
-        (
-            status,
+        let mut response = (
+            crate::errors::http_status(self.0.code),
             [(axum::http::header::CONTENT_TYPE, "application/problem+json")],
             body,
         )
-            .into_response()
+            .into_response();
+        crate::errors::add_retry_after(self.0.code, response.headers_mut());
+        response
     }
 }

@@ -456,28 +456,10 @@ fn location_message(location: Location) -> pb::Location {
     }
 }
 
-fn error_title(code: ErrorCode) -> &'static str {
-    match code {
-        ErrorCode::SyntaxError => "Syntax error",
-        ErrorCode::UnknownTable => "Unknown table",
-        ErrorCode::UnknownColumn => "Unknown column",
-        ErrorCode::UnknownFunction => "Unknown function",
-        ErrorCode::TypeMismatch => "Type mismatch",
-        ErrorCode::BadRequest => "Bad request",
-        ErrorCode::PayloadTooLarge => "Result too large",
-        ErrorCode::Unauthenticated => "Not signed in",
-        ErrorCode::PermissionDenied => "Permission denied",
-        ErrorCode::NotFound => "Not found",
-        ErrorCode::Unavailable => "Service unavailable",
-        ErrorCode::Timeout => "Query timed out",
-        ErrorCode::Internal => "Internal error",
-    }
-}
-
 pub fn error_message(error: &TrawlError, query: &str) -> pb::Error {
     pb::Error {
         code: error.code.as_str().to_string(),
-        title: error_title(error.code).to_string(),
+        title: error.code.title().to_string(),
         support_ticket_id: String::new(),
         message: error.annotated(query),
         location: error.location.map(location_message),

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{MethodRouter, any, get, post};
 use serde_json::json;
@@ -24,7 +24,7 @@ use trawl_common::{ErrorCode, Signal, TrawlError};
 use trawl_ingest::{Admitted, Credentials, RequestKey};
 use trawl_intake::{IntakeError, IntakeOutput, vendor};
 
-use crate::compression::{BodyError, decode_body};
+use crate::compression::decode_body;
 
 use crate::state::IngestState;
 
@@ -62,26 +62,23 @@ pub fn router(state: IngestState) -> Router {
 }
 
 fn answer(status: StatusCode, body: serde_json::Value) -> Response {
-    let mut response = (status, Json(body)).into_response();
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
+    (status, Json(body)).into_response()
+}
+
+/// An error as the intake answers it: `{"errors": [message]}` with its code's status (a bad
+/// key is 403 to agents, not 401) and `Retry-After` when the sender should retry.
+fn from_trawl(e: &TrawlError) -> Response {
+    let status = match e.code {
+        ErrorCode::Unauthenticated => StatusCode::FORBIDDEN,
+        code => crate::errors::http_status(code),
+    };
+    let mut response = answer(status, json!({"errors": [e.message.clone()]}));
+    crate::errors::add_retry_after(e.code, response.headers_mut());
     response
 }
 
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    answer(status, json!({"errors": [message.into()]}))
-}
-
-fn from_trawl(e: &TrawlError) -> Response {
-    let status = match e.code {
-        // Agents are told about a bad key with 403, not 401.
-        ErrorCode::Unauthenticated => StatusCode::FORBIDDEN,
-        code => StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
-    };
-    error(status, e.message.clone())
+fn error(code: ErrorCode, message: impl Into<String>) -> Response {
+    from_trawl(&TrawlError::new(code, message.into()))
 }
 
 /// The key of a request: `VX-API-KEY`, `DD-API-KEY`, or (validate only) `?api_key=`.
@@ -136,7 +133,7 @@ async fn discard(State(state): State<IngestState>, headers: HeaderMap) -> Respon
 }
 
 async fn not_served() -> Response {
-    error(StatusCode::NOT_FOUND, "not served by this intake")
+    error(ErrorCode::NotFound, "not served by this intake")
 }
 
 /// Decodes and maps a body to rows, or says why the body is malformed.
@@ -192,13 +189,7 @@ async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: S
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok());
     let body = match decode_body(encoding, body, state.max_body_bytes) {
         Ok(body) => body,
-        Err(BodyError::TooLarge(limit)) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body is larger than {limit} bytes"),
-            );
-        }
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => return from_trawl(&e.into()),
     };
     let _held = match state.door.hold(body.len()) {
         Ok(held) => held,
@@ -207,12 +198,12 @@ async fn ingest(state: &IngestState, headers: &HeaderMap, body: Bytes, signal: S
     let key = RequestKey::of_body(&format!("vendor/{signal:?}"), &body);
     let output = match mapping(&body, trawl_common::time::now_nanos()) {
         Ok(output) => output,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => return error(ErrorCode::BadRequest, e.to_string()),
     };
     drop(body);
     if output.rejected > 0 {
         if output.rows.is_empty() {
-            return error(StatusCode::BAD_REQUEST, output.error_message);
+            return error(ErrorCode::BadRequest, output.error_message);
         }
         tracing::warn!(table = %admitted.route().table, "vendor intake: {}", output.error_message);
     }

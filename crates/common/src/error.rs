@@ -11,7 +11,11 @@ pub enum ErrorCode {
     UnknownFunction,
     TypeMismatch,
     BadRequest,
+    /// A body in a format or encoding the endpoint does not take.
+    UnsupportedMediaType,
     PayloadTooLarge,
+    /// Too many attempts (failed sign-ins); retry after the time the answer names.
+    TooManyRequests,
     Unauthenticated,
     PermissionDenied,
     NotFound,
@@ -41,7 +45,9 @@ impl ErrorCode {
             ErrorCode::UnknownFunction => "UnknownFunction",
             ErrorCode::TypeMismatch => "TypeMismatch",
             ErrorCode::BadRequest => "BadRequest",
+            ErrorCode::UnsupportedMediaType => "UnsupportedMediaType",
             ErrorCode::PayloadTooLarge => "PayloadTooLarge",
+            ErrorCode::TooManyRequests => "TooManyRequests",
             ErrorCode::Unauthenticated => "Unauthenticated",
             ErrorCode::PermissionDenied => "PermissionDenied",
             ErrorCode::NotFound => "NotFound",
@@ -60,7 +66,9 @@ impl ErrorCode {
             | ErrorCode::UnknownFunction
             | ErrorCode::TypeMismatch
             | ErrorCode::BadRequest => 400,
+            ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::TooManyRequests => 429,
             ErrorCode::Unauthenticated => 401,
             ErrorCode::PermissionDenied => 403,
             ErrorCode::NotFound => 404,
@@ -78,14 +86,79 @@ impl ErrorCode {
             | ErrorCode::UnknownColumn
             | ErrorCode::UnknownFunction
             | ErrorCode::TypeMismatch
-            | ErrorCode::BadRequest => grpc_code::INVALID_ARGUMENT,
-            ErrorCode::PayloadTooLarge => grpc_code::RESOURCE_EXHAUSTED,
+            | ErrorCode::BadRequest
+            | ErrorCode::UnsupportedMediaType => grpc_code::INVALID_ARGUMENT,
+            ErrorCode::PayloadTooLarge | ErrorCode::TooManyRequests => grpc_code::RESOURCE_EXHAUSTED,
             ErrorCode::Unauthenticated => grpc_code::UNAUTHENTICATED,
             ErrorCode::PermissionDenied => grpc_code::PERMISSION_DENIED,
             ErrorCode::NotFound => grpc_code::NOT_FOUND,
             ErrorCode::Timeout => grpc_code::DEADLINE_EXCEEDED,
             ErrorCode::Unavailable => grpc_code::UNAVAILABLE,
             ErrorCode::Internal => grpc_code::INTERNAL,
+        }
+    }
+
+    /// Whether the caller should send the same request again later (with `Retry-After`).
+    pub fn retryable(self) -> bool {
+        matches!(self, ErrorCode::Unavailable | ErrorCode::TooManyRequests)
+    }
+
+    /// Whether sending the same request again cannot succeed (ADX's `@permanent`).
+    pub fn permanent(self) -> bool {
+        !matches!(
+            self,
+            ErrorCode::Unavailable | ErrorCode::Timeout | ErrorCode::Internal | ErrorCode::TooManyRequests
+        )
+    }
+
+    /// A short human title (the query service's error message).
+    pub fn title(self) -> &'static str {
+        match self {
+            ErrorCode::SyntaxError => "Syntax error",
+            ErrorCode::UnknownTable => "Unknown table",
+            ErrorCode::UnknownColumn => "Unknown column",
+            ErrorCode::UnknownFunction => "Unknown function",
+            ErrorCode::TypeMismatch => "Type mismatch",
+            ErrorCode::BadRequest => "Bad request",
+            ErrorCode::UnsupportedMediaType => "Unsupported media type",
+            ErrorCode::PayloadTooLarge => "Result too large",
+            ErrorCode::TooManyRequests => "Too many requests",
+            ErrorCode::Unauthenticated => "Not signed in",
+            ErrorCode::PermissionDenied => "Permission denied",
+            ErrorCode::NotFound => "Not found",
+            ErrorCode::Unavailable => "Service unavailable",
+            ErrorCode::Timeout => "Query timed out",
+            ErrorCode::Internal => "Internal error",
+        }
+    }
+
+    /// The ADX error `code` and `@type` (the exception Kusto clients tell errors apart by).
+    pub fn adx_exception(self) -> (&'static str, &'static str) {
+        match self {
+            ErrorCode::SyntaxError => ("General_BadRequest", "Kusto.Data.Exceptions.SyntaxException"),
+            ErrorCode::UnknownTable
+            | ErrorCode::UnknownColumn
+            | ErrorCode::UnknownFunction
+            | ErrorCode::TypeMismatch => ("General_BadRequest", "Kusto.Data.Exceptions.SemanticException"),
+            ErrorCode::BadRequest
+            | ErrorCode::UnsupportedMediaType
+            | ErrorCode::PayloadTooLarge
+            | ErrorCode::NotFound => ("General_BadRequest", "Kusto.Data.Exceptions.KustoBadRequestException"),
+            ErrorCode::TooManyRequests => (
+                "TooManyRequests",
+                "Kusto.Data.Exceptions.KustoRequestThrottledException",
+            ),
+            ErrorCode::Unauthenticated => (
+                "Unauthorized",
+                "Kusto.Data.Exceptions.KustoClientAuthenticationException",
+            ),
+            ErrorCode::PermissionDenied => ("Forbidden", "Kusto.Data.Exceptions.UnauthorizedOperationException"),
+            ErrorCode::Timeout => ("RequestTimeout", "Kusto.Data.Exceptions.QueryTimeoutException"),
+            ErrorCode::Unavailable => (
+                "ServiceUnavailable",
+                "Kusto.Data.Exceptions.KustoServiceTimeoutException",
+            ),
+            ErrorCode::Internal => ("Internal_Error", "Kusto.Data.Exceptions.KustoServiceException"),
         }
     }
 }

@@ -15,7 +15,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 use trawl_catalog::{Directory, GatewayKeyRecord, PrincipalKind};
+use trawl_common::ErrorCode;
 use trawl_common::auth::{self, GatewayKey, Identity};
+use trawl_common::error::grpc_code;
 use trawl_common::metrics::{METRICS, label};
 
 use crate::accounts::{AuthError, Authenticator};
@@ -188,8 +190,7 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
     let Ok(request) = serde_json::from_slice::<SignIn>(&body) else {
         return refuse(
             false,
-            StatusCode::BAD_REQUEST,
-            3,
+            ErrorCode::BadRequest,
             "expected {\"name\": ..., \"password\": ...}",
         );
     };
@@ -203,19 +204,14 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
     let refused = || {
         auth_failure("sign_in");
         throttle.failed(&key, started);
-        refuse(false, StatusCode::UNAUTHORIZED, 16, "the name or the password is wrong")
+        refuse(false, ErrorCode::Unauthenticated, "the name or the password is wrong")
     };
     let directory = gateway.inner.directory.as_ref();
     let principal = match directory.principal_by_name(&request.name).await {
         Ok(principal) => principal,
         Err(error) => {
             tracing::error!(%error, "cannot look up an account");
-            return refuse(
-                false,
-                StatusCode::SERVICE_UNAVAILABLE,
-                14,
-                "the account store is unavailable",
-            );
+            return refuse(false, ErrorCode::Unavailable, "the account store is unavailable");
         }
     };
     let Some(principal) = principal else {
@@ -226,16 +222,14 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
     if principal.kind != PrincipalKind::User {
         return refuse(
             false,
-            StatusCode::UNAUTHORIZED,
-            16,
+            ErrorCode::Unauthenticated,
             "this account is a service account: it signs in with tokens only",
         );
     }
     let Some(hash) = principal.password_hash.as_deref() else {
         return refuse(
             false,
-            StatusCode::UNAUTHORIZED,
-            16,
+            ErrorCode::Unauthenticated,
             "this account does not sign in with a password",
         );
     };
@@ -255,12 +249,7 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
         .into_response(),
         Err(error) => {
             tracing::error!(%error, "cannot issue a session token");
-            refuse(
-                false,
-                StatusCode::SERVICE_UNAVAILABLE,
-                14,
-                "the account store is unavailable",
-            )
+            refuse(false, ErrorCode::Unavailable, "the account store is unavailable")
         }
     }
 }
@@ -292,7 +281,7 @@ fn too_many_failures(grpc: bool, retry_after: std::time::Duration) -> Response {
         "too many failed attempts with these credentials; try again in {} s",
         retry_after.as_secs()
     );
-    let mut response = refuse(grpc, StatusCode::TOO_MANY_REQUESTS, 8, &message);
+    let mut response = refuse(grpc, ErrorCode::TooManyRequests, &message);
     if let Ok(value) = HeaderValue::from_str(&retry_after.as_secs().to_string()) {
         response.headers_mut().insert(header::RETRY_AFTER, value);
     }
@@ -346,30 +335,40 @@ fn grpc_web_status(mut response: Response) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i32>().ok());
     match code {
-        Some(7) => *response.status_mut() = StatusCode::FORBIDDEN,
-        Some(16) => *response.status_mut() = StatusCode::UNAUTHORIZED,
+        Some(grpc_code::PERMISSION_DENIED) => *response.status_mut() = StatusCode::FORBIDDEN,
+        Some(grpc_code::UNAUTHENTICATED) => *response.status_mut() = StatusCode::UNAUTHORIZED,
         _ => {}
     }
     response
 }
 
-/// A refusal in the caller's protocol: a gRPC status, or an ADX error body.
-fn refuse(grpc: bool, status: StatusCode, grpc_code: i32, message: &str) -> Response {
-    if grpc {
-        return grpc_refusal(grpc_code, message);
-    }
-    let body = json!({"error": {
-        "code": if status == StatusCode::UNAUTHORIZED { "Unauthorized" } else { "General_BadRequest" },
-        "message": message,
-        "@type": "Kusto.Data.Exceptions.KustoRequestException",
-        "@message": message,
-        "@permanent": status.is_client_error(),
-    }});
-    let mut response = (status, Json(body)).into_response();
-    if status == StatusCode::UNAUTHORIZED {
+/// A refusal in the caller's protocol: a gRPC status, or an ADX error body; its status, gRPC
+/// code, ADX exception and `Retry-After` are the error code's (`trawl_common::ErrorCode`, the
+/// one mapping every face uses).
+fn refuse(grpc: bool, code: ErrorCode, message: &str) -> Response {
+    let mut response = if grpc {
+        grpc_refusal(code.grpc_code(), message)
+    } else {
+        let (adx_code, exception) = code.adx_exception();
+        let body = json!({"error": {
+            "code": adx_code,
+            "message": message,
+            "@type": exception,
+            "@message": message,
+            "@permanent": code.permanent(),
+        }});
+        let status = StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(body)).into_response()
+    };
+    if code == ErrorCode::Unauthenticated && !grpc {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if code.retryable() {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     response
 }
@@ -401,8 +400,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         auth_failure("membership_change");
         return refuse(
             grpc,
-            StatusCode::FORBIDDEN,
-            7,
+            ErrorCode::PermissionDenied,
             "cluster membership changes are not accepted from callers",
         );
     }
@@ -433,12 +431,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         }
         Err(AuthError::Unavailable(error)) => {
             tracing::error!(%error, "cannot check a token");
-            return refuse(
-                grpc,
-                StatusCode::SERVICE_UNAVAILABLE,
-                14,
-                "the account store is unavailable",
-            );
+            return refuse(grpc, ErrorCode::Unavailable, "the account store is unavailable");
         }
         Err(error) => {
             auth_failure("token");
@@ -447,7 +440,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
             {
                 inner.throttle.failed(key, checked_at);
             }
-            return refuse(grpc, StatusCode::UNAUTHORIZED, 16, &error.to_string());
+            return refuse(grpc, ErrorCode::Unauthenticated, &error.to_string());
         }
     };
     let (parts, body) = request.into_parts();
@@ -455,7 +448,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         Ok(body) => body,
         Err(_) => {
             let message = format!("the request body is larger than {} bytes", inner.config.max_body_bytes);
-            return refuse(grpc, StatusCode::PAYLOAD_TOO_LARGE, 8, &message);
+            return refuse(grpc, ErrorCode::PayloadTooLarge, &message);
         }
     };
     let path_and_query = match parts.uri.query() {
@@ -469,12 +462,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
     };
     let issued_at = now.div_euclid(1_000_000_000);
     let Ok(nonce) = crate::random_bytes::<16>().map(hex::encode) else {
-        return refuse(
-            grpc,
-            StatusCode::SERVICE_UNAVAILABLE,
-            14,
-            "no randomness to sign the request with",
-        );
+        return refuse(grpc, ErrorCode::Unavailable, "no randomness to sign the request with");
     };
     let canonical = auth::canonical_request(
         parts.method.as_str(),
@@ -506,7 +494,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
             Ok(value) => {
                 headers.insert(HeaderName::from_static(name), value);
             }
-            Err(_) => return refuse(grpc, StatusCode::BAD_REQUEST, 3, "the request identity cannot be sent"),
+            Err(_) => return refuse(grpc, ErrorCode::BadRequest, "the request identity cannot be sent"),
         }
     }
     let upstream = upstream_of(&inner.config, &path_and_query);
@@ -517,7 +505,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         .body(Full::new(body))
     {
         Ok(request) => request,
-        Err(error) => return refuse(grpc, StatusCode::BAD_REQUEST, 3, &format!("cannot forward: {error}")),
+        Err(error) => return refuse(grpc, ErrorCode::BadRequest, &format!("cannot forward: {error}")),
     };
     *upstream.headers_mut() = headers;
     let client = if grpc { &inner.http2 } else { &inner.http1 };
@@ -529,7 +517,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         Ok(response) => response.map(Body::new).into_response(),
         Err(error) => {
             tracing::warn!(%error, "the query service did not answer");
-            refuse(grpc, StatusCode::BAD_GATEWAY, 14, "the query service is unavailable")
+            refuse(grpc, ErrorCode::Unavailable, "the query service is unavailable")
         }
     }
 }
