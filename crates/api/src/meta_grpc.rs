@@ -17,11 +17,11 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use tonic::{Response as GrpcResponse, Status};
+use trawl_auth::accounts::{AuthError, hash_password, issue_access_token, issue_ingest_token};
+use trawl_auth::service::{MasterKeys, SERVICE_TOKEN_HEADER};
+use trawl_auth::signatures::SignatureCheck;
+use trawl_auth::token::{Identity, Role};
 use trawl_catalog::{Change, Directory, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind, SignalTables};
-use trawl_common::auth::{Identity, Role};
-use trawl_gateway::accounts::{AuthError, hash_password, issue_access_token, issue_ingest_token};
-use trawl_gateway::service_auth::{MasterKeys, SERVICE_TOKEN_HEADER};
-use trawl_gateway::signatures::SignatureCheck;
 use trawl_proto::meta as pb;
 use trawl_proto::meta::meta_service_server::{MetaService, MetaServiceServer};
 
@@ -671,9 +671,7 @@ impl MetaService for MetaApi {
         let token = issue_access_token(self.directory.as_ref(), &principal.id, expires_at, now)
             .await
             .map_err(auth_status)?;
-        let id = trawl_common::auth::parse_token(&token)
-            .map(|t| t.id)
-            .unwrap_or_default();
+        let id = trawl_auth::token::parse_token(&token).map(|t| t.id).unwrap_or_default();
         Ok(GrpcResponse::new(pb::CreatedToken {
             id,
             token,

@@ -9,9 +9,9 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+pub use trawl_auth::signatures::SignatureCheck;
 use trawl_common::{ErrorCode, TrawlError};
 use trawl_gateway::grpc_reply::{grpc_refusal, is_grpc};
-pub use trawl_gateway::signatures::SignatureCheck;
 
 use crate::problem::Problem;
 

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use tonic::transport::Channel;
 use trawl_api::meta_grpc::MetaState;
+use trawl_auth::issue_access_token;
+use trawl_auth::service::{MasterKeys, SERVICE_TOKEN_HEADER};
+use trawl_auth::signatures::SignatureCheck;
+use trawl_auth::token::{GatewayKey, Role};
 use trawl_catalog::{Directory, Principal, PrincipalKind, SqliteCatalog};
-use trawl_common::auth::{GatewayKey, Role};
-use trawl_gateway::service_auth::{MasterKeys, SERVICE_TOKEN_HEADER};
-use trawl_gateway::signatures::SignatureCheck;
-use trawl_gateway::{Gateway, GatewayConfig, issue_access_token};
+use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_proto::meta as pb;
 use trawl_proto::meta::meta_service_client::MetaServiceClient;
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use trawl_api::IngestState;
 use trawl_api::state::Readiness;
+use trawl_auth::token::{self as auth, TokenKind};
 use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SignalTables, SqliteCatalog};
-use trawl_common::auth::{self, TokenKind};
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_storage::{SegmentStore, SegmentWriter};
 

@@ -3,7 +3,7 @@
 //! tokens by the SHA-256 of their secret, passwords as argon2id hashes.
 
 use async_trait::async_trait;
-use trawl_common::auth::Role;
+use trawl_common::role::Role;
 
 use crate::Result;
 

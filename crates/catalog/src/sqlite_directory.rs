@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use sqlx::Row as _;
 use sqlx::sqlite::SqliteRow;
-use trawl_common::auth::Role;
+use trawl_common::role::Role;
 
 use crate::directory::{
     AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,

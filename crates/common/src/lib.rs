@@ -6,10 +6,10 @@
 //! This crate does no I/O and knows nothing of DataFusion, storage or the network.
 
 pub mod adx;
-pub mod auth;
 pub mod error;
 pub mod faults;
 pub mod metrics;
+pub mod role;
 pub mod row;
 pub mod shred;
 pub mod signal;

@@ -14,14 +14,14 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::json;
+use trawl_auth::token::{self as auth, GatewayKey, Identity};
 use trawl_catalog::{Directory, GatewayKeyRecord, PrincipalKind};
 use trawl_common::ErrorCode;
-use trawl_common::auth::{self, GatewayKey, Identity};
 use trawl_common::error::grpc_code;
 use trawl_common::metrics::{METRICS, label};
 
-use crate::accounts::{AuthError, Authenticator};
 use crate::grpc_reply::{grpc_refusal, is_grpc};
+use trawl_auth::accounts::{AuthError, Authenticator};
 
 /// Gateway settings.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ struct Inner {
     http2: Client<HttpConnector, Full<Bytes>>,
     ready: AtomicBool,
     /// Failed credential checks by account name and token id (see `throttle.rs`).
-    throttle: crate::throttle::Throttle,
+    throttle: trawl_auth::throttle::Throttle,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -90,7 +90,7 @@ impl Gateway {
                 http1,
                 http2,
                 ready: AtomicBool::new(false),
-                throttle: crate::throttle::Throttle::default(),
+                throttle: trawl_auth::throttle::Throttle::default(),
             }),
         }
     }
@@ -216,7 +216,7 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
     };
     let Some(principal) = principal else {
         // As long as a real check, so timing does not tell which names exist.
-        let _ = crate::accounts::password_matches(&request.password, DECOY_HASH);
+        let _ = trawl_auth::accounts::password_matches(&request.password, DECOY_HASH);
         return refused();
     };
     if principal.kind != PrincipalKind::User {
@@ -233,13 +233,13 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
             "this account does not sign in with a password",
         );
     };
-    if !crate::accounts::password_matches(&request.password, hash) {
+    if !trawl_auth::accounts::password_matches(&request.password, hash) {
         return refused();
     }
     throttle.succeeded(&key);
     let now = trawl_common::time::now_nanos();
     let expires_at = now + SESSION_LIFETIME_SECS * 1_000_000_000;
-    match crate::accounts::issue_access_token(directory, &principal.id, Some(expires_at), now).await {
+    match trawl_auth::accounts::issue_access_token(directory, &principal.id, Some(expires_at), now).await {
         Ok(token) => Json(json!({
             "token": token,
             "expires_at": trawl_common::time::format_datetime(expires_at),
@@ -461,7 +461,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         role: principal.role.as_str().to_string(),
     };
     let issued_at = now.div_euclid(1_000_000_000);
-    let Ok(nonce) = crate::random_bytes::<16>().map(hex::encode) else {
+    let Ok(nonce) = trawl_auth::random_bytes::<16>().map(hex::encode) else {
         return refuse(grpc, ErrorCode::Unavailable, "no randomness to sign the request with");
     };
     let canonical = auth::canonical_request(
@@ -529,6 +529,6 @@ mod tests {
     #[test]
     fn the_decoy_hash_is_a_real_argon2id_hash() {
         assert!(argon2::PasswordHash::new(DECOY_HASH).is_ok());
-        assert!(!crate::accounts::password_matches("anything", DECOY_HASH));
+        assert!(!trawl_auth::accounts::password_matches("anything", DECOY_HASH));
     }
 }

@@ -6,9 +6,10 @@ use axum::Router;
 use axum::extract::Request;
 use axum::response::Json;
 use axum::routing::any;
+use trawl_auth::issue_access_token;
+use trawl_auth::token::{self as auth, GatewayKey, Identity, Role};
 use trawl_catalog::{Directory, Principal, PrincipalKind, SqliteCatalog};
-use trawl_common::auth::{self, GatewayKey, Identity, Role};
-use trawl_gateway::{Gateway, GatewayConfig, issue_access_token};
+use trawl_gateway::{Gateway, GatewayConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

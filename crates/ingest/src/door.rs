@@ -17,8 +17,9 @@
 
 use std::sync::Arc;
 
+use trawl_auth::token::{basic_password, bearer};
+use trawl_auth::{AuthError, Authenticator};
 use trawl_catalog::{Directory, Objects, SignalTables};
-use trawl_common::auth::{TokenKind, basic_password, bearer, parse_token, secret_matches};
 use trawl_common::metrics::{METRICS, label};
 use trawl_common::{ErrorCode, Signal, TrawlError};
 
@@ -101,7 +102,7 @@ fn chosen_table(row: &trawl_common::Row) -> Option<String> {
 /// Who may send, and where their rows go.
 #[derive(Debug, Clone)]
 pub struct IngestAuth {
-    directory: Arc<dyn Directory>,
+    tokens: Authenticator,
     /// Whether the destination is writable (not deleted).
     objects: Arc<dyn Objects>,
     /// The route of requests without a token, when anonymous ingest is on.
@@ -112,7 +113,7 @@ impl IngestAuth {
     /// Tokens required.
     pub fn required(directory: Arc<dyn Directory>, objects: Arc<dyn Objects>) -> IngestAuth {
         IngestAuth {
-            directory,
+            tokens: Authenticator::new(directory),
             objects,
             anonymous: None,
         }
@@ -126,7 +127,7 @@ impl IngestAuth {
         table: &str,
     ) -> IngestAuth {
         IngestAuth {
-            directory,
+            tokens: Authenticator::new(directory),
             objects,
             anonymous: Some(IngestRoute {
                 database: database.to_string(),
@@ -176,25 +177,19 @@ impl IngestAuth {
                 )),
             };
         };
-        let token = parse_token(text)
-            .filter(|t| t.kind == TokenKind::Ingest)
-            .ok_or_else(|| refused("the ingest token is not valid"))?;
-        let record = self
-            .directory
-            .ingest_token(&token.id)
-            .await
-            .map_err(|e| TrawlError::unavailable(format!("cannot check the ingest token: {e}")))?;
-        match record {
-            Some(record) if secret_matches(&token.secret, &record.secret_hash) && record.revoked_at.is_none() => {
-                Ok(IngestRoute {
-                    database: record.database,
-                    table: record.table,
-                    allow_table_override: record.allow_table_override,
-                    signal_tables: record.signal_tables,
-                })
+        let record = match self.tokens.ingest_token(text).await {
+            Ok(record) => record,
+            Err(AuthError::Unavailable(e)) => {
+                return Err(TrawlError::unavailable(format!("cannot check the ingest token: {e}")));
             }
-            _ => Err(refused("the ingest token is not valid")),
-        }
+            Err(_) => return Err(refused("the ingest token is not valid")),
+        };
+        Ok(IngestRoute {
+            database: record.database,
+            table: record.table,
+            allow_table_override: record.allow_table_override,
+            signal_tables: record.signal_tables,
+        })
     }
 }
 

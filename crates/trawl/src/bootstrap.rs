@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::json;
 use trawl_catalog::{Directory, Principal, PrincipalKind};
-use trawl_common::auth::Role;
+use trawl_common::role::Role;
 
 /// File name under the data directory.
 pub const FILE: &str = "bootstrap.json";
@@ -52,7 +52,7 @@ pub async fn ensure(data_dir: &Path, directory: &dyn Directory) -> anyhow::Resul
         return Ok((existing, false));
     }
     let now = trawl_common::time::now_nanos();
-    let master: [u8; 32] = trawl_gateway::random_bytes().context("no randomness for the master key")?;
+    let master: [u8; 32] = trawl_auth::random_bytes().context("no randomness for the master key")?;
     let admin = match directory.principal_by_name(ADMIN).await? {
         Some(admin) => admin,
         None => {
@@ -68,8 +68,8 @@ pub async fn ensure(data_dir: &Path, directory: &dyn Directory) -> anyhow::Resul
             admin
         }
     };
-    let admin_token = trawl_gateway::issue_access_token(directory, &admin.id, None, now).await?;
-    let (_, ingest_token) = trawl_gateway::issue_ingest_token(
+    let admin_token = trawl_auth::issue_access_token(directory, &admin.id, None, now).await?;
+    let (_, ingest_token) = trawl_auth::issue_ingest_token(
         directory,
         "default",
         trawl_common::DEFAULT_DATABASE,
@@ -80,7 +80,7 @@ pub async fn ensure(data_dir: &Path, directory: &dyn Directory) -> anyhow::Resul
     )
     .await?;
     let bootstrap = Bootstrap {
-        master_key: trawl_common::auth::hex_text(&master),
+        master_key: trawl_auth::token::hex_text(&master),
         admin_token,
         ingest_token,
     };

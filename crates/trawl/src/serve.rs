@@ -14,9 +14,9 @@ use trawl_api::meta_grpc::MetaState;
 use trawl_api::signed::SignatureCheck;
 use trawl_api::state::Readiness;
 use trawl_api::{IngestState, QueryState, ServiceInfo};
+use trawl_auth::service::MasterKeys;
 use trawl_catalog::{Catalog, Directory, Objects, SqliteCatalog};
 use trawl_engine::{Engine, EngineConfig};
-use trawl_gateway::service_auth::MasterKeys;
 use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_storage::cache::SegmentCache;
@@ -361,8 +361,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         restore_window,
     })
     .context("cannot set up the meta service")?;
-    let gateway_key = trawl_common::auth::GatewayKey::from_seed(
-        trawl_gateway::random_bytes().context("no randomness for the gateway key")?,
+    let gateway_key = trawl_auth::token::GatewayKey::from_seed(
+        trawl_auth::random_bytes().context("no randomness for the gateway key")?,
     );
     let gateway = Gateway::new(
         directory.clone(),

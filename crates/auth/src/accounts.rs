@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::token::{TokenKind, bearer, hash_secret, parse_token, secret_matches, token_text};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use trawl_catalog::{AccessTokenRecord, Directory, IngestTokenRecord, Principal, SignalTables};
-use trawl_common::auth::{TokenKind, bearer, hash_secret, parse_token, secret_matches, token_text};
 
 use crate::random_bytes;
 
@@ -28,7 +28,7 @@ impl From<trawl_catalog::CatalogError> for AuthError {
     }
 }
 
-/// Checks access tokens against the directory.
+/// Checks access and ingest tokens against the directory.
 #[derive(Debug, Clone)]
 pub struct Authenticator {
     directory: Arc<dyn Directory>,
@@ -61,6 +61,20 @@ impl Authenticator {
             .principal(&record.principal_id)
             .await?
             .ok_or(AuthError::Invalid)
+    }
+
+    /// The record of a live ingest token given as `text` (the bearer token, or the password
+    /// of basic authentication).
+    pub async fn ingest_token(&self, text: &str) -> Result<IngestTokenRecord, AuthError> {
+        let token = parse_token(text)
+            .filter(|t| t.kind == TokenKind::Ingest)
+            .ok_or(AuthError::Invalid)?;
+        match self.directory.ingest_token(&token.id).await? {
+            Some(record) if secret_matches(&token.secret, &record.secret_hash) && record.revoked_at.is_none() => {
+                Ok(record)
+            }
+            _ => Err(AuthError::Invalid),
+        }
     }
 }
 
@@ -142,7 +156,7 @@ pub fn password_matches(password: &str, phc: &str) -> bool {
 mod tests {
     use super::*;
     use trawl_catalog::{PrincipalKind, SqliteCatalog};
-    use trawl_common::auth::Role;
+    use trawl_common::role::Role;
 
     #[test]
     fn bearer_headers() {

@@ -1,4 +1,5 @@
-//! Secrets and signatures shared by the gateway, the query service and ingest.
+//! Token formats, secret hashing and request signatures shared by the gateway, the query
+//! service, meta and ingest.
 //!
 //! - **Tokens** are `trawl_<kind>_<id>_<secret>`: `kind` is `it` (ingest) or `at` (access:
 //!   users and service accounts), `id` 16 hex digits (the public lookup key), `secret` 43
@@ -16,6 +17,7 @@ pub use ed25519_dalek::VerifyingKey;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+pub use trawl_common::role::Role;
 
 /// Headers the gateway sets on forwarded requests (the whole `x-svc-` namespace is the
 /// gateway's: it drops whatever callers send in it).
@@ -338,38 +340,5 @@ mod tests {
             verify(public.as_ref(), &canonical, "garbage", 1000, 1010),
             Err(SignatureError::Invalid)
         );
-    }
-}
-
-/// Roles of users and service accounts. Catalog changes need `Admin` or `Maintainer`;
-/// reading and querying need none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    Admin,
-    Maintainer,
-    Observer,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Maintainer => "maintainer",
-            Role::Observer => "observer",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Role> {
-        match text {
-            "admin" => Some(Role::Admin),
-            "maintainer" => Some(Role::Maintainer),
-            "observer" => Some(Role::Observer),
-            _ => None,
-        }
-    }
-
-    /// Whether the role may create, change, delete or restore catalog objects.
-    pub fn may_change_catalog(self) -> bool {
-        matches!(self, Role::Admin | Role::Maintainer)
     }
 }

@@ -8,9 +8,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::token::{self as auth, Identity, SignatureError, VerifyingKey};
 use http::HeaderMap;
 use trawl_catalog::Directory;
-use trawl_common::auth::{self, Identity, SignatureError, VerifyingKey};
 
 /// Least time between two reloads of the keys for an unknown key id.
 const RELOAD_PAUSE: Duration = Duration::from_secs(1);
