@@ -12,6 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("trawl-functions", &["trawl-common"]),
     ("trawl-planner", &["trawl-common", "trawl-kql", "trawl-functions"]),
     ("trawl-catalog", &["trawl-common"]),
+    ("trawl-auth", &["trawl-common", "trawl-catalog"]),
     ("trawl-storage", &["trawl-common", "trawl-functions", "trawl-catalog"]),
     (
         "trawl-engine",
@@ -27,7 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("trawl-proto", &[]),
     ("trawl-heap", &[]),
     ("trawl-intake", &["trawl-common", "trawl-proto"]),
-    ("trawl-ingest", &["trawl-common", "trawl-catalog", "trawl-storage"]),
+    ("trawl-ingest", &["trawl-common", "trawl-catalog", "trawl-storage", "trawl-auth"]),
     (
         "trawl-api",
         &[
@@ -42,12 +43,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-intake",
             "trawl-ingest",
             "trawl-gateway",
+            "trawl-auth",
             "trawl-heap",
         ],
     ),
     (
         "trawl-gateway",
-        &["trawl-common", "trawl-proto", "trawl-client", "trawl-catalog"],
+        &["trawl-common", "trawl-proto", "trawl-client", "trawl-catalog", "trawl-auth"],
     ),
     ("trawl-client", &["trawl-common"]),
     (
@@ -65,6 +67,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-ingest",
             "trawl-api",
             "trawl-gateway",
+            "trawl-auth",
             "trawl-client",
             "trawl-heap",
         ],
