@@ -16,6 +16,13 @@ if [ -d "$CARGO_TARGET_DIR/debug/deps" ]; then
     ! -name '*.so' ! -name '*.rlib' ! -name '*.rmeta' ! -name '*.d' -mtime +0 -delete 2>/dev/null || true
 fi
 
+# A throwaway PostgreSQL server for the catalog suite, which runs on SQLite and PostgreSQL
+# (scripts/postgres.sh installs the server when it is missing).
+pg_dir="$(mktemp -d)"
+trap 'bash scripts/postgres.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
+TRAWL_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start "$pg_dir")"
+export TRAWL_TEST_POSTGRES_URL
+
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast
 else

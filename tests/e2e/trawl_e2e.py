@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -405,6 +407,38 @@ class S3Server:
         """Files stored under `prefix` of `bucket` (s3s-fs keeps its own metadata beside them)."""
         base = self.root / bucket / prefix
         return [p for p in base.rglob("*") if p.is_file() and not p.name.startswith(".")] if base.exists() else []
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL server (scripts/postgres.sh: a fresh cluster in a directory of
+    its own under /tmp, which the server's user can reach, on a free loopback port); stop()
+    and start() again keep the port and the data; remove() deletes it all."""
+
+    SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "postgres.sh"
+
+    def __init__(self):
+        self.root = Path(tempfile.mkdtemp(prefix="trawl-pg-"))
+        self.url = ""
+
+    def start(self) -> "PostgresServer":
+        done = subprocess.run(["bash", str(self.SCRIPT), "start", str(self.root)], capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise AssertionError(f"postgres.sh start failed: {done.stderr[-2000:]}")
+        self.url = done.stdout.strip()
+        return self
+
+    def stop(self) -> None:
+        subprocess.run(["bash", str(self.SCRIPT), "stop", str(self.root)], capture_output=True, timeout=120)
+
+    def scalar(self, sql: str) -> int:
+        """The integer one SQL statement answers, through `psql`."""
+        done = subprocess.run(["psql", self.url, "-Atc", sql], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.strip())
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def stop_all(servers: list[TrawlServer]) -> None:

@@ -19,7 +19,7 @@ use tower::ServiceExt;
 use trawl_api::IngestState;
 use trawl_api::otlp_grpc::{Logs, Metrics, OtlpGrpcServer, RawCodec, Traces};
 use trawl_api::state::Readiness;
-use trawl_catalog::{Catalog, Directory, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, SqlCatalog};
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_proto::otlp::collector::logs::v1::ExportLogsServiceRequest;
 use trawl_proto::otlp::collector::logs::v1::logs_service_client::LogsServiceClient;
@@ -37,7 +37,7 @@ struct Setup {
 
 async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let sqlite = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
     let catalog: Arc<dyn Catalog> = sqlite.clone();
     let directory: Arc<dyn Directory> = sqlite.clone();
     let objects: Arc<dyn trawl_catalog::Objects> = sqlite;

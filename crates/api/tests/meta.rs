@@ -9,7 +9,7 @@ use trawl_auth::issue_access_token;
 use trawl_auth::service::{MasterKeys, SERVICE_TOKEN_HEADER};
 use trawl_auth::signatures::SignatureCheck;
 use trawl_auth::token::{GatewayKey, Role};
-use trawl_catalog::{Directory, Principal, PrincipalKind, SqliteCatalog};
+use trawl_catalog::{Directory, Principal, PrincipalKind, SqlCatalog};
 use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_proto::meta as pb;
 use trawl_proto::meta::meta_service_client::MetaServiceClient;
@@ -34,7 +34,7 @@ struct Setup {
 }
 
 async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
-    let sqlite = Arc::new(SqliteCatalog::in_memory().await?);
+    let sqlite = Arc::new(SqlCatalog::in_memory().await?);
     let directory: Arc<dyn Directory> = sqlite.clone();
     let objects: Arc<dyn trawl_catalog::Objects> = sqlite;
     let now = trawl_common::time::now_nanos();

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use trawl_api::QueryState;
 use trawl_api::state::Readiness;
-use trawl_catalog::{Catalog, SqliteCatalog};
+use trawl_catalog::{Catalog, SqlCatalog};
 use trawl_common::{Row, Value};
 use trawl_engine::{Engine, EngineConfig};
 use trawl_proto::query::execute_query_result_frame::Payload;
@@ -33,7 +33,7 @@ impl Drop for Server {
 /// A query port over `rows` log rows (one segment), with `slots` query slots.
 async fn server(rows: usize, slots: usize) -> Result<Server, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let catalog: Arc<dyn Catalog> = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let catalog: Arc<dyn Catalog> = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
     let store = SegmentStore::local(&dir.path().join("segments"))?;
     let rows: Vec<Row> = (0..rows as i64)
         .map(|i| {

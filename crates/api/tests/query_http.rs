@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 use tower::ServiceExt;
 use trawl_api::QueryState;
 use trawl_api::state::Readiness;
-use trawl_catalog::{Catalog, SqliteCatalog};
+use trawl_catalog::{Catalog, SqlCatalog};
 use trawl_common::{Row, Value};
 use trawl_engine::{Engine, EngineConfig};
 use trawl_storage::{SegmentStore, SegmentWriter};
@@ -26,7 +26,7 @@ struct Port {
 /// A query port over 120 log rows a second apart in table `default`, plus an empty table `spans`.
 async fn port() -> Result<Port, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let catalog: Arc<dyn Catalog> = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let catalog: Arc<dyn Catalog> = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
     let store = SegmentStore::local(&dir.path().join("segments"))?;
     let rows: Vec<Row> = (0..120_i64)
         .map(|i| {

@@ -11,7 +11,7 @@ use trawl_api::signed::SignatureCheck;
 use trawl_api::state::Readiness;
 use trawl_api::{IngestState, QueryState};
 use trawl_auth::token::{self as auth, GatewayKey, Identity, TokenKind};
-use trawl_catalog::{Catalog, Directory, GatewayKeyRecord, IngestTokenRecord, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, GatewayKeyRecord, IngestTokenRecord, SqlCatalog};
 use trawl_engine::{Engine, EngineConfig};
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_proto::query::query_service_client::QueryServiceClient;
@@ -29,7 +29,7 @@ struct Setup {
 
 async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let sqlite = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
     let store = SegmentStore::local(&dir.path().join("segments"))?;
     Ok(Setup {
         _dir: dir,

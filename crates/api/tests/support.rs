@@ -6,7 +6,7 @@ use std::time::Duration;
 use trawl_api::IngestState;
 use trawl_api::state::Readiness;
 use trawl_auth::token::{self as auth, TokenKind};
-use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SignalTables, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SignalTables, SqlCatalog};
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_storage::{SegmentStore, SegmentWriter};
 
@@ -42,7 +42,7 @@ pub async fn ingest_setup_routed(
     signal_tables: SignalTables,
 ) -> Result<IngestSetup, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let sqlite = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+    let sqlite = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
     let catalog: Arc<dyn Catalog> = sqlite.clone();
     let directory: Arc<dyn Directory> = sqlite.clone();
     let (token, parsed) = auth::token_text(TokenKind::Ingest, [3; 8], [4; 32]);

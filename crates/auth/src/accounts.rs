@@ -155,7 +155,7 @@ pub fn password_matches(password: &str, phc: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trawl_catalog::{PrincipalKind, SqliteCatalog};
+    use trawl_catalog::{PrincipalKind, SqlCatalog};
     use trawl_common::role::Role;
 
     #[test]
@@ -178,7 +178,7 @@ mod tests {
 
     #[tokio::test]
     async fn access_tokens_sign_in_until_they_expire() -> Result<(), Box<dyn std::error::Error>> {
-        let directory: Arc<dyn Directory> = Arc::new(SqliteCatalog::in_memory().await?);
+        let directory: Arc<dyn Directory> = Arc::new(SqlCatalog::in_memory().await?);
         directory
             .add_principal(&Principal {
                 id: "p".into(),

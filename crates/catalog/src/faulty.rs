@@ -124,7 +124,7 @@ impl Catalog for FaultyCatalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SqliteCatalog;
+    use crate::SqlCatalog;
     use crate::model::SegmentState;
     use trawl_common::faults::FaultSpec;
 
@@ -149,7 +149,7 @@ mod tests {
     #[tokio::test]
     async fn a_lost_commit_went_through_and_its_retry_changes_nothing() -> Result<()> {
         let faults = Arc::new(Faults::new());
-        let catalog = FaultyCatalog::new(Arc::new(SqliteCatalog::in_memory().await?), faults.clone());
+        let catalog = FaultyCatalog::new(Arc::new(SqlCatalog::in_memory().await?), faults.clone());
         faults.apply(&FaultSpec {
             catalog_lost_commits: Some(1),
             ..FaultSpec::default()

@@ -1,7 +1,8 @@
 //! The catalog: which segments make up which table, and what columns a table has.
 //!
-//! [`Catalog`] is the trait every backend implements; [`SqliteCatalog`] is the embedded
-//! default (one file under the data directory). Segment registration is transactional: a
+//! [`Catalog`] is the trait every backend implements; [`SqlCatalog`] implements it in SQLite
+//! (the embedded default: one file under the data directory) and in PostgreSQL (shared by a
+//! cluster's processes). Segment registration is transactional: a
 //! flush registers its new segment, a merge registers the merged segment and tombstones its
 //! inputs, each in one transaction, so a crash never shows a row twice or loses one that
 //! was acknowledged.
@@ -12,9 +13,9 @@ pub mod directory;
 mod faulty;
 mod model;
 pub mod objects;
-mod sqlite;
-mod sqlite_directory;
-mod sqlite_objects;
+mod sql;
+mod sql_directory;
+mod sql_objects;
 
 pub use directory::{
     AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
@@ -22,7 +23,7 @@ pub use directory::{
 pub use faulty::FaultyCatalog;
 pub use model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
 pub use objects::{Change, ObjectKind, ObjectRecord, Objects};
-pub use sqlite::SqliteCatalog;
+pub use sql::{Dialect, SqlCatalog};
 
 use async_trait::async_trait;
 

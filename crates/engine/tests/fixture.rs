@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value as Json, json};
-use trawl_catalog::{Catalog, SqliteCatalog};
+use trawl_catalog::{Catalog, SqlCatalog};
 use trawl_common::{Row, TrawlError, Value};
 use trawl_engine::{Engine, EngineConfig, QueryRequest, QueryWindow};
 use trawl_storage::{SegmentStore, SegmentWriter};
@@ -25,7 +25,7 @@ impl Fixture {
 
     pub async fn with_config(config: EngineConfig) -> Result<Fixture, Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
-        let catalog: Arc<dyn Catalog> = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+        let catalog: Arc<dyn Catalog> = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
         let store = SegmentStore::local(&dir.path().join("segments"))?;
         let writer = SegmentWriter::new(store.clone());
         let engine = Engine::new(catalog.clone(), &store, config)?;

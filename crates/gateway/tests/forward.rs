@@ -8,7 +8,7 @@ use axum::response::Json;
 use axum::routing::any;
 use trawl_auth::issue_access_token;
 use trawl_auth::token::{self as auth, GatewayKey, Identity, Role};
-use trawl_catalog::{Directory, Principal, PrincipalKind, SqliteCatalog};
+use trawl_catalog::{Directory, Principal, PrincipalKind, SqlCatalog};
 use trawl_gateway::{Gateway, GatewayConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -41,7 +41,7 @@ async fn serve(router: Router) -> Result<String, std::io::Error> {
 
 #[tokio::test]
 async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> TestResult {
-    let directory: Arc<dyn Directory> = Arc::new(SqliteCatalog::in_memory().await?);
+    let directory: Arc<dyn Directory> = Arc::new(SqlCatalog::in_memory().await?);
     directory
         .add_principal(&Principal {
             id: "p".into(),

@@ -412,7 +412,7 @@ async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trawl_catalog::{FaultyCatalog, SqliteCatalog};
+    use trawl_catalog::{FaultyCatalog, SqlCatalog};
     use trawl_common::ErrorCode;
     use trawl_common::Value;
     use trawl_common::faults::{FaultSpec, Faults};
@@ -431,9 +431,9 @@ mod tests {
 
     async fn setup(
         config: IngestConfig,
-    ) -> Result<(tempfile::TempDir, Arc<SqliteCatalog>, Ingestor), Box<dyn std::error::Error>> {
+    ) -> Result<(tempfile::TempDir, Arc<SqlCatalog>, Ingestor), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
-        let catalog = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+        let catalog = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
         let store = SegmentStore::local(&dir.path().join("segments"))?;
         let ingestor = Ingestor::start(SegmentWriter::new(store), catalog.clone(), config).await;
         Ok((dir, catalog, ingestor))
@@ -517,9 +517,9 @@ mod tests {
     /// An ingestor whose store and catalog fail as `faults` say.
     async fn faulty_setup(
         config: IngestConfig,
-    ) -> Result<(tempfile::TempDir, Arc<SqliteCatalog>, Arc<Faults>, Ingestor), Box<dyn std::error::Error>> {
+    ) -> Result<(tempfile::TempDir, Arc<SqlCatalog>, Arc<Faults>, Ingestor), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
-        let catalog = Arc::new(SqliteCatalog::open(&dir.path().join("catalog.db")).await?);
+        let catalog = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
         let faults = Arc::new(Faults::new());
         let store = SegmentStore::local(&dir.path().join("segments"))?.with_faults(faults.clone());
         let faulty: Arc<dyn Catalog> = Arc::new(FaultyCatalog::new(catalog.clone(), faults.clone()));
@@ -535,7 +535,7 @@ mod tests {
         }
     }
 
-    async fn stored_rows(catalog: &SqliteCatalog) -> Result<u64, Box<dyn std::error::Error>> {
+    async fn stored_rows(catalog: &SqlCatalog) -> Result<u64, Box<dyn std::error::Error>> {
         let segments = catalog.live_segments("default", "default", None).await?;
         Ok(segments.iter().map(|s| s.rows).sum())
     }

@@ -15,7 +15,7 @@ use trawl_api::signed::SignatureCheck;
 use trawl_api::state::Readiness;
 use trawl_api::{IngestState, QueryState, ServiceInfo};
 use trawl_auth::service::MasterKeys;
-use trawl_catalog::{Catalog, Directory, Objects, SqliteCatalog};
+use trawl_catalog::{Catalog, Directory, Objects, SqlCatalog};
 use trawl_engine::{Engine, EngineConfig};
 use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
@@ -55,6 +55,10 @@ pub struct ServeArgs {
     /// Address the bucket as `bucket.host` (virtual-hosted style) instead of `host/bucket`.
     #[arg(long, default_value_t = false)]
     pub s3_virtual_hosted_style: bool,
+    /// Where the catalog lives: `postgres://user@host:port/database` (PostgreSQL, shared by
+    /// a cluster's processes) or a SQLite file path. Default: `catalog.db` under --data-dir.
+    #[arg(long, env = "TRAWL_CATALOG", hide_env_values = true)]
+    pub catalog: Option<String>,
     /// Disk the local cache of segment bytes read from object storage may take (bytes; 0
     /// turns it off). Only a store on object storage is cached.
     #[arg(long, env = "SEGMENT_CACHE_BYTES", default_value_t = 4 << 30)]
@@ -209,24 +213,28 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("cannot create {}", args.data_dir.display()))?;
-    let sqlite = Arc::new(
-        SqliteCatalog::open(&args.data_dir.join("catalog.db"))
+    let sql = Arc::new(match &args.catalog {
+        Some(url) => SqlCatalog::connect(url)
+            .await
+            .with_context(|| format!("cannot open the catalog {}", redact_password(url)))?,
+        None => SqlCatalog::open_sqlite(&args.data_dir.join("catalog.db"))
             .await
             .context("cannot open the catalog")?,
-    );
+    });
+    tracing::info!(dialect = ?sql.dialect(), "catalog");
     if args.role == ServiceRole::Meta {
-        return run_meta(args, sqlite).await;
+        return run_meta(args, sql).await;
     }
     let faults = args.fault_injection.then(|| {
         tracing::warn!("fault injection is on: /debug/faults on the operator port makes storage fail on demand");
         Arc::new(trawl_common::faults::Faults::new())
     });
     let catalog: Arc<dyn Catalog> = match &faults {
-        Some(faults) => Arc::new(trawl_catalog::FaultyCatalog::new(sqlite.clone(), faults.clone())),
-        None => sqlite.clone(),
+        Some(faults) => Arc::new(trawl_catalog::FaultyCatalog::new(sql.clone(), faults.clone())),
+        None => sql.clone(),
     };
-    let directory: Arc<dyn Directory> = sqlite.clone();
-    let objects: Arc<dyn Objects> = sqlite;
+    let directory: Arc<dyn Directory> = sql.clone();
+    let objects: Arc<dyn Objects> = sql;
     let (bootstrap, created) = crate::bootstrap::ensure(&args.data_dir, directory.as_ref())
         .await
         .context("cannot prepare the bootstrap secrets")?;
@@ -511,12 +519,12 @@ async fn wait_for(mut stop: watch::Receiver<bool>) {
 }
 
 /// `--role meta`: the meta service alone, on the catalog of the data directory.
-async fn run_meta(args: &ServeArgs, sqlite: Arc<SqliteCatalog>) -> anyhow::Result<ExitCode> {
+async fn run_meta(args: &ServeArgs, catalog: Arc<SqlCatalog>) -> anyhow::Result<ExitCode> {
     let master_key = args.master_key.as_deref().unwrap_or_default();
     let master = MasterKeys::new(master_key, args.secondary_master_key.as_deref())
         .context("cannot use the master key (BZRK_MASTER_KEY)")?;
-    let directory: Arc<dyn Directory> = sqlite.clone();
-    let objects: Arc<dyn Objects> = sqlite;
+    let directory: Arc<dyn Directory> = catalog.clone();
+    let objects: Arc<dyn Objects> = catalog;
     let restore_window = Duration::from_secs(args.restore_window_secs);
     let readiness = Arc::new(Readiness::default());
     let router = trawl_api::meta_grpc::router(MetaState {
@@ -616,5 +624,38 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+/// A catalog URL fit for messages: its password replaced.
+fn redact_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    #[test]
+    fn catalog_passwords_stay_out_of_messages() {
+        assert_eq!(
+            super::redact_password("postgres://trawl:secret@db:5432/trawl"),
+            "postgres://trawl:***@db:5432/trawl"
+        );
+        assert_eq!(
+            super::redact_password("postgres://trawl@db/trawl"),
+            "postgres://trawl@db/trawl"
+        );
+        assert_eq!(
+            super::redact_password("/var/lib/trawl/catalog.db"),
+            "/var/lib/trawl/catalog.db"
+        );
     }
 }

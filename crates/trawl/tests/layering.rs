@@ -28,7 +28,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("trawl-proto", &[]),
     ("trawl-heap", &[]),
     ("trawl-intake", &["trawl-common", "trawl-proto"]),
-    ("trawl-ingest", &["trawl-common", "trawl-catalog", "trawl-storage", "trawl-auth"]),
+    (
+        "trawl-ingest",
+        &["trawl-common", "trawl-catalog", "trawl-storage", "trawl-auth"],
+    ),
     (
         "trawl-api",
         &[
@@ -49,7 +52,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "trawl-gateway",
-        &["trawl-common", "trawl-proto", "trawl-client", "trawl-catalog", "trawl-auth"],
+        &[
+            "trawl-common",
+            "trawl-proto",
+            "trawl-client",
+            "trawl-catalog",
+            "trawl-auth",
+        ],
     ),
     ("trawl-client", &["trawl-common"]),
     (

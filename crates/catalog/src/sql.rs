@@ -1,12 +1,22 @@
-//! The embedded catalog in SQLite (WAL, `synchronous=FULL`, so a committed registration
-//! survives a crash).
+//! The catalog in SQL, one implementation for two databases through `sqlx`'s `Any` driver:
+//!
+//! - **SQLite**, the embedded default: one file under the data directory (WAL,
+//!   `synchronous=FULL`, so a committed registration survives a crash).
+//! - **PostgreSQL** (`--catalog postgres://…`), shared by the processes of a cluster. Commits
+//!   that could race take locks: a table's column set is changed under a transaction-scoped
+//!   advisory lock on the table, a merge tombstones only segments still live (a concurrent
+//!   merge of the same segments waits on their rows, then finds them gone and rolls back),
+//!   and schema creation at start-up is serialized across processes.
+//!
+//! Statements are written once, with `$N` parameters (which both take) and `ON CONFLICT`
+//! clauses; the few differences (column migrations, locks, connection settings) follow
+//! [`Dialect`].
 
 use std::path::Path;
-use std::str::FromStr;
 
 use async_trait::async_trait;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row as _, Sqlite, Transaction};
+use sqlx::any::AnyPoolOptions;
+use sqlx::{Any, Executor as _, Pool, Row as _, Transaction};
 use trawl_common::KqlType;
 
 use crate::model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
@@ -16,12 +26,12 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS tables (
         database TEXT NOT NULL,
         name TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
         PRIMARY KEY (database, name))",
     "CREATE TABLE IF NOT EXISTS table_columns (
         database TEXT NOT NULL,
         table_name TEXT NOT NULL,
-        ordinal INTEGER NOT NULL,
+        ordinal BIGINT NOT NULL,
         name TEXT NOT NULL,
         kql_type TEXT NOT NULL,
         PRIMARY KEY (database, table_name, name))",
@@ -30,98 +40,178 @@ const SCHEMA: &[&str] = &[
         database TEXT NOT NULL,
         table_name TEXT NOT NULL,
         path TEXT NOT NULL,
-        min_time INTEGER NOT NULL,
-        max_time INTEGER NOT NULL,
-        rows INTEGER NOT NULL,
-        bytes INTEGER NOT NULL,
+        min_time BIGINT NOT NULL,
+        max_time BIGINT NOT NULL,
+        rows BIGINT NOT NULL,
+        bytes BIGINT NOT NULL,
         columns TEXT NOT NULL,
-        merge_level INTEGER NOT NULL,
+        merge_level BIGINT NOT NULL,
         state TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        tombstoned_at INTEGER)",
+        created_at BIGINT NOT NULL,
+        tombstoned_at BIGINT)",
     "CREATE INDEX IF NOT EXISTS segments_by_table ON segments (database, table_name, state, min_time)",
     // Keys of the ingest requests each segment holds, kept for the deduplication window.
     "CREATE TABLE IF NOT EXISTS ingest_requests (
         key TEXT PRIMARY KEY,
         segment_id TEXT NOT NULL,
-        committed_at INTEGER NOT NULL)",
+        committed_at BIGINT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ingest_requests_by_time ON ingest_requests (committed_at)",
     "CREATE INDEX IF NOT EXISTS ingest_requests_by_segment ON ingest_requests (segment_id)",
 ];
 
-/// Catalog stored in one SQLite file.
-#[derive(Debug, Clone)]
-pub struct SqliteCatalog {
-    pub(crate) pool: SqlitePool,
+/// The database a catalog lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
 }
 
-impl SqliteCatalog {
-    /// Opens (creating if needed) the catalog file at `path`.
-    pub async fn open(path: &Path) -> Result<SqliteCatalog> {
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(std::time::Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
+/// The lock key that serializes schema creation across processes sharing a PostgreSQL catalog.
+const MIGRATION_LOCK: i64 = 0x7472_6177_6c00_0001;
+
+/// The catalog in SQLite or PostgreSQL (see the module's documentation).
+#[derive(Debug, Clone)]
+pub struct SqlCatalog {
+    pub(crate) pool: Pool<Any>,
+    pub(crate) dialect: Dialect,
+}
+
+impl SqlCatalog {
+    /// Opens the catalog a URL names: `postgres://…` (or `postgresql://…`), or `sqlite://path`
+    /// / a plain file path for SQLite.
+    pub async fn connect(url: &str) -> Result<SqlCatalog> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            SqlCatalog::connect_postgres(url).await
+        } else {
+            let path = url.strip_prefix("sqlite://").unwrap_or(url);
+            SqlCatalog::open_sqlite(Path::new(path)).await
+        }
+    }
+
+    /// Opens (creating if needed) the SQLite catalog file at `path`.
+    pub async fn open_sqlite(path: &Path) -> Result<SqlCatalog> {
+        sqlx::any::install_default_drivers();
+        let path = path
+            .to_str()
+            .ok_or_else(|| CatalogError::Unavailable(format!("the catalog path {} is not UTF-8", path.display())))?;
+        let url = format!("sqlite://{path}?mode=rwc");
+        let pool = AnyPoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .after_connect(|connection, _| {
+                Box::pin(async move {
+                    connection
+                        .execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON")
+                        .await?;
+                    Ok(())
+                })
+            })
+            .connect(&url)
             .await?;
-        Self::migrate(&pool).await?;
-        Ok(SqliteCatalog { pool })
+        SqlCatalog::ready(pool, Dialect::Sqlite).await
     }
 
-    /// An in-memory catalog, for tests.
-    pub async fn in_memory() -> Result<SqliteCatalog> {
-        let options = SqliteConnectOptions::from_str("sqlite::memory:")?;
+    /// An in-memory SQLite catalog, for tests.
+    pub async fn in_memory() -> Result<SqlCatalog> {
+        sqlx::any::install_default_drivers();
         // One connection: every connection to `:memory:` is its own database.
-        let pool = SqlitePoolOptions::new()
+        let pool = AnyPoolOptions::new()
             .max_connections(1)
-            .connect_with(options)
+            .after_connect(|connection, _| {
+                Box::pin(async move {
+                    connection.execute("PRAGMA foreign_keys = ON").await?;
+                    Ok(())
+                })
+            })
+            .connect("sqlite::memory:")
             .await?;
-        Self::migrate(&pool).await?;
-        Ok(SqliteCatalog { pool })
+        SqlCatalog::ready(pool, Dialect::Sqlite).await
     }
 
-    async fn migrate(pool: &SqlitePool) -> Result<()> {
+    /// Connects to the PostgreSQL database at `url` and creates the catalog's tables there if
+    /// they are missing.
+    pub async fn connect_postgres(url: &str) -> Result<SqlCatalog> {
+        sqlx::any::install_default_drivers();
+        let pool = AnyPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .connect(url)
+            .await?;
+        SqlCatalog::ready(pool, Dialect::Postgres).await
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// A transaction that writes. On SQLite it takes the write lock at once (`BEGIN
+    /// IMMEDIATE`), so concurrent writers wait for each other (up to the busy timeout)
+    /// instead of failing when one's read turns into a write.
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>> {
+        Ok(match self.dialect {
+            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::Postgres => self.pool.begin().await?,
+        })
+    }
+
+    async fn ready(pool: Pool<Any>, dialect: Dialect) -> Result<SqlCatalog> {
+        let catalog = SqlCatalog { pool, dialect };
+        catalog.migrate().await?;
+        Ok(catalog)
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(MIGRATION_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
         let schema = SCHEMA
             .iter()
-            .chain(crate::sqlite_directory::SCHEMA)
-            .chain(crate::sqlite_objects::SCHEMA);
+            .chain(crate::sql_directory::SCHEMA)
+            .chain(crate::sql_objects::SCHEMA);
         for statement in schema {
-            sqlx::query(*statement).execute(pool).await?;
+            sqlx::query(*statement).execute(&mut *tx).await?;
         }
-        // Columns newer than a catalog file: added in place.
-        let added = crate::sqlite_objects::ADDED_COLUMNS
+        // Columns newer than a catalog: added in place.
+        let added = crate::sql_objects::ADDED_COLUMNS
             .iter()
-            .chain(crate::sqlite_directory::ADDED_COLUMNS);
+            .chain(crate::sql_directory::ADDED_COLUMNS);
         for (table, column, statement) in added {
-            let existing: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
-                .bind(*table)
-                .fetch_all(pool)
-                .await?;
+            let existing: Vec<String> = match self.dialect {
+                Dialect::Sqlite => sqlx::query_scalar("SELECT name FROM pragma_table_info($1)"),
+                Dialect::Postgres => sqlx::query_scalar(
+                    "SELECT column_name::text FROM information_schema.columns
+                     WHERE table_schema = current_schema() AND table_name = $1",
+                ),
+            }
+            .bind(*table)
+            .fetch_all(&mut *tx)
+            .await?;
             if !existing.iter().any(|c| c == column) {
-                sqlx::query(*statement).execute(pool).await?;
+                sqlx::query(*statement).execute(&mut *tx).await?;
             }
         }
+        tx.commit().await?;
         Ok(())
     }
 
     /// Registers `added` (their tables and columns too) inside `tx`.
-    async fn insert_segments(tx: &mut Transaction<'_, Sqlite>, added: &[SegmentMeta], now: i64) -> Result<()> {
+    async fn insert_segments(&self, tx: &mut Transaction<'_, Any>, added: &[SegmentMeta], now: i64) -> Result<()> {
         for segment in added {
-            sqlx::query("INSERT OR IGNORE INTO tables (database, name, created_at) VALUES (?, ?, ?)")
+            sqlx::query("INSERT INTO tables (database, name, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
                 .bind(&segment.database)
                 .bind(&segment.table)
                 .bind(now)
                 .execute(&mut **tx)
                 .await?;
-            Self::register_columns(tx, &segment.database, &segment.table, &segment.columns).await?;
+            self.register_columns(tx, &segment.database, &segment.table, &segment.columns)
+                .await?;
             let columns = serde_json::to_string(&segment.columns).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
             sqlx::query(
                 "INSERT INTO segments (id, database, table_name, path, min_time, max_time, rows, bytes, columns, merge_level, state, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'live', $11)",
             )
             .bind(&segment.id)
             .bind(&segment.database)
@@ -140,14 +230,24 @@ impl SqliteCatalog {
         Ok(())
     }
 
+    /// Adds the columns `database.table` lacks and widens the ones that changed type, inside
+    /// `tx`. On PostgreSQL the table's column set is locked for the transaction first, so two
+    /// processes adding columns at once do not give two columns the same position.
     async fn register_columns(
-        tx: &mut Transaction<'_, Sqlite>,
+        &self,
+        tx: &mut Transaction<'_, Any>,
         database: &str,
         table: &str,
         columns: &[ColumnInfo],
     ) -> Result<()> {
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind(format!("{database}\u{1f}{table}"))
+                .execute(&mut **tx)
+                .await?;
+        }
         let existing =
-            sqlx::query("SELECT name, kql_type, ordinal FROM table_columns WHERE database = ? AND table_name = ?")
+            sqlx::query("SELECT name, kql_type, ordinal FROM table_columns WHERE database = $1 AND table_name = $2")
                 .bind(database)
                 .bind(table)
                 .fetch_all(&mut **tx)
@@ -167,7 +267,7 @@ impl SqliteCatalog {
                     let widened = current.widen(column.kql_type);
                     if widened != *current {
                         sqlx::query(
-                            "UPDATE table_columns SET kql_type = ? WHERE database = ? AND table_name = ? AND name = ?",
+                            "UPDATE table_columns SET kql_type = $1 WHERE database = $2 AND table_name = $3 AND name = $4",
                         )
                         .bind(widened.as_str())
                         .bind(database)
@@ -179,7 +279,7 @@ impl SqliteCatalog {
                 }
                 None => {
                     sqlx::query(
-                        "INSERT INTO table_columns (database, table_name, ordinal, name, kql_type) VALUES (?, ?, ?, ?, ?)",
+                        "INSERT INTO table_columns (database, table_name, ordinal, name, kql_type) VALUES ($1, $2, $3, $4, $5)",
                     )
                     .bind(database)
                     .bind(table)
@@ -198,7 +298,7 @@ impl SqliteCatalog {
 
     async fn columns_of(&self, database: &str, table: &str) -> Result<Vec<ColumnInfo>> {
         let rows = sqlx::query(
-            "SELECT name, kql_type FROM table_columns WHERE database = ? AND table_name = ? ORDER BY ordinal",
+            "SELECT name, kql_type FROM table_columns WHERE database = $1 AND table_name = $2 ORDER BY ordinal",
         )
         .bind(database)
         .bind(table)
@@ -220,7 +320,7 @@ fn parse_type(text: &str) -> Result<KqlType> {
     text.parse().map_err(CatalogError::Corrupt)
 }
 
-fn segment_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SegmentMeta> {
+fn segment_from_row(row: &sqlx::any::AnyRow) -> Result<SegmentMeta> {
     let columns: String = row.try_get("columns")?;
     let columns: Vec<ColumnInfo> =
         serde_json::from_str(&columns).map_err(|e| CatalogError::Corrupt(format!("segment columns: {e}")))?;
@@ -251,14 +351,14 @@ fn segment_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SegmentMeta> {
 }
 
 #[async_trait]
-impl Catalog for SqliteCatalog {
+impl Catalog for SqlCatalog {
     async fn commit_segments(&self, added: &[SegmentMeta], tombstoned: &[String]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let now = trawl_common::time::now_nanos();
-        Self::insert_segments(&mut tx, added, now).await?;
+        self.insert_segments(&mut tx, added, now).await?;
         for id in tombstoned {
             let result = sqlx::query(
-                "UPDATE segments SET state = 'tombstoned', tombstoned_at = ? WHERE id = ? AND state = 'live'",
+                "UPDATE segments SET state = 'tombstoned', tombstoned_at = $1 WHERE id = $2 AND state = 'live'",
             )
             .bind(now)
             .bind(id)
@@ -274,11 +374,11 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn commit_ingest(&self, segment: &SegmentMeta, requests: &[String]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         // A retried commit whose first attempt went through finds its segment, or (once a
         // merge replaced and forgot it) its requests.
         let done: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM segments WHERE id = ?1 UNION ALL SELECT 1 FROM ingest_requests WHERE segment_id = ?1 LIMIT 1",
+            "SELECT 1 FROM segments WHERE id = $1 UNION ALL SELECT 1 FROM ingest_requests WHERE segment_id = $1 LIMIT 1",
         )
         .bind(&segment.id)
         .fetch_optional(&mut *tx)
@@ -287,9 +387,10 @@ impl Catalog for SqliteCatalog {
             return Ok(());
         }
         let now = trawl_common::time::now_nanos();
-        Self::insert_segments(&mut tx, std::slice::from_ref(segment), now).await?;
+        self.insert_segments(&mut tx, std::slice::from_ref(segment), now)
+            .await?;
         for key in requests {
-            sqlx::query("INSERT OR IGNORE INTO ingest_requests (key, segment_id, committed_at) VALUES (?, ?, ?)")
+            sqlx::query("INSERT INTO ingest_requests (key, segment_id, committed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
                 .bind(key)
                 .bind(&segment.id)
                 .bind(now)
@@ -301,7 +402,7 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn request_committed(&self, key: &str) -> Result<bool> {
-        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM ingest_requests WHERE key = ?")
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM ingest_requests WHERE key = $1")
             .bind(key)
             .fetch_optional(&self.pool)
             .await?;
@@ -309,7 +410,7 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn requests_since(&self, since_nanos: i64) -> Result<Vec<(String, i64)>> {
-        let rows = sqlx::query("SELECT key, committed_at FROM ingest_requests WHERE committed_at >= ?")
+        let rows = sqlx::query("SELECT key, committed_at FROM ingest_requests WHERE committed_at >= $1")
             .bind(since_nanos)
             .fetch_all(&self.pool)
             .await?;
@@ -319,7 +420,7 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn forget_requests_before(&self, before_nanos: i64) -> Result<u64> {
-        let result = sqlx::query("DELETE FROM ingest_requests WHERE committed_at < ?")
+        let result = sqlx::query("DELETE FROM ingest_requests WHERE committed_at < $1")
             .bind(before_nanos)
             .execute(&self.pool)
             .await?;
@@ -329,8 +430,8 @@ impl Catalog for SqliteCatalog {
     async fn live_segments(&self, database: &str, table: &str, range: Option<TimeRange>) -> Result<Vec<SegmentMeta>> {
         let (min, max) = range.map_or((i64::MIN, i64::MAX), |r| (r.min, r.max));
         let rows = sqlx::query(
-            "SELECT * FROM segments WHERE database = ? AND table_name = ? AND state = 'live'
-             AND max_time >= ? AND min_time <= ? ORDER BY min_time, id",
+            "SELECT * FROM segments WHERE database = $1 AND table_name = $2 AND state = 'live'
+             AND max_time >= $3 AND min_time <= $4 ORDER BY min_time, id",
         )
         .bind(database)
         .bind(table)
@@ -342,14 +443,14 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn ensure_table(&self, database: &str, table: &str, columns: &[ColumnInfo]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("INSERT OR IGNORE INTO tables (database, name, created_at) VALUES (?, ?, ?)")
+        let mut tx = self.begin_write().await?;
+        sqlx::query("INSERT INTO tables (database, name, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
             .bind(database)
             .bind(table)
             .bind(trawl_common::time::now_nanos())
             .execute(&mut *tx)
             .await?;
-        Self::register_columns(&mut tx, database, table, columns).await?;
+        self.register_columns(&mut tx, database, table, columns).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -367,8 +468,8 @@ impl Catalog for SqliteCatalog {
 
     async fn tables(&self, database: &str) -> Result<Vec<TableInfo>> {
         let names: Vec<String> = sqlx::query_scalar(
-            "SELECT name FROM tables WHERE database = ? AND deleted_at IS NULL
-               AND ? NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
+            "SELECT name FROM tables WHERE database = $1 AND deleted_at IS NULL
+               AND $2 NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
              ORDER BY name",
         )
         .bind(database)
@@ -389,8 +490,8 @@ impl Catalog for SqliteCatalog {
 
     async fn table(&self, database: &str, table: &str) -> Result<Option<TableInfo>> {
         let exists: Option<String> = sqlx::query_scalar(
-            "SELECT name FROM tables WHERE database = ? AND name = ? AND deleted_at IS NULL
-               AND ? NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)",
+            "SELECT name FROM tables WHERE database = $1 AND name = $2 AND deleted_at IS NULL
+               AND $3 NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)",
         )
         .bind(database)
         .bind(table)
@@ -407,7 +508,7 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>> {
-        if let Some(Some(_)) = sqlx::query_scalar::<_, Option<i64>>("SELECT deleted_at FROM databases WHERE name = ?")
+        if let Some(Some(_)) = sqlx::query_scalar::<_, Option<i64>>("SELECT deleted_at FROM databases WHERE name = $1")
             .bind(database)
             .fetch_optional(&self.pool)
             .await?
@@ -418,7 +519,7 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn tombstoned_before(&self, before_nanos: i64) -> Result<Vec<SegmentMeta>> {
-        let rows = sqlx::query("SELECT * FROM segments WHERE state = 'tombstoned' AND tombstoned_at < ? ORDER BY id")
+        let rows = sqlx::query("SELECT * FROM segments WHERE state = 'tombstoned' AND tombstoned_at < $1 ORDER BY id")
             .bind(before_nanos)
             .fetch_all(&self.pool)
             .await?;
@@ -426,142 +527,14 @@ impl Catalog for SqliteCatalog {
     }
 
     async fn forget_segments(&self, ids: &[String]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for id in ids {
-            sqlx::query("DELETE FROM segments WHERE id = ? AND state = 'tombstoned'")
+            sqlx::query("DELETE FROM segments WHERE id = $1 AND state = 'tombstoned'")
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
         }
         tx.commit().await?;
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn segment(id: &str, min: i64, max: i64, columns: &[(&str, KqlType)]) -> SegmentMeta {
-        SegmentMeta {
-            id: id.to_string(),
-            database: "default".into(),
-            table: "default".into(),
-            path: format!("default/default/{id}.parquet"),
-            min_time: min,
-            max_time: max,
-            rows: 10,
-            bytes: 100,
-            columns: columns
-                .iter()
-                .map(|(name, kql_type)| ColumnInfo {
-                    name: name.to_string(),
-                    kql_type: *kql_type,
-                })
-                .collect(),
-            merge_level: 0,
-            state: SegmentState::Live,
-            created_at: 1,
-            tombstoned_at: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn registers_segments_and_widens_columns() -> Result<()> {
-        let catalog = SqliteCatalog::in_memory().await?;
-        catalog
-            .commit_segments(
-                &[segment(
-                    "a",
-                    0,
-                    10,
-                    &[("timestamp", KqlType::DateTime), ("value", KqlType::Long)],
-                )],
-                &[],
-            )
-            .await?;
-        catalog
-            .commit_segments(
-                &[segment(
-                    "b",
-                    20,
-                    30,
-                    &[("value", KqlType::Real), ("body", KqlType::Dynamic)],
-                )],
-                &[],
-            )
-            .await?;
-        let table = catalog
-            .table("default", "default")
-            .await?
-            .ok_or(CatalogError::Corrupt("missing".into()))?;
-        let names: Vec<(&str, KqlType)> = table.columns.iter().map(|c| (c.name.as_str(), c.kql_type)).collect();
-        assert_eq!(
-            names,
-            vec![
-                ("timestamp", KqlType::DateTime),
-                ("value", KqlType::Real),
-                ("body", KqlType::Dynamic)
-            ]
-        );
-        let overlapping = catalog
-            .live_segments("default", "default", Some(TimeRange { min: 5, max: 15 }))
-            .await?;
-        assert_eq!(overlapping.len(), 1);
-        assert_eq!(overlapping[0].id, "a");
-        Ok(())
-    }
-
-    #[tokio::test]
-    async fn merge_commit_is_atomic() -> Result<()> {
-        let catalog = SqliteCatalog::in_memory().await?;
-        let cols = [("timestamp", KqlType::DateTime)];
-        catalog
-            .commit_segments(&[segment("a", 0, 10, &cols), segment("b", 11, 20, &cols)], &[])
-            .await?;
-        catalog
-            .commit_segments(&[segment("m", 0, 20, &cols)], &["a".into(), "b".into()])
-            .await?;
-        let live: Vec<String> = catalog
-            .live_segments("default", "default", None)
-            .await?
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
-        assert_eq!(live, vec!["m".to_string()]);
-        // A second merge of an already tombstoned input fails and changes nothing.
-        let failed = catalog
-            .commit_segments(&[segment("m2", 0, 20, &cols)], &["a".into()])
-            .await;
-        assert!(failed.is_err());
-        let live: Vec<String> = catalog
-            .live_segments("default", "default", None)
-            .await?
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
-        assert_eq!(live, vec!["m".to_string()]);
-        let dead = catalog.tombstoned_before(i64::MAX).await?;
-        // ensure_table keeps what exists and adds what is missing.
-        catalog
-            .ensure_table(
-                "default",
-                "default",
-                &[ColumnInfo {
-                    name: "extra".into(),
-                    kql_type: KqlType::Bool,
-                }],
-            )
-            .await?;
-        let table = catalog
-            .table("default", "default")
-            .await?
-            .ok_or(CatalogError::Corrupt("missing".into()))?;
-        assert_eq!(table.columns.last().map(|c| c.name.as_str()), Some("extra"));
-        assert_eq!(table.columns[0].name, "timestamp");
-        assert_eq!(dead.len(), 2);
-        catalog.forget_segments(&["a".into(), "b".into()]).await?;
-        assert!(catalog.tombstoned_before(i64::MAX).await?.is_empty());
         Ok(())
     }
 }

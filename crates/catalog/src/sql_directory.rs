@@ -2,13 +2,13 @@
 
 use async_trait::async_trait;
 use sqlx::Row as _;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 use trawl_common::role::Role;
 
 use crate::directory::{
     AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
 };
-use crate::{CatalogError, Result, SqliteCatalog};
+use crate::{CatalogError, Result, SqlCatalog};
 
 pub(crate) const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS ingest_tokens (
@@ -17,9 +17,9 @@ pub(crate) const SCHEMA: &[&str] = &[
         name TEXT NOT NULL,
         database TEXT NOT NULL,
         table_name TEXT NOT NULL,
-        allow_table_override INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
-        revoked_at INTEGER,
+        allow_table_override BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT,
         signal_tables TEXT)",
     "CREATE TABLE IF NOT EXISTS principals (
         id TEXT PRIMARY KEY,
@@ -27,18 +27,18 @@ pub(crate) const SCHEMA: &[&str] = &[
         kind TEXT NOT NULL,
         role TEXT NOT NULL,
         password_hash TEXT,
-        created_at INTEGER NOT NULL)",
+        created_at BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS access_tokens (
         id TEXT PRIMARY KEY,
         principal_id TEXT NOT NULL REFERENCES principals (id),
         secret_hash TEXT NOT NULL,
-        expires_at INTEGER,
-        created_at INTEGER NOT NULL,
-        revoked_at INTEGER)",
+        expires_at BIGINT,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT)",
     "CREATE TABLE IF NOT EXISTS gateway_keys (
         key_id TEXT PRIMARY KEY,
         public_key TEXT NOT NULL,
-        created_at INTEGER NOT NULL)",
+        created_at BIGINT NOT NULL)",
 ];
 
 fn corrupt(what: &str, value: &str) -> CatalogError {
@@ -54,7 +54,7 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[(
 
 /// A token row; statements name their columns, so one prepared before a column was added never
 /// reads a different shape.
-fn ingest_token(row: &SqliteRow) -> Result<IngestTokenRecord> {
+fn ingest_token(row: &AnyRow) -> Result<IngestTokenRecord> {
     let signal_tables: Option<String> = row.try_get("signal_tables")?;
     let signal_tables = match signal_tables {
         Some(text) => serde_json::from_str(&text)
@@ -74,7 +74,7 @@ fn ingest_token(row: &SqliteRow) -> Result<IngestTokenRecord> {
     })
 }
 
-fn principal(row: &SqliteRow) -> Result<Principal> {
+fn principal(row: &AnyRow) -> Result<Principal> {
     let kind: String = row.try_get("kind")?;
     let role: String = row.try_get("role")?;
     Ok(Principal {
@@ -88,12 +88,12 @@ fn principal(row: &SqliteRow) -> Result<Principal> {
 }
 
 #[async_trait]
-impl Directory for SqliteCatalog {
+impl Directory for SqlCatalog {
     async fn add_ingest_token(&self, token: &IngestTokenRecord) -> Result<()> {
         sqlx::query(
             "INSERT INTO ingest_tokens (id, secret_hash, name, database, table_name, allow_table_override, signal_tables,
                  created_at, revoked_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&token.id)
         .bind(&token.secret_hash)
@@ -117,7 +117,7 @@ impl Directory for SqliteCatalog {
     async fn ingest_token(&self, id: &str) -> Result<Option<IngestTokenRecord>> {
         sqlx::query(
             "SELECT id, secret_hash, name, database, table_name, allow_table_override, signal_tables, created_at, revoked_at
-             FROM ingest_tokens WHERE id = ?",
+             FROM ingest_tokens WHERE id = $1",
         )
             .bind(id)
             .fetch_optional(&self.pool)
@@ -140,7 +140,7 @@ impl Directory for SqliteCatalog {
     }
 
     async fn revoke_ingest_token(&self, id: &str, at: i64) -> Result<bool> {
-        let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+        let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(id)
             .execute(&self.pool)
@@ -149,7 +149,7 @@ impl Directory for SqliteCatalog {
     }
 
     async fn restore_ingest_token(&self, id: &str, not_before: i64) -> Result<bool> {
-        let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = NULL WHERE id = ? AND revoked_at >= ?")
+        let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = NULL WHERE id = $1 AND revoked_at >= $2")
             .bind(id)
             .bind(not_before)
             .execute(&self.pool)
@@ -159,7 +159,7 @@ impl Directory for SqliteCatalog {
 
     async fn add_principal(&self, p: &Principal) -> Result<bool> {
         let done = sqlx::query(
-            "INSERT INTO principals (id, name, kind, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)
+            "INSERT INTO principals (id, name, kind, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (name) DO NOTHING",
         )
         .bind(&p.id)
@@ -174,7 +174,7 @@ impl Directory for SqliteCatalog {
     }
 
     async fn principal(&self, id: &str) -> Result<Option<Principal>> {
-        sqlx::query("SELECT * FROM principals WHERE id = ?")
+        sqlx::query("SELECT * FROM principals WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -184,7 +184,7 @@ impl Directory for SqliteCatalog {
     }
 
     async fn principal_by_name(&self, name: &str) -> Result<Option<Principal>> {
-        sqlx::query("SELECT * FROM principals WHERE name = ?")
+        sqlx::query("SELECT * FROM principals WHERE name = $1")
             .bind(name)
             .fetch_optional(&self.pool)
             .await?
@@ -203,7 +203,7 @@ impl Directory for SqliteCatalog {
     }
 
     async fn set_role(&self, id: &str, role: Role) -> Result<bool> {
-        let done = sqlx::query("UPDATE principals SET role = ? WHERE id = ?")
+        let done = sqlx::query("UPDATE principals SET role = $1 WHERE id = $2")
             .bind(role.as_str())
             .bind(id)
             .execute(&self.pool)
@@ -212,7 +212,7 @@ impl Directory for SqliteCatalog {
     }
 
     async fn set_password_hash(&self, id: &str, hash: &str) -> Result<bool> {
-        let done = sqlx::query("UPDATE principals SET password_hash = ? WHERE id = ? AND kind = 'user'")
+        let done = sqlx::query("UPDATE principals SET password_hash = $1 WHERE id = $2 AND kind = 'user'")
             .bind(hash)
             .bind(id)
             .execute(&self.pool)
@@ -223,7 +223,7 @@ impl Directory for SqliteCatalog {
     async fn add_access_token(&self, token: &AccessTokenRecord) -> Result<()> {
         sqlx::query(
             "INSERT INTO access_tokens (id, principal_id, secret_hash, expires_at, created_at, revoked_at)
-             VALUES (?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&token.id)
         .bind(&token.principal_id)
@@ -237,7 +237,7 @@ impl Directory for SqliteCatalog {
     }
 
     async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>> {
-        let Some(row) = sqlx::query("SELECT * FROM access_tokens WHERE id = ?")
+        let Some(row) = sqlx::query("SELECT * FROM access_tokens WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -256,7 +256,7 @@ impl Directory for SqliteCatalog {
 
     async fn register_gateway_key(&self, key: &GatewayKeyRecord) -> Result<()> {
         sqlx::query(
-            "INSERT INTO gateway_keys (key_id, public_key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO gateway_keys (key_id, public_key, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
         )
         .bind(&key.key_id)
         .bind(&key.public_key)
@@ -279,98 +279,5 @@ impl Directory for SqliteCatalog {
                 })
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn tokens_principals_and_keys_round_trip() -> Result<()> {
-        let directory = SqliteCatalog::in_memory().await?;
-        let token = IngestTokenRecord {
-            id: "0011223344556677".into(),
-            secret_hash: "ab".repeat(32),
-            name: "default".into(),
-            database: "default".into(),
-            table: "logs".into(),
-            allow_table_override: true,
-            signal_tables: SignalTables::default(),
-            created_at: 1,
-            revoked_at: None,
-        };
-        directory.add_ingest_token(&token).await?;
-        assert_eq!(directory.ingest_token(&token.id).await?, Some(token.clone()));
-        let routed = IngestTokenRecord {
-            id: "8899aabbccddeeff".into(),
-            signal_tables: SignalTables {
-                logs: None,
-                metrics: Some("metrics".into()),
-                traces: Some("spans".into()),
-            },
-            ..token.clone()
-        };
-        directory.add_ingest_token(&routed).await?;
-        assert_eq!(directory.ingest_token(&routed.id).await?, Some(routed));
-        assert!(directory.revoke_ingest_token(&token.id, 5).await?);
-        assert!(!directory.revoke_ingest_token(&token.id, 6).await?);
-        assert!(
-            !directory.restore_ingest_token(&token.id, 6).await?,
-            "revoked before the window"
-        );
-        assert!(directory.restore_ingest_token(&token.id, 5).await?);
-        assert_eq!(
-            directory.ingest_token(&token.id).await?.and_then(|t| t.revoked_at),
-            None
-        );
-        assert!(directory.revoke_ingest_token(&token.id, 5).await?);
-        assert_eq!(
-            directory.ingest_token(&token.id).await?.and_then(|t| t.revoked_at),
-            Some(5)
-        );
-
-        let ann = Principal {
-            id: "p1".into(),
-            name: "ann".into(),
-            kind: PrincipalKind::User,
-            role: Role::Observer,
-            password_hash: None,
-            created_at: 1,
-        };
-        assert!(directory.add_principal(&ann).await?);
-        assert!(
-            !directory
-                .add_principal(&Principal {
-                    id: "p2".into(),
-                    ..ann.clone()
-                })
-                .await?
-        );
-        assert!(directory.set_role("p1", Role::Maintainer).await?);
-        assert_eq!(
-            directory.principal_by_name("ann").await?.map(|p| p.role),
-            Some(Role::Maintainer)
-        );
-        let access = AccessTokenRecord {
-            id: "8899aabbccddeeff".into(),
-            principal_id: "p1".into(),
-            secret_hash: "cd".repeat(32),
-            expires_at: Some(10),
-            created_at: 1,
-            revoked_at: None,
-        };
-        directory.add_access_token(&access).await?;
-        assert_eq!(directory.access_token(&access.id).await?, Some(access));
-
-        let key = GatewayKeyRecord {
-            key_id: "k".into(),
-            public_key: "pk".into(),
-            created_at: 1,
-        };
-        directory.register_gateway_key(&key).await?;
-        directory.register_gateway_key(&key).await?;
-        assert_eq!(directory.gateway_keys().await?, vec![key]);
-        Ok(())
     }
 }

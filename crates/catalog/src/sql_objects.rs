@@ -2,22 +2,22 @@
 
 use async_trait::async_trait;
 use sqlx::Row as _;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 use crate::objects::{Change, ObjectKind, ObjectRecord, Objects};
-use crate::{CatalogError, Result, SqliteCatalog};
+use crate::{CatalogError, Result, SqlCatalog};
 
 pub(crate) const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS databases (
         name TEXT PRIMARY KEY,
-        created_at INTEGER NOT NULL,
-        deleted_at INTEGER)",
+        created_at BIGINT NOT NULL,
+        deleted_at BIGINT)",
     "CREATE TABLE IF NOT EXISTS views (
         database TEXT NOT NULL,
         name TEXT NOT NULL,
         members TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        deleted_at INTEGER,
+        created_at BIGINT NOT NULL,
+        deleted_at BIGINT,
         PRIMARY KEY (database, name))",
 ];
 
@@ -26,32 +26,32 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     (
         "tables",
         "retention_nanos",
-        "ALTER TABLE tables ADD COLUMN retention_nanos INTEGER",
+        "ALTER TABLE tables ADD COLUMN retention_nanos BIGINT",
     ),
     (
         "tables",
         "deleted_at",
-        "ALTER TABLE tables ADD COLUMN deleted_at INTEGER",
+        "ALTER TABLE tables ADD COLUMN deleted_at BIGINT",
     ),
 ];
 
-fn members_of(row: &SqliteRow) -> Result<Vec<String>> {
+fn members_of(row: &AnyRow) -> Result<Vec<String>> {
     let text: String = row.try_get("members")?;
     serde_json::from_str(&text).map_err(|e| CatalogError::Corrupt(format!("view members: {e}")))
 }
 
-impl SqliteCatalog {
+impl SqlCatalog {
     /// `(deleted_at)` of a database's row: `None` none, `Some(None)` live, `Some(Some(t))`
     /// deleted at `t`. A database without a row is live when it holds live tables.
     async fn database_state(&self, name: &str) -> Result<Option<Option<i64>>> {
-        let row: Option<Option<i64>> = sqlx::query_scalar("SELECT deleted_at FROM databases WHERE name = ?")
+        let row: Option<Option<i64>> = sqlx::query_scalar("SELECT deleted_at FROM databases WHERE name = $1")
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
         if row.is_some() {
             return Ok(row);
         }
-        let tables: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tables WHERE database = ? AND deleted_at IS NULL")
+        let tables: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tables WHERE database = $1 AND deleted_at IS NULL")
             .bind(name)
             .fetch_one(&self.pool)
             .await?;
@@ -70,7 +70,7 @@ impl SqliteCatalog {
 
     async fn table_state(&self, database: &str, name: &str) -> Result<Option<Option<i64>>> {
         Ok(
-            sqlx::query_scalar("SELECT deleted_at FROM tables WHERE database = ? AND name = ?")
+            sqlx::query_scalar("SELECT deleted_at FROM tables WHERE database = $1 AND name = $2")
                 .bind(database)
                 .bind(name)
                 .fetch_optional(&self.pool)
@@ -80,7 +80,7 @@ impl SqliteCatalog {
 
     async fn view_state(&self, database: &str, name: &str) -> Result<Option<Option<i64>>> {
         Ok(
-            sqlx::query_scalar("SELECT deleted_at FROM views WHERE database = ? AND name = ?")
+            sqlx::query_scalar("SELECT deleted_at FROM views WHERE database = $1 AND name = $2")
                 .bind(database)
                 .bind(name)
                 .fetch_optional(&self.pool)
@@ -91,7 +91,7 @@ impl SqliteCatalog {
     /// Live views of `database`, with their members.
     pub(crate) async fn live_views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>> {
         let rows =
-            sqlx::query("SELECT name, members FROM views WHERE database = ? AND deleted_at IS NULL ORDER BY name")
+            sqlx::query("SELECT name, members FROM views WHERE database = $1 AND deleted_at IS NULL ORDER BY name")
                 .bind(database)
                 .fetch_all(&self.pool)
                 .await?;
@@ -102,7 +102,7 @@ impl SqliteCatalog {
 
     async fn live_table_names(&self, database: &str) -> Result<Vec<String>> {
         Ok(
-            sqlx::query_scalar("SELECT name FROM tables WHERE database = ? AND deleted_at IS NULL ORDER BY name")
+            sqlx::query_scalar("SELECT name FROM tables WHERE database = $1 AND deleted_at IS NULL ORDER BY name")
                 .bind(database)
                 .fetch_all(&self.pool)
                 .await?,
@@ -111,12 +111,12 @@ impl SqliteCatalog {
 }
 
 #[async_trait]
-impl Objects for SqliteCatalog {
+impl Objects for SqlCatalog {
     async fn create_database(&self, name: &str, now: i64) -> Result<Change> {
         match self.database_state(name).await? {
             Some(deleted) => {
                 // An implicit database (tables, no row) gets its row now.
-                sqlx::query("INSERT OR IGNORE INTO databases (name, created_at) VALUES (?, ?)")
+                sqlx::query("INSERT INTO databases (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                     .bind(name)
                     .bind(now)
                     .execute(&self.pool)
@@ -126,7 +126,7 @@ impl Objects for SqliteCatalog {
                 })
             }
             None => {
-                sqlx::query("INSERT INTO databases (name, created_at) VALUES (?, ?)")
+                sqlx::query("INSERT INTO databases (name, created_at) VALUES ($1, $2)")
                     .bind(name)
                     .bind(now)
                     .execute(&self.pool)
@@ -148,13 +148,13 @@ impl Objects for SqliteCatalog {
         if self.view_state(database, name).await?.is_some() {
             return Ok(Change::Refused(format!("'{name}' is a view of '{database}'")));
         }
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("INSERT OR IGNORE INTO databases (name, created_at) VALUES (?, ?)")
+        let mut tx = self.begin_write().await?;
+        sqlx::query("INSERT INTO databases (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(database)
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("INSERT INTO tables (database, name, created_at, retention_nanos) VALUES (?, ?, ?, ?)")
+        sqlx::query("INSERT INTO tables (database, name, created_at, retention_nanos) VALUES ($1, $2, $3, $4)")
             .bind(database)
             .bind(name)
             .bind(now)
@@ -187,7 +187,7 @@ impl Objects for SqliteCatalog {
             return Ok(Change::Refused(format!("'{name}' is a table of '{database}'")));
         }
         let members = serde_json::to_string(members).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
-        sqlx::query("INSERT INTO views (database, name, members, created_at) VALUES (?, ?, ?, ?)")
+        sqlx::query("INSERT INTO views (database, name, members, created_at) VALUES ($1, $2, $3, $4)")
             .bind(database)
             .bind(name)
             .bind(members)
@@ -198,13 +198,14 @@ impl Objects for SqliteCatalog {
     }
 
     async fn set_retention(&self, database: &str, table: &str, retention_nanos: Option<i64>) -> Result<Change> {
-        let done =
-            sqlx::query("UPDATE tables SET retention_nanos = ? WHERE database = ? AND name = ? AND deleted_at IS NULL")
-                .bind(retention_nanos)
-                .bind(database)
-                .bind(table)
-                .execute(&self.pool)
-                .await?;
+        let done = sqlx::query(
+            "UPDATE tables SET retention_nanos = $1 WHERE database = $2 AND name = $3 AND deleted_at IS NULL",
+        )
+        .bind(retention_nanos)
+        .bind(database)
+        .bind(table)
+        .execute(&self.pool)
+        .await?;
         Ok(if done.rows_affected() == 1 {
             Change::Done
         } else {
@@ -245,7 +246,7 @@ impl Objects for SqliteCatalog {
             }
             ObjectKind::Table => {
                 let rows = sqlx::query(
-                    "SELECT name, created_at, deleted_at, retention_nanos FROM tables WHERE database = ? ORDER BY name",
+                    "SELECT name, created_at, deleted_at, retention_nanos FROM tables WHERE database = $1 ORDER BY name",
                 )
                 .bind(database)
                 .fetch_all(&self.pool)
@@ -264,7 +265,7 @@ impl Objects for SqliteCatalog {
                     .collect()
             }
             ObjectKind::View => {
-                let rows = sqlx::query("SELECT * FROM views WHERE database = ? ORDER BY name")
+                let rows = sqlx::query("SELECT * FROM views WHERE database = $1 ORDER BY name")
                     .bind(database)
                     .fetch_all(&self.pool)
                     .await?;
@@ -305,16 +306,16 @@ impl Objects for SqliteCatalog {
                     let children = tables.into_iter().chain(views).collect();
                     return Ok(Change::HasChildren(children));
                 }
-                let mut tx = self.pool.begin().await?;
-                sqlx::query("INSERT OR IGNORE INTO databases (name, created_at) VALUES (?, ?)")
+                let mut tx = self.begin_write().await?;
+                sqlx::query("INSERT INTO databases (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                     .bind(target)
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;
                 for statement in [
-                    "UPDATE databases SET deleted_at = ? WHERE name = ?",
-                    "UPDATE tables SET deleted_at = ? WHERE database = ? AND deleted_at IS NULL",
-                    "UPDATE views SET deleted_at = ? WHERE database = ? AND deleted_at IS NULL",
+                    "UPDATE databases SET deleted_at = $1 WHERE name = $2",
+                    "UPDATE tables SET deleted_at = $1 WHERE database = $2 AND deleted_at IS NULL",
+                    "UPDATE views SET deleted_at = $1 WHERE database = $2 AND deleted_at IS NULL",
                 ] {
                     sqlx::query(statement).bind(now).bind(target).execute(&mut *tx).await?;
                 }
@@ -335,15 +336,15 @@ impl Objects for SqliteCatalog {
                 if !cascade && !views.is_empty() {
                     return Ok(Change::HasChildren(views));
                 }
-                let mut tx = self.pool.begin().await?;
-                sqlx::query("UPDATE tables SET deleted_at = ? WHERE database = ? AND name = ?")
+                let mut tx = self.begin_write().await?;
+                sqlx::query("UPDATE tables SET deleted_at = $1 WHERE database = $2 AND name = $3")
                     .bind(now)
                     .bind(database)
                     .bind(name)
                     .execute(&mut *tx)
                     .await?;
                 for view in &views {
-                    sqlx::query("UPDATE views SET deleted_at = ? WHERE database = ? AND name = ?")
+                    sqlx::query("UPDATE views SET deleted_at = $1 WHERE database = $2 AND name = $3")
                         .bind(now)
                         .bind(database)
                         .bind(view)
@@ -355,7 +356,7 @@ impl Objects for SqliteCatalog {
             }
             ObjectKind::View => {
                 let done = sqlx::query(
-                    "UPDATE views SET deleted_at = ? WHERE database = ? AND name = ? AND deleted_at IS NULL",
+                    "UPDATE views SET deleted_at = $1 WHERE database = $2 AND name = $3 AND deleted_at IS NULL",
                 )
                 .bind(now)
                 .bind(database)
@@ -384,14 +385,14 @@ impl Objects for SqliteCatalog {
                     return Ok(late());
                 }
                 // Children deleted with it (at the same instant) come back with it.
-                let mut tx = self.pool.begin().await?;
-                sqlx::query("UPDATE databases SET deleted_at = NULL WHERE name = ?")
+                let mut tx = self.begin_write().await?;
+                sqlx::query("UPDATE databases SET deleted_at = NULL WHERE name = $1")
                     .bind(target)
                     .execute(&mut *tx)
                     .await?;
                 for statement in [
-                    "UPDATE tables SET deleted_at = NULL WHERE database = ? AND deleted_at = ?",
-                    "UPDATE views SET deleted_at = NULL WHERE database = ? AND deleted_at = ?",
+                    "UPDATE tables SET deleted_at = NULL WHERE database = $1 AND deleted_at = $2",
+                    "UPDATE views SET deleted_at = NULL WHERE database = $1 AND deleted_at = $2",
                 ] {
                     sqlx::query(statement).bind(target).bind(at).execute(&mut *tx).await?;
                 }
@@ -413,21 +414,21 @@ impl Objects for SqliteCatalog {
                 if too_late(at) {
                     return Ok(late());
                 }
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.begin_write().await?;
                 if kind == ObjectKind::Table {
-                    sqlx::query("UPDATE tables SET deleted_at = NULL WHERE database = ? AND name = ?")
+                    sqlx::query("UPDATE tables SET deleted_at = NULL WHERE database = $1 AND name = $2")
                         .bind(database)
                         .bind(name)
                         .execute(&mut *tx)
                         .await?;
                     // Views deleted with it (at the same instant) come back with it.
-                    sqlx::query("UPDATE views SET deleted_at = NULL WHERE database = ? AND deleted_at = ?")
+                    sqlx::query("UPDATE views SET deleted_at = NULL WHERE database = $1 AND deleted_at = $2")
                         .bind(database)
                         .bind(at)
                         .execute(&mut *tx)
                         .await?;
                 } else {
-                    let row = sqlx::query("SELECT members FROM views WHERE database = ? AND name = ?")
+                    let row = sqlx::query("SELECT members FROM views WHERE database = $1 AND name = $2")
                         .bind(database)
                         .bind(name)
                         .fetch_one(&mut *tx)
@@ -438,7 +439,7 @@ impl Objects for SqliteCatalog {
                             "its table '{missing}' is deleted; restore it first"
                         )));
                     }
-                    sqlx::query("UPDATE views SET deleted_at = NULL WHERE database = ? AND name = ?")
+                    sqlx::query("UPDATE views SET deleted_at = NULL WHERE database = $1 AND name = $2")
                         .bind(database)
                         .bind(name)
                         .execute(&mut *tx)
@@ -458,8 +459,8 @@ impl Objects for SqliteCatalog {
     }
 
     async fn purge_deleted(&self, before: i64, now: i64) -> Result<Vec<String>> {
-        let mut tx = self.pool.begin().await?;
-        let tables = sqlx::query("SELECT database, name FROM tables WHERE deleted_at < ?")
+        let mut tx = self.begin_write().await?;
+        let tables = sqlx::query("SELECT database, name FROM tables WHERE deleted_at < $1")
             .bind(before)
             .fetch_all(&mut *tx)
             .await?;
@@ -468,8 +469,8 @@ impl Objects for SqliteCatalog {
             let database: String = row.try_get("database")?;
             let name: String = row.try_get("name")?;
             sqlx::query(
-                "UPDATE segments SET state = 'tombstoned', tombstoned_at = ?
-                 WHERE database = ? AND table_name = ? AND state = 'live'",
+                "UPDATE segments SET state = 'tombstoned', tombstoned_at = $1
+                 WHERE database = $2 AND table_name = $3 AND state = 'live'",
             )
             .bind(now)
             .bind(&database)
@@ -477,8 +478,8 @@ impl Objects for SqliteCatalog {
             .execute(&mut *tx)
             .await?;
             for statement in [
-                "DELETE FROM table_columns WHERE database = ? AND table_name = ?",
-                "DELETE FROM tables WHERE database = ? AND name = ?",
+                "DELETE FROM table_columns WHERE database = $1 AND table_name = $2",
+                "DELETE FROM tables WHERE database = $1 AND name = $2",
             ] {
                 sqlx::query(statement)
                     .bind(&database)
@@ -488,7 +489,7 @@ impl Objects for SqliteCatalog {
             }
             purged.push(format!("table {database}.{name}"));
         }
-        let views = sqlx::query("SELECT database, name FROM views WHERE deleted_at < ?")
+        let views = sqlx::query("SELECT database, name FROM views WHERE deleted_at < $1")
             .bind(before)
             .fetch_all(&mut *tx)
             .await?;
@@ -497,16 +498,16 @@ impl Objects for SqliteCatalog {
             let name: String = row.try_get("name")?;
             purged.push(format!("view {database}.{name}"));
         }
-        sqlx::query("DELETE FROM views WHERE deleted_at < ?")
+        sqlx::query("DELETE FROM views WHERE deleted_at < $1")
             .bind(before)
             .execute(&mut *tx)
             .await?;
-        let databases: Vec<String> = sqlx::query_scalar("SELECT name FROM databases WHERE deleted_at < ?")
+        let databases: Vec<String> = sqlx::query_scalar("SELECT name FROM databases WHERE deleted_at < $1")
             .bind(before)
             .fetch_all(&mut *tx)
             .await?;
         purged.extend(databases.iter().map(|d| format!("database {d}")));
-        sqlx::query("DELETE FROM databases WHERE deleted_at < ?")
+        sqlx::query("DELETE FROM databases WHERE deleted_at < $1")
             .bind(before)
             .execute(&mut *tx)
             .await?;
@@ -516,11 +517,11 @@ impl Objects for SqliteCatalog {
 
     async fn apply_retention(&self, now: i64) -> Result<u64> {
         let done = sqlx::query(
-            "UPDATE segments SET state = 'tombstoned', tombstoned_at = ?1
+            "UPDATE segments SET state = 'tombstoned', tombstoned_at = $1
              WHERE state = 'live' AND EXISTS (
                SELECT 1 FROM tables t WHERE t.database = segments.database AND t.name = segments.table_name
                  AND t.deleted_at IS NULL AND t.retention_nanos IS NOT NULL
-                 AND segments.max_time < ?1 - t.retention_nanos)",
+                 AND segments.max_time < $1 - t.retention_nanos)",
         )
         .bind(now)
         .execute(&self.pool)
@@ -531,151 +532,12 @@ impl Objects for SqliteCatalog {
 
 #[cfg(test)]
 mod tests {
+    //! The behaviour on every backend is in `tests/suite.rs`; here, what only SQLite has.
     use super::*;
-    use crate::{Catalog, ColumnInfo};
-    use trawl_common::KqlType;
+    use crate::Catalog;
 
     fn names(tables: Vec<crate::TableInfo>) -> Vec<String> {
         tables.into_iter().map(|t| t.name).collect()
-    }
-
-    #[tokio::test]
-    async fn deletes_are_tombstones_that_restore_within_the_window() -> Result<()> {
-        let catalog = SqliteCatalog::in_memory().await?;
-        assert_eq!(catalog.create_database("shop", 1).await?, Change::Done);
-        assert_eq!(
-            catalog.create_database("shop", 2).await?,
-            Change::Exists { deleted: false }
-        );
-        assert_eq!(
-            catalog.create_table("shop", "orders", Some(100), 3).await?,
-            Change::Done
-        );
-        assert_eq!(catalog.create_table("shop", "refunds", None, 3).await?, Change::Done);
-        let both = vec!["orders".to_string(), "refunds".to_string()];
-        assert_eq!(catalog.create_view("shop", "money", &both, 4).await?, Change::Done);
-        let missing = vec!["nope".to_string()];
-        assert!(matches!(
-            catalog.create_view("shop", "bad", &missing, 4).await?,
-            Change::Refused(_)
-        ));
-        assert_eq!(catalog.views("shop").await?, vec![("money".to_string(), both.clone())]);
-
-        // A table a live view unites is not deleted alone.
-        let refused = catalog
-            .delete_object(ObjectKind::Table, "shop", "orders", false, 10)
-            .await?;
-        assert_eq!(refused, Change::HasChildren(vec!["money".into()]));
-        assert_eq!(
-            catalog
-                .delete_object(ObjectKind::Table, "shop", "orders", true, 10)
-                .await?,
-            Change::Done
-        );
-        assert_eq!(names(catalog.tables("shop").await?), vec!["refunds"]);
-        assert!(catalog.views("shop").await?.is_empty());
-        assert!(!catalog.writable("shop", "orders").await?);
-        assert_eq!(
-            catalog.create_table("shop", "orders", None, 11).await?,
-            Change::Exists { deleted: true }
-        );
-        // Restored with the view deleted alongside.
-        assert_eq!(
-            catalog.restore_object(ObjectKind::Table, "shop", "orders", 5).await?,
-            Change::Done
-        );
-        assert_eq!(names(catalog.tables("shop").await?), vec!["orders", "refunds"]);
-        assert_eq!(catalog.views("shop").await?.len(), 1);
-
-        // A database with live children is deleted only with them, and comes back with them.
-        let refused = catalog
-            .delete_object(ObjectKind::Database, "shop", "", false, 20)
-            .await?;
-        assert!(matches!(refused, Change::HasChildren(children) if children.len() == 3));
-        assert_eq!(
-            catalog
-                .delete_object(ObjectKind::Database, "shop", "", true, 20)
-                .await?,
-            Change::Done
-        );
-        assert!(catalog.tables("shop").await?.is_empty());
-        assert!(!catalog.databases().await?.contains(&"shop".to_string()));
-        assert!(matches!(
-            catalog.create_table("shop", "x", None, 21).await?,
-            Change::Refused(_)
-        ));
-        assert!(matches!(
-            catalog.restore_object(ObjectKind::Table, "shop", "orders", 0).await?,
-            Change::Refused(_)
-        ));
-        // Too late: the window began after the delete.
-        let late = catalog.restore_object(ObjectKind::Database, "shop", "", 25).await?;
-        assert!(matches!(late, Change::Refused(_)));
-        assert_eq!(
-            catalog.restore_object(ObjectKind::Database, "shop", "", 15).await?,
-            Change::Done
-        );
-        assert_eq!(names(catalog.tables("shop").await?), vec!["orders", "refunds"]);
-        assert_eq!(catalog.views("shop").await?.len(), 1);
-        Ok(())
-    }
-
-    #[tokio::test]
-    async fn purge_and_retention_turn_segments_into_tombstones() -> Result<()> {
-        let catalog = SqliteCatalog::in_memory().await?;
-        let segment = |id: &str, table: &str, max_time: i64| crate::SegmentMeta {
-            id: id.into(),
-            database: "d".into(),
-            table: table.into(),
-            path: format!("d/{table}/{id}.parquet"),
-            min_time: 0,
-            max_time,
-            rows: 1,
-            bytes: 1,
-            columns: vec![ColumnInfo {
-                name: "timestamp".into(),
-                kql_type: KqlType::DateTime,
-            }],
-            merge_level: 0,
-            state: crate::SegmentState::Live,
-            created_at: 0,
-            tombstoned_at: None,
-        };
-        catalog.create_table("d", "kept", Some(1_000), 0).await?;
-        catalog.create_table("d", "gone", None, 0).await?;
-        catalog
-            .commit_segments(
-                &[
-                    segment("old", "kept", 100),
-                    segment("new", "kept", 5_000),
-                    segment("g", "gone", 1),
-                ],
-                &[],
-            )
-            .await?;
-        assert_eq!(catalog.apply_retention(2_000).await?, 1);
-        let live: Vec<String> = catalog
-            .live_segments("d", "kept", None)
-            .await?
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
-        assert_eq!(live, vec!["new"]);
-        catalog
-            .delete_object(ObjectKind::Table, "d", "gone", false, 3_000)
-            .await?;
-        assert!(
-            catalog.purge_deleted(3_000, 4_000).await?.is_empty(),
-            "still in its window"
-        );
-        assert_eq!(catalog.purge_deleted(3_001, 4_000).await?, vec!["table d.gone"]);
-        assert!(catalog.live_segments("d", "gone", None).await?.is_empty());
-        assert_eq!(catalog.tombstoned_before(i64::MAX).await?.len(), 2);
-        assert_eq!(
-            catalog.restore_object(ObjectKind::Table, "d", "gone", 0).await?,
-            Change::NotFound
-        );
-        Ok(())
     }
 
     #[tokio::test]
@@ -687,7 +549,7 @@ mod tests {
                 .filename(&path)
                 .create_if_missing(true);
             let pool = sqlx::sqlite::SqlitePoolOptions::new().connect_with(options).await?;
-            sqlx::query("CREATE TABLE tables (database TEXT NOT NULL, name TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (database, name))")
+            sqlx::query("CREATE TABLE tables (database TEXT NOT NULL, name TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (database, name))")
                 .execute(&pool)
                 .await?;
             sqlx::query("INSERT INTO tables VALUES ('default', 'default', 1)")
@@ -695,7 +557,7 @@ mod tests {
                 .await?;
             pool.close().await;
         }
-        let catalog = SqliteCatalog::open(&path).await?;
+        let catalog = SqlCatalog::open_sqlite(&path).await?;
         assert_eq!(names(catalog.tables("default").await?), vec!["default"]);
         assert_eq!(
             catalog.set_retention("default", "default", Some(5)).await?,
