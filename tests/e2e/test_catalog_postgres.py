@@ -1,7 +1,8 @@
 """The catalog in PostgreSQL (`--catalog postgres://…`, a throwaway server from
 scripts/postgres.sh): a process keeps its segments, tables and tokens there across a
 restart, writes no SQLite file, and rides out a restart of PostgreSQL: ingest is held while
-the catalog is away and nothing acknowledged is lost."""
+the catalog is away and nothing acknowledged is lost. Processes sharing it do the janitor's
+work one at a time, under a lease another takes over when its holder dies."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import uuid
 import pytest
 
 from test_faults import assert_exactly, logs_request, post_logs
-from trawl_e2e import PostgresServer
+from trawl_e2e import PostgresServer, operator_gauges
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def postgres():
     server.remove()
 
 
-def test_the_catalog_lives_in_postgres_across_a_restart(trawl_factory, postgres):
+def test_the_catalog_lives_in_postgres_across_a_restart(postgres, trawl_factory):
     server = trawl_factory(extra_args=["--catalog", postgres.url])
     marker = uuid.uuid4().hex
     for batch in range(3):
@@ -38,7 +39,7 @@ def test_the_catalog_lives_in_postgres_across_a_restart(trawl_factory, postgres)
     assert_exactly(server, marker, 4)
 
 
-def test_a_restart_of_postgres_holds_ingest_and_loses_nothing(trawl_factory, postgres):
+def test_a_restart_of_postgres_holds_ingest_and_loses_nothing(postgres, trawl_factory):
     server = trawl_factory(extra_args=["--catalog", postgres.url])
     marker = uuid.uuid4().hex
     assert post_logs(server, logs_request(marker, 0).SerializeToString())[0] == 200
@@ -57,3 +58,34 @@ def test_a_restart_of_postgres_holds_ingest_and_loses_nothing(trawl_factory, pos
         assert status == 503 and headers.get("retry-after"), answers
         assert post_logs(server, logs_request(marker, 1).SerializeToString())[0] == 200
     assert_exactly(server, marker, 2)
+
+
+def lease_held(server) -> float:
+    return operator_gauges(server, "trawl_janitor_lease_held").get("trawl_janitor_lease_held", -1)
+
+
+def wait_for(condition, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds:.0f} s: {what}"
+        time.sleep(0.5)
+
+
+def test_one_janitor_holds_the_lease_and_another_takes_over_when_it_dies(postgres, trawl_factory):
+    # Two processes share the catalog; each would run the janitor's work, one at a time.
+    first = trawl_factory("first", extra_args=["--catalog", postgres.url], merge_interval_secs=1)
+    second = trawl_factory("second", extra_args=["--catalog", postgres.url], merge_interval_secs=1)
+    wait_for(lambda: lease_held(first) + lease_held(second) == 1, 20, "exactly one holds the janitor lease")
+    holder, other = (first, second) if lease_held(first) == 1 else (second, first)
+    time.sleep(3)
+    assert (lease_held(holder), lease_held(other)) == (1, 0), "the lease moved while its holder lived"
+
+    holder.kill()
+    started = time.monotonic()
+    # The lease runs out within three passes (at least 30 s) of its last renewal.
+    wait_for(lambda: lease_held(other) == 1, 45, "the other process takes the lease over")
+    print(f"janitor lease taken over {time.monotonic() - started:.1f} s after its holder was killed")
+    # Back from the crash, the first holder waits its turn.
+    holder.start()
+    time.sleep(3)
+    assert (lease_held(holder), lease_held(other)) == (0, 1)

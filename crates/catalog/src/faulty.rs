@@ -119,6 +119,21 @@ impl Catalog for FaultyCatalog {
         self.check()?;
         self.inner.forget_segments(ids).await
     }
+
+    async fn segment_paths(&self) -> Result<Vec<String>> {
+        self.check()?;
+        self.inner.segment_paths().await
+    }
+
+    async fn take_lease(&self, name: &str, holder: &str, now: i64, ttl_nanos: i64) -> Result<bool> {
+        self.check()?;
+        self.inner.take_lease(name, holder, now, ttl_nanos).await
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
+        self.check()?;
+        self.inner.release_lease(name, holder).await
+    }
 }
 
 #[cfg(test)]

@@ -92,4 +92,16 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
 
     /// Forgets segments whose objects have been deleted.
     async fn forget_segments(&self, ids: &[String]) -> Result<()>;
+
+    /// The object paths of every segment the catalog knows (live or tombstoned): objects
+    /// outside them were written but never registered (orphans).
+    async fn segment_paths(&self) -> Result<Vec<String>>;
+
+    /// Takes or renews the lease `name` for `holder` until `now + ttl_nanos`: granted when no
+    /// one holds it, when `holder` holds it, or when the holder's lease ran out. At most one
+    /// holder has a lease at a time, across every process sharing the catalog.
+    async fn take_lease(&self, name: &str, holder: &str, now: i64, ttl_nanos: i64) -> Result<bool>;
+
+    /// Gives up the lease `name` if `holder` holds it (another holder may take it at once).
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<()>;
 }

@@ -57,6 +57,11 @@ const SCHEMA: &[&str] = &[
         committed_at BIGINT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ingest_requests_by_time ON ingest_requests (committed_at)",
     "CREATE INDEX IF NOT EXISTS ingest_requests_by_segment ON ingest_requests (segment_id)",
+    // Leases: which process does the work only one may do at a time (the janitor's).
+    "CREATE TABLE IF NOT EXISTS leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at BIGINT NOT NULL)",
 ];
 
 /// The database a catalog lives in.
@@ -535,6 +540,38 @@ impl Catalog for SqlCatalog {
                 .await?;
         }
         tx.commit().await?;
+        Ok(())
+    }
+
+    async fn segment_paths(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar("SELECT path FROM segments")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn take_lease(&self, name: &str, holder: &str, now: i64, ttl_nanos: i64) -> Result<bool> {
+        // One statement: the row is inserted, or updated only when the holder renews or the
+        // lease ran out; otherwise nothing changes and the lease is refused.
+        let result = sqlx::query(
+            "INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+             WHERE leases.holder = excluded.holder OR leases.expires_at <= $4",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(now.saturating_add(ttl_nanos))
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
+        sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
+            .bind(name)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 }

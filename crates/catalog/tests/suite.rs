@@ -94,6 +94,8 @@ on_every_backend!(
     purge_and_retention_turn_segments_into_tombstones,
     concurrent_commits_lose_no_segment_and_no_column,
     concurrent_merges_of_the_same_segments_commit_once,
+    a_lease_has_one_holder_until_it_runs_out_or_is_released,
+    segment_paths_name_every_registered_object,
 );
 
 fn segment(id: &str, table: &str, min: i64, max: i64, columns: &[(&str, KqlType)]) -> SegmentMeta {
@@ -520,6 +522,73 @@ mod tests {
         let live = live_ids(&catalog, "merged").await?;
         assert_eq!(live.len(), 1, "{live:?}");
         assert!(live[0].starts_with('m'));
+        Ok(())
+    }
+
+    pub async fn a_lease_has_one_holder_until_it_runs_out_or_is_released(catalog: SqlCatalog) -> TestResult {
+        let ttl = 100;
+        assert!(catalog.take_lease("janitor", "a", 1_000, ttl).await?);
+        assert!(!catalog.take_lease("janitor", "b", 1_050, ttl).await?, "a holds it");
+        assert!(catalog.take_lease("janitor", "a", 1_090, ttl).await?, "a renews");
+        assert!(
+            !catalog.take_lease("janitor", "b", 1_150, ttl).await?,
+            "renewed until 1190"
+        );
+        assert!(
+            catalog.take_lease("other", "b", 1_150, ttl).await?,
+            "leases are independent"
+        );
+        assert!(
+            catalog.take_lease("janitor", "b", 1_190, ttl).await?,
+            "a's lease ran out"
+        );
+        assert!(!catalog.take_lease("janitor", "a", 1_200, ttl).await?, "b took it over");
+        catalog.release_lease("janitor", "a").await?;
+        assert!(
+            !catalog.take_lease("janitor", "a", 1_200, ttl).await?,
+            "a cannot release b's lease"
+        );
+        catalog.release_lease("janitor", "b").await?;
+        assert!(
+            catalog.take_lease("janitor", "a", 1_201, ttl).await?,
+            "released: free at once"
+        );
+
+        // Many contenders at the same instant: exactly one wins.
+        let mut tasks = tokio::task::JoinSet::new();
+        for holder in 0..8 {
+            let catalog = catalog.clone();
+            tasks.spawn(async move { catalog.take_lease("race", &format!("h{holder}"), 5_000, ttl).await });
+        }
+        let mut winners = 0;
+        while let Some(joined) = tasks.join_next().await {
+            winners += usize::from(joined??);
+        }
+        assert_eq!(winners, 1);
+        Ok(())
+    }
+
+    pub async fn segment_paths_name_every_registered_object(catalog: SqlCatalog) -> TestResult {
+        let cols = [("timestamp", KqlType::DateTime)];
+        catalog
+            .commit_segments(
+                &[segment("p1", "paths", 0, 1, &cols), segment("p2", "paths", 0, 1, &cols)],
+                &[],
+            )
+            .await?;
+        catalog
+            .commit_segments(&[segment("p3", "paths", 0, 1, &cols)], &["p1".into()])
+            .await?;
+        let mut paths = catalog.segment_paths().await?;
+        paths.sort();
+        assert_eq!(
+            paths,
+            vec![
+                "default/paths/p1.parquet".to_string(),
+                "default/paths/p2.parquet".to_string(),
+                "default/paths/p3.parquet".to_string()
+            ]
+        );
         Ok(())
     }
 }

@@ -55,6 +55,10 @@ pub struct Metrics {
     pub storage_segments_merged: Counter,
     /// Segment objects deleted after their grace period.
     pub storage_segments_deleted: Counter,
+    /// Objects deleted because no segment of the catalog names them (written, never registered).
+    pub storage_orphans_deleted: Counter,
+    /// Whether this process holds the janitor's lease (1) or not (0).
+    pub janitor_lease_held: Gauge,
     /// Object store requests by `operation` (put, get, head, list, delete, copy, rename): latency.
     pub storage_request_seconds: HistogramFamily,
     /// Object store requests that failed, by `operation`.
@@ -113,6 +117,8 @@ impl Metrics {
         let storage_merges = Counter::default();
         let storage_segments_merged = Counter::default();
         let storage_segments_deleted = Counter::default();
+        let storage_orphans_deleted = Counter::default();
+        let janitor_lease_held = Gauge::default();
         let storage_request_seconds: HistogramFamily = Family::new_with_constructor(seconds_histogram);
         let storage_request_errors = Family::<Labels, Counter>::default();
         let storage_cache_read_bytes = Family::<Labels, Counter>::default();
@@ -223,6 +229,16 @@ impl Metrics {
             storage_segments_deleted.clone(),
         );
         r.register(
+            "storage_orphans_deleted",
+            "Objects deleted because no segment of the catalog names them",
+            storage_orphans_deleted.clone(),
+        );
+        r.register(
+            "janitor_lease_held",
+            "Whether this process holds the janitor's lease",
+            janitor_lease_held.clone(),
+        );
+        r.register(
             "storage_request_seconds",
             "Object store request latency, by operation",
             storage_request_seconds.clone(),
@@ -323,6 +339,8 @@ impl Metrics {
             storage_merges,
             storage_segments_merged,
             storage_segments_deleted,
+            storage_orphans_deleted,
+            janitor_lease_held,
             storage_request_seconds,
             storage_request_errors,
             storage_cache_read_bytes,

@@ -98,3 +98,28 @@ async fn merge_streams_overlapping_segments_into_time_order_a_few_at_a_time() ->
     }
     Ok(())
 }
+
+/// Objects written but never registered (a crash between the put and the commit) are deleted
+/// once they are older than the threshold; registered segments and young objects stay.
+#[tokio::test]
+async fn orphaned_objects_are_swept_and_registered_ones_kept() -> TestResult {
+    let f = Fixture::new().await?;
+    f.segment(vec![log(0, "INFO", "kept", "s", None)]).await?;
+    let store = f.writer.store();
+    store
+        .put_durable(
+            "default/default/orphan.parquet",
+            "not registered".as_bytes().to_vec().into(),
+        )
+        .await?;
+    let merger = Merger::new(f.catalog.clone(), f.writer.clone(), MergePolicy::default())?;
+    // Young: left alone (its commit may be on its way).
+    assert_eq!(merger.sweep_orphans(Duration::from_secs(3600)).await?, 0);
+    assert!(store.get("default/default/orphan.parquet").await.is_ok());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(merger.sweep_orphans(Duration::from_millis(10)).await?, 1);
+    assert!(store.get("default/default/orphan.parquet").await.is_err());
+    assert_eq!(f.rows("default | count").await?, vec![vec![json!(1)]]);
+    assert_eq!(merger.sweep_orphans(Duration::ZERO).await?, 0);
+    Ok(())
+}

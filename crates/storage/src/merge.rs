@@ -225,6 +225,40 @@ impl Merger {
         Ok(rows)
     }
 
+    /// Deletes segment objects no segment of the catalog names — written, then never
+    /// registered (a crash between the put and the commit, or a commit that failed for good) —
+    /// once they are older than `older_than`, so an object whose commit is on its way is left
+    /// alone. The store is listed before the catalog is read, so an object registered in
+    /// between is seen as registered. Returns how many were deleted.
+    pub async fn sweep_orphans(&self, older_than: std::time::Duration) -> Result<usize> {
+        use futures::TryStreamExt;
+        let cutoff = chrono::Utc::now() - chrono::Duration::from_std(older_than).unwrap_or(chrono::Duration::MAX);
+        let store = self.writer.store().object_store();
+        let candidates: Vec<object_store::ObjectMeta> = store
+            .list(None)
+            .try_filter(|object| {
+                std::future::ready(object.location.as_ref().ends_with(".parquet") && object.last_modified < cutoff)
+            })
+            .try_collect()
+            .await?;
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let known: std::collections::HashSet<String> = self.catalog.segment_paths().await?.into_iter().collect();
+        let mut deleted = 0;
+        for object in candidates {
+            let path = object.location.to_string();
+            if known.contains(&path) {
+                continue;
+            }
+            tracing::info!(%path, modified = %object.last_modified, "deleting an object no segment names");
+            self.writer.store().delete(&path).await?;
+            deleted += 1;
+        }
+        METRICS.storage_orphans_deleted.inc_by(deleted as u64);
+        Ok(deleted)
+    }
+
     /// Deletes objects of segments tombstoned longer ago than the grace period.
     pub async fn purge_once(&self) -> Result<usize> {
         let grace = i64::try_from(self.policy.grace.as_nanos()).unwrap_or(i64::MAX);

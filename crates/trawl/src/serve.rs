@@ -129,6 +129,10 @@ pub struct ServeArgs {
     /// Seconds between background merges of small segments (0 turns merging off).
     #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 30)]
     pub merge_interval_secs: u64,
+    /// Age after which a segment object no segment of the catalog names (written, never
+    /// registered) is deleted by the janitor (seconds; 0 turns the sweep off).
+    #[arg(long, env = "ORPHAN_AGE_SECS", default_value_t = 3600)]
+    pub orphan_age_secs: u64,
     /// Queries that run at once; more wait in line (default: two per core, at least four).
     #[arg(long, env = "QUERY_MAX_CONCURRENT")]
     pub max_concurrent_queries: Option<usize>,
@@ -199,7 +203,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx::postgres::notice=warn")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -453,7 +457,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let janitor = (args.merge_interval_secs > 0).then(|| {
         let merger = Merger::new(catalog.clone(), writer.clone(), MergePolicy::default());
         let interval = Duration::from_secs(args.merge_interval_secs);
-        tokio::spawn(janitor_loop(merger, interval, stop.clone()))
+        let orphan_age = (args.orphan_age_secs > 0).then(|| Duration::from_secs(args.orphan_age_secs));
+        tokio::spawn(janitor_loop(
+            merger,
+            catalog.clone(),
+            interval,
+            orphan_age,
+            stop.clone(),
+        ))
     });
 
     let keeper = tokio::spawn(retention_loop(objects.clone(), restore_window, stop.clone()));
@@ -577,9 +588,20 @@ async fn retention_loop(objects: Arc<dyn Objects>, window: Duration, stop: watch
     }
 }
 
+/// The catalog lease the janitor's work is done under.
+const JANITOR_LEASE: &str = "janitor";
+/// How often the janitor lists the store for orphaned objects.
+const ORPHAN_SWEEP_EVERY: Duration = Duration::from_secs(600);
+
+/// The janitor's work (merges, deleting tombstoned segments, sweeping orphaned objects), done
+/// by one process at a time: the one holding the `janitor` lease in the catalog. The lease is
+/// renewed every pass for three passes (at least 30 s), so when its holder dies another
+/// process takes over within that time; a clean stop releases it at once.
 async fn janitor_loop(
     merger: anyhow::Result<Merger, trawl_storage::StorageError>,
+    catalog: Arc<dyn Catalog>,
     interval: Duration,
+    orphan_age: Option<Duration>,
     stop: watch::Receiver<bool>,
 ) {
     let merger = match merger {
@@ -589,10 +611,30 @@ async fn janitor_loop(
             return;
         }
     };
+    let holder = uuid::Uuid::new_v4().simple().to_string();
+    let ttl = i64::try_from((interval * 3).max(Duration::from_secs(30)).as_nanos()).unwrap_or(i64::MAX);
+    let mut held = false;
+    let mut last_sweep: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
-            _ = wait_for(stop.clone()) => return,
+            _ = wait_for(stop.clone()) => break,
             _ = tokio::time::sleep(interval) => {}
+        }
+        let now = trawl_common::time::now_nanos();
+        let holds = match catalog.take_lease(JANITOR_LEASE, &holder, now, ttl).await {
+            Ok(holds) => holds,
+            Err(error) => {
+                tracing::warn!(%error, "cannot take the janitor's lease; will retry");
+                false
+            }
+        };
+        if holds != held {
+            tracing::info!(holder = %holder, holds, "janitor lease");
+            held = holds;
+        }
+        trawl_common::metrics::METRICS.janitor_lease_held.set(i64::from(held));
+        if !held {
+            continue;
         }
         match merger.merge_once().await {
             Ok(report) if report.merges > 0 => tracing::info!(?report, "merge pass"),
@@ -602,7 +644,21 @@ async fn janitor_loop(
         if let Err(error) = merger.purge_once().await {
             tracing::warn!(%error, "deleting tombstoned segments failed; will retry");
         }
+        if let Some(age) = orphan_age
+            && last_sweep.is_none_or(|at| at.elapsed() >= ORPHAN_SWEEP_EVERY)
+        {
+            last_sweep = Some(std::time::Instant::now());
+            match merger.sweep_orphans(age).await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(deleted, "deleted orphaned objects"),
+                Err(error) => tracing::warn!(%error, "sweeping orphaned objects failed; will retry"),
+            }
+        }
     }
+    if held && let Err(error) = catalog.release_lease(JANITOR_LEASE, &holder).await {
+        tracing::warn!(%error, "cannot release the janitor's lease; it runs out on its own");
+    }
+    trawl_common::metrics::METRICS.janitor_lease_held.set(0);
 }
 
 async fn shutdown_signal() {
