@@ -158,6 +158,7 @@ mod tests {
             state: SegmentState::Live,
             created_at: 5,
             tombstoned_at: None,
+            signal: None,
         }
     }
 

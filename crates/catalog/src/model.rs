@@ -63,6 +63,9 @@ pub struct SegmentMeta {
     pub state: SegmentState,
     pub created_at: i64,
     pub tombstoned_at: Option<i64>,
+    /// The signal whose rows the segment holds (a segment holds one signal's rows); `None`
+    /// for segments registered before the catalog recorded it.
+    pub signal: Option<trawl_common::Signal>,
 }
 
 /// A table and the union of its segments' columns.

@@ -48,7 +48,8 @@ const SCHEMA: &[&str] = &[
         merge_level BIGINT NOT NULL,
         state TEXT NOT NULL,
         created_at BIGINT NOT NULL,
-        tombstoned_at BIGINT)",
+        tombstoned_at BIGINT,
+        signal TEXT)",
     "CREATE INDEX IF NOT EXISTS segments_by_table ON segments (database, table_name, state, min_time)",
     // Keys of the ingest requests each segment holds, kept for the deduplication window.
     "CREATE TABLE IF NOT EXISTS ingest_requests (
@@ -63,6 +64,9 @@ const SCHEMA: &[&str] = &[
         holder TEXT NOT NULL,
         expires_at BIGINT NOT NULL)",
 ];
+
+/// Columns added to tables of older catalogs: (table, column, statement adding it).
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[("segments", "signal", "ALTER TABLE segments ADD COLUMN signal TEXT")];
 
 /// The database a catalog lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,7 +186,8 @@ impl SqlCatalog {
         // Columns newer than a catalog: added in place.
         let added = crate::sql_objects::ADDED_COLUMNS
             .iter()
-            .chain(crate::sql_directory::ADDED_COLUMNS);
+            .chain(crate::sql_directory::ADDED_COLUMNS)
+            .chain(ADDED_COLUMNS);
         for (table, column, statement) in added {
             let existing: Vec<String> = match self.dialect {
                 Dialect::Sqlite => sqlx::query_scalar("SELECT name FROM pragma_table_info($1)"),
@@ -215,8 +220,8 @@ impl SqlCatalog {
                 .await?;
             let columns = serde_json::to_string(&segment.columns).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
             sqlx::query(
-                "INSERT INTO segments (id, database, table_name, path, min_time, max_time, rows, bytes, columns, merge_level, state, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'live', $11)",
+                "INSERT INTO segments (id, database, table_name, path, min_time, max_time, rows, bytes, columns, merge_level, state, created_at, signal)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'live', $11, $12)",
             )
             .bind(&segment.id)
             .bind(&segment.database)
@@ -229,6 +234,7 @@ impl SqlCatalog {
             .bind(columns)
             .bind(segment.merge_level as i64)
             .bind(segment.created_at)
+            .bind(segment.signal.map(|s| s.name()))
             .execute(&mut **tx)
             .await?;
         }
@@ -338,6 +344,14 @@ fn segment_from_row(row: &sqlx::any::AnyRow) -> Result<SegmentMeta> {
     let rows: i64 = row.try_get("rows")?;
     let bytes: i64 = row.try_get("bytes")?;
     let merge_level: i64 = row.try_get("merge_level")?;
+    let signal: Option<String> = row.try_get("signal")?;
+    let signal = match signal {
+        Some(name) => Some(
+            trawl_common::Signal::from_name(&name)
+                .ok_or_else(|| CatalogError::Corrupt(format!("segment signal '{name}'")))?,
+        ),
+        None => None,
+    };
     Ok(SegmentMeta {
         id: row.try_get("id")?,
         database: row.try_get("database")?,
@@ -352,6 +366,7 @@ fn segment_from_row(row: &sqlx::any::AnyRow) -> Result<SegmentMeta> {
         state,
         created_at: row.try_get("created_at")?,
         tombstoned_at: row.try_get("tombstoned_at")?,
+        signal,
     })
 }
 

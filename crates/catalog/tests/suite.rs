@@ -119,6 +119,7 @@ fn segment(id: &str, table: &str, min: i64, max: i64, columns: &[(&str, KqlType)
         state: SegmentState::Live,
         created_at: 1,
         tombstoned_at: None,
+        signal: None,
     }
 }
 
@@ -177,14 +178,17 @@ mod tests {
             .live_segments("default", "default", Some(TimeRange { min: 5, max: 15 }))
             .await?;
         assert_eq!(overlapping.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), vec!["a"]);
-        // Values round-trip whole, nanosecond timestamps included.
-        let big = segment(
-            "c",
-            "default",
-            i64::MIN + 1,
-            i64::MAX - 1,
-            &[("timestamp", KqlType::DateTime)],
-        );
+        // Values round-trip whole, nanosecond timestamps and the signal included.
+        let big = SegmentMeta {
+            signal: Some(trawl_common::Signal::Traces),
+            ..segment(
+                "c",
+                "default",
+                i64::MIN + 1,
+                i64::MAX - 1,
+                &[("timestamp", KqlType::DateTime)],
+            )
+        };
         catalog.commit_segments(std::slice::from_ref(&big), &[]).await?;
         let found = catalog.live_segments("default", "default", None).await?;
         assert_eq!(found.iter().find(|s| s.id == "c"), Some(&big));

@@ -19,6 +19,16 @@ impl Signal {
         }
     }
 
+    /// The signal [`Signal::name`] names.
+    pub fn from_name(name: &str) -> Option<Signal> {
+        match name {
+            "logs" => Some(Signal::Logs),
+            "traces" => Some(Signal::Traces),
+            "metrics" => Some(Signal::Metrics),
+            _ => None,
+        }
+    }
+
     /// What a row of this signal is: a log record, a span or a metric point (the name
     /// segments of this signal are grouped under in merges).
     pub fn row_kind(self) -> &'static str {

@@ -123,3 +123,42 @@ async fn orphaned_objects_are_swept_and_registered_ones_kept() -> TestResult {
     assert_eq!(merger.sweep_orphans(Duration::ZERO).await?, 0);
     Ok(())
 }
+
+/// Merges group segments by the signal the catalog recorded for them, and the merged segment
+/// keeps it: a log record whose attributes happen to include a `duration` column stays with
+/// the logs (its columns alone would say spans).
+#[tokio::test]
+async fn merges_group_by_the_recorded_signal_and_keep_it() -> TestResult {
+    use trawl_common::Signal;
+
+    let f = Fixture::new().await?;
+    for minute in 0..8 {
+        let (signal, rows) = if minute % 2 == 0 {
+            let mut row = log(minute, "INFO", "a log with a duration attribute", "s", None);
+            row.push("duration", trawl_common::Value::Timespan(5));
+            (Signal::Logs, vec![row])
+        } else {
+            (Signal::Traces, vec![span(minute, "op", "t1", 5, "s")])
+        };
+        let mut meta = f.writer.write_rows("default", "default", rows).await?;
+        meta.signal = Some(signal);
+        f.catalog.commit_segments(&[meta], &[]).await?;
+    }
+    let policy = MergePolicy {
+        grace: Duration::ZERO,
+        ..MergePolicy::default()
+    };
+    let merger = Merger::new(f.catalog.clone(), f.writer.clone(), policy)?;
+    let report = merger.merge_once().await?;
+    assert_eq!((report.merges, report.inputs), (2, 8));
+    let mut signals: Vec<Option<Signal>> = f
+        .catalog
+        .live_segments("default", "default", None)
+        .await?
+        .iter()
+        .map(|s| s.signal)
+        .collect();
+    signals.sort();
+    assert_eq!(signals, vec![Some(Signal::Logs), Some(Signal::Traces)]);
+    Ok(())
+}

@@ -375,6 +375,7 @@ async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffe
         inner.catalog.as_ref(),
         database,
         table,
+        signal,
         buffer.rows,
         &buffer.keys,
         deadline,
@@ -488,6 +489,15 @@ mod tests {
             .collect();
         segments.sort_unstable();
         assert_eq!(segments, [3, 4]);
+        // Each segment records the signal its rows came with.
+        let mut signals: Vec<Option<Signal>> = catalog
+            .live_segments("default", "default", None)
+            .await?
+            .iter()
+            .map(|s| s.signal)
+            .collect();
+        signals.sort();
+        assert_eq!(signals, [Some(Signal::Logs), Some(Signal::Traces)]);
         ingestor.shutdown().await;
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use trawl_catalog::{Catalog, CatalogError};
 use trawl_common::metrics::{METRICS, label, seconds_since};
-use trawl_common::{ErrorCode, Row, TrawlError};
+use trawl_common::{ErrorCode, Row, Signal, TrawlError};
 use trawl_storage::{SegmentWriter, encode_rows};
 
 use crate::RequestKey;
@@ -24,11 +24,13 @@ pub(crate) enum CommitOutcome {
     Unknown,
 }
 
+#[allow(clippy::too_many_arguments)] // the destination (database, table, signal) and the request's parts
 pub(crate) async fn write_and_register(
     writer: &SegmentWriter,
     catalog: &dyn Catalog,
     database: &str,
     table: &str,
+    signal: Signal,
     rows: Vec<Row>,
     keys: &[RequestKey],
     deadline: Instant,
@@ -39,7 +41,8 @@ pub(crate) async fn write_and_register(
             CommitOutcome::NotRegistered,
         )
     })?;
-    let segment = writer.prepare(database, table, &encoded, 0);
+    let mut segment = writer.prepare(database, table, &encoded, 0);
+    segment.signal = Some(signal);
     let store = writer.store();
     retrying("store", deadline, || {
         store.put_durable(&segment.path, encoded.bytes.clone())

@@ -139,11 +139,15 @@ impl Merger {
         Ok(report)
     }
 
-    /// Groups of small segments to merge: per kind of rows (see [`row_kind`]), in time order.
+    /// Groups of small segments to merge: per kind of rows (the signal the catalog recorded;
+    /// for segments registered before it did, [`row_kind`] of their columns), in time order.
     fn plan_groups(&self, segments: Vec<SegmentMeta>) -> Vec<Vec<SegmentMeta>> {
         let mut by_kind: BTreeMap<&'static str, Vec<SegmentMeta>> = BTreeMap::new();
         for segment in segments.into_iter().filter(|s| s.rows < self.policy.small_segment_rows) {
-            let kind = row_kind(segment.columns.iter().map(|c| c.name.as_str()));
+            let kind = segment
+                .signal
+                .map(|signal| signal.row_kind())
+                .unwrap_or_else(|| row_kind(segment.columns.iter().map(|c| c.name.as_str())));
             by_kind.entry(kind).or_default().push(segment);
         }
         by_kind
@@ -179,6 +183,8 @@ impl Merger {
         let inputs: Vec<String> = group.iter().map(|s| s.id.clone()).collect();
         let group_rows: u64 = group.iter().map(|s| s.rows).sum();
         let input_bytes: u64 = group.iter().map(|s| s.bytes).sum();
+        // One kind of rows per group; the signal is kept when the inputs recorded it.
+        let signal = group.iter().find_map(|s| s.signal);
         // Hidden columns are computed again from the bags, so rows of segments written before
         // a key was shredded get theirs too.
         let columns: Vec<_> = columns.into_iter().filter(|c| !is_hidden_column(&c.name)).collect();
@@ -206,10 +212,11 @@ impl Merger {
             )));
         }
         let bytes = encoder.finish()?;
-        let merged = self
+        let mut merged = self
             .writer
             .write_encoded(database, table, bytes, columns, min_time, max_time, rows, merge_level)
             .await?;
+        merged.signal = signal;
         METRICS.storage_segments_written.inc();
         METRICS.storage_segment_bytes_written.inc_by(merged.bytes);
         let committing = std::time::Instant::now();

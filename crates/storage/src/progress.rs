@@ -148,6 +148,7 @@ mod tests {
             state: trawl_catalog::SegmentState::Live,
             created_at: 0,
             tombstoned_at: None,
+            signal: None,
         };
         let counters = ScanCounters::default();
         counters.planned(&segment("a"), 2);

@@ -62,6 +62,7 @@ impl SegmentWriter {
             state: SegmentState::Live,
             created_at: trawl_common::time::now_nanos(),
             tombstoned_at: None,
+            signal: None,
         }
     }
 
