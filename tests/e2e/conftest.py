@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trawl_e2e import ALL, CURRENT, TrawlServer, stop_all
+from trawl_e2e import ALL, CURRENT, PostgresServer, TrawlServer, stop_all
 
 
 def trawl_binary() -> Path:
@@ -77,3 +77,11 @@ def _kill_leftovers() -> None:
     for server in ALL:
         if server.running:
             server.process.kill()
+
+
+@pytest.fixture
+def postgres():
+    """A throwaway PostgreSQL server (scripts/postgres.sh), removed after the test."""
+    server = PostgresServer().start()
+    yield server
+    server.remove()

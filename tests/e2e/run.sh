@@ -72,16 +72,10 @@ if [[ ! -x "$venv/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]
     echo "$want" >"$stamp"
 fi
 
-# A real S3-compatible server for the object-storage tests (s3s-fs: S3 over a directory),
-# installed once into the tools cache.
-tools="${TRAWL_TOOLS_DIR:-$HOME/.cache/trawl-tools}"
-s3s_fs_version="0.14.1"
-if ! "$tools/bin/s3s-fs" --version 2>/dev/null | grep -q "$s3s_fs_version"; then
-    echo "tests/e2e/run.sh: installing s3s-fs $s3s_fs_version into $tools" >&2
-    cargo install --quiet --locked --root "$tools" s3s-fs --version "$s3s_fs_version" --features binary >&2 \
-        || die "cannot install s3s-fs (cargo install s3s-fs --features binary)"
-fi
-export TRAWL_S3_SERVER_BIN="$tools/bin/s3s-fs"
+# A real S3-compatible server for the object-storage and cluster tests (s3s-fs: S3 over a
+# directory), installed once into the tools cache.
+TRAWL_S3_SERVER_BIN="$(bash "$repo/scripts/s3s-fs.sh")" || die "cannot install s3s-fs"
+export TRAWL_S3_SERVER_BIN
 
 cd "$repo"
 export PYTHONDONTWRITEBYTECODE=1

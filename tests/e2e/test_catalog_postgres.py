@@ -10,17 +10,9 @@ import threading
 import time
 import uuid
 
-import pytest
 
 from test_faults import assert_exactly, logs_request, post_logs
-from trawl_e2e import PostgresServer, operator_gauges
-
-
-@pytest.fixture
-def postgres():
-    server = PostgresServer().start()
-    yield server
-    server.remove()
+from trawl_e2e import operator_gauges
 
 
 def test_the_catalog_lives_in_postgres_across_a_restart(postgres, trawl_factory):

@@ -348,7 +348,7 @@ def test_users_sign_in_with_their_password_service_accounts_do_not(trawl, trawl_
     assert sign_in(user, "another good one")[0] == 200
 
 
-def test_the_meta_role_needs_the_master_key(trawl_bin, tmp_path):
+def test_the_meta_role_needs_the_master_key(postgres, trawl_bin, tmp_path):
     import hashlib
     import hmac
 
@@ -365,7 +365,8 @@ def test_the_meta_role_needs_the_master_key(trawl_bin, tmp_path):
     (port,) = free_ports(1)
     env = {**os.environ, "BZRK_MASTER_KEY": key, "RUST_LOG": "info"}
     process = subprocess.Popen(
-        [str(trawl_bin), "serve", "--role", "meta", "--data-dir", str(tmp_path / "m"), "--meta-bind", f"127.0.0.1:{port}"],
+        [str(trawl_bin), "serve", "--role", "meta", "--data-dir", str(tmp_path / "m"), "--meta-bind", f"127.0.0.1:{port}",
+         "--catalog", postgres.url],  # fmt: skip
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -382,7 +383,12 @@ def test_the_meta_role_needs_the_master_key(trawl_bin, tmp_path):
             time.sleep(0.1)
         good = hmac.new(key.encode(), b"trawl-service-token-v1", hashlib.sha256).hexdigest()
         wrong = hmac.new(b"w" * 40, b"trawl-service-token-v1", hashlib.sha256).hexdigest()
-        member = bytes.fromhex("0a20") + b"0123456789abcdef0123456789abcdef"  # Member{id}
+        version = json.loads(http_request(f"http://127.0.0.1:{port}/info")[2])["version"].encode()
+        # Member{id, role: "query", version}
+        member = (
+            bytes.fromhex("0a20") + b"0123456789abcdef0123456789abcdef" + bytes.fromhex("1205") + b"query"
+            + bytes([0x22, len(version)]) + version
+        )  # fmt: skip
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             register = channel.unary_unary(
                 "/trawl.meta.v1.MetaService/RegisterMember", request_serializer=lambda b: b, response_deserializer=lambda b: b

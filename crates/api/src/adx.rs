@@ -93,10 +93,15 @@ pub async fn v1_query(State(state): State<QueryState>, headers: HeaderMap, body:
 }
 
 /// `POST /v1/rest/mgmt`: the `.show` commands ADX clients send.
-pub async fn v1_mgmt(State(state): State<QueryState>, body: Bytes) -> Response {
+pub async fn v1_mgmt(
+    State(state): State<QueryState>,
+    identity: Option<axum::Extension<trawl_auth::token::Identity>>,
+    body: Bytes,
+) -> Response {
     let result = async {
         let body = AdxBody::parse(&body)?;
-        let table = crate::adx_mgmt::command(&state, &database(&state, &body), &body.csl).await?;
+        let role = identity.as_ref().map(|identity| identity.role.as_str());
+        let table = crate::adx_mgmt::command(&state, &database(&state, &body), &body.csl, role).await?;
         Ok::<_, TrawlError>(json!({ "Tables": [table] }))
     }
     .await;

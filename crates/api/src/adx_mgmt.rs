@@ -1,19 +1,30 @@
 //! The management commands ADX clients send to `POST /v1/rest/mgmt`, answered with the
 //! columns ADX shows: `.show databases`, `.show tables`, `.show table T schema as json`,
-//! `.show table T cslschema`, `.show database schema as json`, `.show version`.
+//! `.show table T cslschema`, `.show database schema as json`, `.show version`,
+//! `.show operations` (the janitor's work of the last week, newest first); and, for the
+//! roles `admin` and `maintainer`, `.drop table T [ifexists]` (a tombstone the janitor purges
+//! after the restore window) and `.undo drop table T` (within it).
 
 use serde_json::{Value as Json, json};
-use trawl_catalog::TableInfo;
-use trawl_common::{KqlType, TrawlError};
+use trawl_catalog::{Change, ObjectKind, Objects, TableInfo};
+use trawl_common::role::Role;
+use trawl_common::{ErrorCode, KqlType, TrawlError};
 
 use crate::adx::{dotnet_type, v1_table};
 use crate::state::QueryState;
 
 const SUPPORTED: &str = ".show databases, .show tables, .show table T schema as json, .show table T cslschema, \
-                         .show database schema as json, .show version";
+                         .show database schema as json, .show version, .show operations, \
+                         .drop table T [ifexists], .undo drop table T";
 
-/// Runs `command` against `database`; the answer is one v1 table.
-pub async fn command(state: &QueryState, database: &str, command: &str) -> Result<Json, TrawlError> {
+/// Runs `command` against `database` for a caller of `role` (as the gateway signed it); the
+/// answer is one v1 table.
+pub async fn command(
+    state: &QueryState,
+    database: &str,
+    command: &str,
+    role: Option<&str>,
+) -> Result<Json, TrawlError> {
     let words: Vec<&str> = command.split_whitespace().collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
     let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
@@ -26,6 +37,12 @@ pub async fn command(state: &QueryState, database: &str, command: &str) -> Resul
             let name = if lower.len() == 6 { words[2] } else { database };
             database_schema(state, name).await
         }
+        [".show", "operations"] => operations(state).await,
+        [".drop", "table", _] | [".drop", "table", _, "ifexists"] => {
+            let if_exists = lower.len() == 4;
+            drop_table(state, database, words[2], if_exists, role).await
+        }
+        [".undo", "drop", "table", _] => undo_drop_table(state, database, words[3], role).await,
         [".show", "version"] => Ok(v1_table(
             "Table_0",
             &[
@@ -46,6 +63,131 @@ pub async fn command(state: &QueryState, database: &str, command: &str) -> Resul
             command.trim()
         ))),
     }
+}
+
+/// The catalog's objects, for a caller allowed to change them.
+fn changer<'a>(state: &'a QueryState, role: Option<&str>, what: &str) -> Result<&'a dyn Objects, TrawlError> {
+    if !matches!(role.and_then(Role::parse), Some(Role::Admin | Role::Maintainer)) {
+        return Err(TrawlError::new(
+            ErrorCode::PermissionDenied,
+            format!("{what} needs the role admin or maintainer"),
+        ));
+    }
+    state
+        .objects
+        .as_deref()
+        .ok_or_else(|| TrawlError::new(ErrorCode::Unavailable, format!("{what} is not available here")))
+}
+
+/// A table name as commands write it: bare, or in brackets and quotes (`['my table']`).
+fn table_name(word: &str) -> &str {
+    let inner = word.strip_prefix('[').and_then(|w| w.strip_suffix(']')).unwrap_or(word);
+    inner
+        .strip_prefix('\'')
+        .and_then(|w| w.strip_suffix('\''))
+        .or_else(|| inner.strip_prefix('"').and_then(|w| w.strip_suffix('"')))
+        .unwrap_or(inner)
+}
+
+fn change_error(change: Change, what: &str) -> Result<(), TrawlError> {
+    match change {
+        Change::Done => Ok(()),
+        Change::NotFound => Err(TrawlError::new(ErrorCode::NotFound, format!("{what} does not exist"))),
+        Change::Exists { deleted } => Err(TrawlError::bad_request(if deleted {
+            format!("{what} was dropped and can still be restored")
+        } else {
+            format!("{what} exists already")
+        })),
+        Change::HasChildren(children) => Err(TrawlError::bad_request(format!(
+            "{what} has live children ({})",
+            children.join(", ")
+        ))),
+        Change::Refused(reason) => Err(TrawlError::bad_request(format!("{what}: {reason}"))),
+    }
+}
+
+/// `.drop table T [ifexists]`: the table becomes a tombstone (queries stop seeing it at once;
+/// `.undo drop table` restores it within the restore window, after which the janitor purges
+/// its segments). Answers the remaining tables, as ADX does.
+async fn drop_table(
+    state: &QueryState,
+    database: &str,
+    word: &str,
+    if_exists: bool,
+    role: Option<&str>,
+) -> Result<Json, TrawlError> {
+    let objects = changer(state, role, "dropping a table")?;
+    let name = table_name(word);
+    let change = objects
+        .delete_object(
+            ObjectKind::Table,
+            database,
+            name,
+            false,
+            trawl_common::time::now_nanos(),
+        )
+        .await?;
+    match change {
+        Change::NotFound if if_exists => {}
+        change => change_error(change, &format!("table '{name}'"))?,
+    }
+    tables(state, database).await
+}
+
+/// `.undo drop table T`: restores a table dropped within the restore window, with its data.
+async fn undo_drop_table(
+    state: &QueryState,
+    database: &str,
+    word: &str,
+    role: Option<&str>,
+) -> Result<Json, TrawlError> {
+    let objects = changer(state, role, "restoring a table")?;
+    let name = table_name(word);
+    let window = i64::try_from(state.restore_window.as_nanos()).unwrap_or(i64::MAX);
+    let not_before = trawl_common::time::now_nanos().saturating_sub(window);
+    let change = objects
+        .restore_object(ObjectKind::Table, database, name, not_before)
+        .await?;
+    change_error(change, &format!("dropped table '{name}'"))?;
+    tables(state, database).await
+}
+
+/// The most operations `.show operations` lists.
+const OPERATIONS_SHOWN: usize = 1000;
+
+/// `.show operations`: what the janitor did (merges, retention, purges, deletions, orphan
+/// sweeps), in the columns ADX shows for its own operations.
+async fn operations(state: &QueryState) -> Result<Json, TrawlError> {
+    let listed = state.engine.catalog().operations(0, OPERATIONS_SHOWN).await?;
+    let rows = listed
+        .iter()
+        .map(|op| {
+            json!([
+                op.id,
+                op.kind,
+                op.node,
+                trawl_common::time::format_datetime(op.started_at),
+                trawl_common::time::format_datetime(op.finished_at),
+                trawl_common::time::format_timespan(op.finished_at.saturating_sub(op.started_at)),
+                op.state,
+                op.status,
+            ])
+        })
+        .collect();
+    Ok(v1_table(
+        "Table_0",
+        &[
+            ("OperationId", KqlType::String),
+            ("Operation", KqlType::String),
+            ("NodeId", KqlType::String),
+            ("StartedOn", KqlType::DateTime),
+            ("LastUpdatedOn", KqlType::DateTime),
+            ("Duration", KqlType::Timespan),
+            ("State", KqlType::String),
+            ("Status", KqlType::String),
+        ],
+        rows,
+    ))
 }
 
 async fn databases(state: &QueryState, current: &str) -> Result<Json, TrawlError> {

@@ -17,6 +17,8 @@ pub mod datasources;
 pub mod errors;
 pub mod ingest_metrics;
 pub mod log_push;
+pub mod member_agent;
+pub mod membership;
 pub mod meta_grpc;
 pub mod operator;
 pub mod otlp_grpc;

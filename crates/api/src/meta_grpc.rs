@@ -10,8 +10,9 @@
 //! role. Member registration is for cluster services only. Refusals: UNAUTHENTICATED,
 //! PERMISSION_DENIED.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::membership::{HEARTBEAT, Proof, Registered, Registry, TTL};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -21,7 +22,9 @@ use trawl_auth::accounts::{AuthError, hash_password, issue_access_token, issue_i
 use trawl_auth::service::{MasterKeys, SERVICE_TOKEN_HEADER};
 use trawl_auth::signatures::SignatureCheck;
 use trawl_auth::token::{Identity, Role};
-use trawl_catalog::{Change, Directory, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind, SignalTables};
+use trawl_catalog::{
+    Change, Directory, GatewayKeyRecord, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind, SignalTables,
+};
 use trawl_proto::meta as pb;
 use trawl_proto::meta::meta_service_server::{MetaService, MetaServiceServer};
 
@@ -32,6 +35,9 @@ pub enum Caller {
     Service,
     /// A user or service account, through the gateway.
     Signed(Identity),
+    /// A membership call without the service token: a service with no master key (ingest),
+    /// proven only by the key in its member record.
+    SelfKeyed,
 }
 
 /// What the meta face needs.
@@ -43,6 +49,8 @@ pub struct MetaState {
     pub master: MasterKeys,
     /// How long a deleted object can be restored.
     pub restore_window: std::time::Duration,
+    /// The cluster's members.
+    pub registry: Arc<Registry>,
 }
 
 /// The meta service's routes (the service and reflection), authenticated.
@@ -51,7 +59,7 @@ pub fn router(state: MetaState) -> Result<axum::Router, tonic_reflection::server
         directory: state.directory.clone(),
         objects: state.objects.clone(),
         restore_window: state.restore_window,
-        members: Arc::new(Mutex::new(Vec::new())),
+        registry: state.registry.clone(),
     };
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(trawl_proto::FILE_DESCRIPTOR_SET)
@@ -64,6 +72,12 @@ pub fn router(state: MetaState) -> Result<axum::Router, tonic_reflection::server
     Ok(routes.layer(axum::middleware::from_fn_with_state(Arc::new(state), authenticate)))
 }
 
+/// Methods a caller without the service token may call, proven by a self-made key.
+const SELF_KEYED_METHODS: &[&str] = &[
+    "/trawl.meta.v1.MetaService/RegisterMember",
+    "/trawl.meta.v1.MetaService/DeregisterMember",
+];
+
 /// Largest request the meta service reads.
 const MAX_BODY: usize = 1 << 20;
 
@@ -75,6 +89,14 @@ async fn authenticate(State(state): State<Arc<MetaState>>, request: Request, nex
             return refuse(16, "the service token is not valid (wrong master key?)");
         }
         parts.extensions.insert(Caller::Service);
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    // Ingest has no master key: its membership calls carry only its self-made key, which the
+    // registry checks. (The gateway refuses these methods from its callers.)
+    if SELF_KEYED_METHODS.contains(&parts.uri.path())
+        && !parts.headers.contains_key(trawl_auth::token::SIGNATURE_HEADER)
+    {
+        parts.extensions.insert(Caller::SelfKeyed);
         return next.run(Request::from_parts(parts, body)).await;
     }
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
@@ -96,7 +118,7 @@ struct MetaApi {
     directory: Arc<dyn Directory>,
     objects: Arc<dyn Objects>,
     restore_window: std::time::Duration,
-    members: Arc<Mutex<Vec<pb::Member>>>,
+    registry: Arc<Registry>,
 }
 
 fn caller<T>(request: &tonic::Request<T>) -> Result<Caller, Status> {
@@ -112,6 +134,7 @@ fn role_of(caller: &Caller) -> Option<Role> {
     match caller {
         Caller::Service => Some(Role::Admin),
         Caller::Signed(identity) => Role::parse(&identity.role),
+        Caller::SelfKeyed => None,
     }
 }
 
@@ -691,34 +714,71 @@ impl MetaService for MetaApi {
                 let principal = self.principal_named(&identity.username).await?;
                 Ok(GrpcResponse::new(principal_message(&principal)))
             }
+            Caller::SelfKeyed => Err(Status::unauthenticated("the request is not authenticated")),
         }
     }
 
-    async fn register_member(&self, request: tonic::Request<pb::Member>) -> Result<GrpcResponse<pb::Empty>, Status> {
-        let caller = caller(&request)?;
-        if !matches!(caller, Caller::Service) {
-            return Err(Status::permission_denied("only cluster services register members"));
-        }
+    async fn register_member(
+        &self,
+        request: tonic::Request<pb::Member>,
+    ) -> Result<GrpcResponse<pb::RegisterMemberResponse>, Status> {
+        let proof = membership_proof(&caller(&request)?)?;
         let member = request.into_inner();
-        if member.id.len() != 32 || !member.id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Status::invalid_argument("a member id is 32 hex characters"));
+        let now = trawl_common::time::now_nanos();
+        // A gateway's signing key is recorded before the gateway is listed: a gateway that
+        // meta lists can have its signatures checked.
+        if !member.gateway_key_id.is_empty() && proof == Proof::ServiceToken {
+            self.directory
+                .register_gateway_key(&GatewayKeyRecord {
+                    key_id: member.gateway_key_id.clone(),
+                    public_key: member.gateway_public_key.clone(),
+                    created_at: now,
+                })
+                .await
+                .map_err(internal)?;
         }
-        if let Ok(mut members) = self.members.lock() {
-            members.retain(|m| m.id != member.id);
-            members.push(member);
+        let (id, role, address) = (member.id.clone(), member.role.clone(), member.address.clone());
+        if self.registry.register(member, proof, now)? == Registered::Joined {
+            tracing::info!(%id, %role, %address, "member joined");
         }
-        Ok(GrpcResponse::new(pb::Empty {}))
+        Ok(GrpcResponse::new(pb::RegisterMemberResponse {
+            version: self.registry.version().to_string(),
+            heartbeat_ms: u64::try_from(HEARTBEAT.as_millis()).unwrap_or(u64::MAX),
+            ttl_ms: u64::try_from(TTL.as_millis()).unwrap_or(u64::MAX),
+        }))
     }
 
     async fn deregister_member(&self, request: tonic::Request<pb::Member>) -> Result<GrpcResponse<pb::Empty>, Status> {
-        let caller = caller(&request)?;
-        if !matches!(caller, Caller::Service) {
-            return Err(Status::permission_denied("only cluster services deregister members"));
-        }
-        let id = request.into_inner().id;
-        if let Ok(mut members) = self.members.lock() {
-            members.retain(|m| m.id != id);
+        let proof = membership_proof(&caller(&request)?)?;
+        let member = request.into_inner();
+        let key = (proof == Proof::SelfKey).then_some(member.key.as_str());
+        if self
+            .registry
+            .deregister(&member.id, key, trawl_common::time::now_nanos())?
+        {
+            tracing::info!(id = %member.id, role = %member.role, "member left");
         }
         Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn list_members(
+        &self,
+        request: tonic::Request<pb::Empty>,
+    ) -> Result<GrpcResponse<pb::ListMembersResponse>, Status> {
+        if matches!(caller(&request)?, Caller::SelfKeyed) {
+            return Err(Status::unauthenticated("listing members needs the service token"));
+        }
+        Ok(GrpcResponse::new(pb::ListMembersResponse {
+            members: self.registry.list(trawl_common::time::now_nanos()),
+        }))
+    }
+}
+
+/// How a membership caller proved itself; signed callers (people) change no membership.
+fn membership_proof(caller: &Caller) -> Result<Proof, Status> {
+    match caller {
+        Caller::Service => Ok(Proof::ServiceToken),
+        Caller::SelfKeyed => Ok(Proof::SelfKey),
+        Caller::Signed(_) => Err(Status::permission_denied("only cluster services change membership")),
     }
 }

@@ -22,6 +22,12 @@ impl ServiceInfo {
             role: role.to_string(),
         }
     }
+
+    /// The same, claiming release `version` (tests of mixed versions).
+    pub fn with_version(mut self, version: &str) -> ServiceInfo {
+        self.version = version.to_string();
+        self
+    }
 }
 
 /// Readiness shared by all ports of a process.
@@ -58,4 +64,9 @@ pub struct QueryState {
     /// Checks the gateway's signature on every request but the probes. `None` only in
     /// tests of the faces themselves.
     pub signatures: Option<Arc<crate::signed::SignatureCheck>>,
+    /// Databases, tables and views, for `.drop table` and `.undo drop table`; `None`: those
+    /// commands are refused.
+    pub objects: Option<Arc<dyn trawl_catalog::Objects>>,
+    /// How long a dropped table can be restored.
+    pub restore_window: std::time::Duration,
 }

@@ -60,13 +60,14 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
         signatures: SignatureCheck::new(directory.clone()),
         master: master.clone(),
         restore_window: std::time::Duration::from_secs(3600),
+        registry: Arc::new(trawl_api::membership::Registry::new(VERSION)),
     })?)
     .await?;
     let gateway = Gateway::new(
         directory.clone(),
         GatewayKey::from_seed([1; 32]),
         GatewayConfig {
-            upstream: "http://127.0.0.1:9".into(),
+            upstream: trawl_gateway::Upstreams::fixed(["http://127.0.0.1:9".to_string()]),
             meta_upstream: meta_url.clone(),
             max_body_bytes: 1 << 20,
             version: "test".into(),
@@ -105,11 +106,15 @@ fn bearer<T>(token: &str, message: T) -> Result<tonic::Request<T>, Box<dyn std::
     Ok(request)
 }
 
+const VERSION: &str = "9.9.9";
+
 fn member() -> pb::Member {
     pb::Member {
         id: "0123456789abcdef0123456789abcdef".into(),
         role: "ingest".into(),
         address: "127.0.0.1:4317".into(),
+        version: VERSION.into(),
+        ..pb::Member::default()
     }
 }
 
@@ -117,26 +122,72 @@ fn member() -> pb::Member {
 async fn only_the_master_key_or_the_gateway_gets_in() -> TestResult {
     let setup = setup().await?;
     let mut direct = client(&setup.meta_url).await?;
-    // Nothing, a wrong master key, a bearer token sent straight to meta: UNAUTHENTICATED.
-    let code = |r: Result<tonic::Response<pb::Empty>, tonic::Status>| r.err().map(|s| s.code());
-    assert_eq!(
-        code(direct.register_member(member()).await),
-        Some(tonic::Code::Unauthenticated)
-    );
+    let code = |r: Result<tonic::Response<pb::RegisterMemberResponse>, tonic::Status>| r.err().map(|s| s.code());
+    // A wrong master key: UNAUTHENTICATED; so is anything but membership without a credential.
     let wrong = MasterKeys::new(&"w".repeat(32), None)?.token();
     let request = with(SERVICE_TOKEN_HEADER, &wrong, member())?;
     assert_eq!(
         code(direct.register_member(request).await),
         Some(tonic::Code::Unauthenticated)
     );
-    let request = bearer(&setup.admin_token, member())?;
+    let listed = direct.list_members(pb::Empty {}).await;
+    assert_eq!(listed.err().map(|s| s.code()), Some(tonic::Code::Unauthenticated));
+    let listed = direct.list_members(bearer(&setup.admin_token, pb::Empty {})?).await;
+    assert_eq!(listed.err().map(|s| s.code()), Some(tonic::Code::Unauthenticated));
+    // Without the master key only ingest registers, with a key it made itself, which later
+    // calls for the same id must bring.
     assert_eq!(
-        code(direct.register_member(request).await),
-        Some(tonic::Code::Unauthenticated)
+        code(direct.register_member(member()).await),
+        Some(tonic::Code::InvalidArgument),
+        "no key"
     );
+    let query = pb::Member {
+        role: "query".into(),
+        key: "ab".repeat(32),
+        ..member()
+    };
+    assert_eq!(
+        code(direct.register_member(query).await),
+        Some(tonic::Code::PermissionDenied)
+    );
+    let keyed = pb::Member {
+        key: "ab".repeat(32),
+        ..member()
+    };
+    let answer = direct.register_member(keyed.clone()).await?.into_inner();
+    assert_eq!(answer.version, VERSION);
+    let thief = pb::Member {
+        key: "cd".repeat(32),
+        ..member()
+    };
+    assert_eq!(
+        code(direct.register_member(thief).await),
+        Some(tonic::Code::PermissionDenied)
+    );
+    // Another release is refused with a clear message.
+    let old = pb::Member {
+        version: "0.0.1".into(),
+        ..keyed.clone()
+    };
+    let refused = direct.register_member(old).await.err();
+    assert_eq!(
+        refused.as_ref().map(|s| s.code()),
+        Some(tonic::Code::FailedPrecondition)
+    );
+    assert!(refused.is_some_and(|s| s.message().contains("mixed versions")));
+    direct.deregister_member(keyed).await?;
     // The right master key: a cluster service may register members.
     let request = with(SERVICE_TOKEN_HEADER, &setup.master.token(), member())?;
     direct.register_member(request).await?;
+    let request = with(SERVICE_TOKEN_HEADER, &setup.master.token(), pb::Empty {})?;
+    let listed = direct.list_members(request).await?.into_inner().members;
+    assert_eq!(listed.len(), 1);
+    assert!(
+        listed[0]
+            .member
+            .as_ref()
+            .is_some_and(|m| m.role == "ingest" && m.key.is_empty())
+    );
     let bad_id = pb::Member {
         id: "short".into(),
         ..member()
@@ -155,9 +206,16 @@ async fn only_the_master_key_or_the_gateway_gets_in() -> TestResult {
     );
     let request = bearer(&setup.admin_token, member())?;
     assert_eq!(
-        code(gateway.deregister_member(request).await),
+        gateway.deregister_member(request).await.err().map(|s| s.code()),
         Some(tonic::Code::PermissionDenied)
     );
+    // Reading the members through the gateway is allowed (keys left out).
+    let listed = gateway
+        .list_members(bearer(&setup.observer_token, pb::Empty {})?)
+        .await?
+        .into_inner()
+        .members;
+    assert_eq!(listed.len(), 1);
     Ok(())
 }
 

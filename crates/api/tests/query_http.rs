@@ -51,6 +51,8 @@ async fn port() -> Result<Port, Box<dyn std::error::Error>> {
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
         signatures: None,
+        objects: None,
+        restore_window: std::time::Duration::from_secs(3600),
     };
     Ok(Port {
         _dir: dir,

@@ -47,6 +47,8 @@ fn query_router(setup: &Setup) -> Result<axum::Router, Box<dyn std::error::Error
         readiness: Arc::new(Readiness::default()),
         info: trawl_api::ServiceInfo::new("test"),
         signatures: Some(SignatureCheck::new(setup.directory.clone())),
+        objects: None,
+        restore_window: std::time::Duration::from_secs(3600),
     };
     Ok(trawl_api::query_http::router(state))
 }

@@ -67,6 +67,35 @@ impl MasterKeys {
     }
 }
 
+/// A key a service without the master key (ingest) makes for itself: 32 random bytes as 64
+/// hex characters. Meta records its digest at the first registration and asks for the same
+/// key afterwards.
+pub fn make_self_key() -> Result<String, getrandom::Error> {
+    crate::random_bytes::<32>().map(hex::encode)
+}
+
+/// The digest meta keeps of a self-made key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct KeyDigest([u8; 32]);
+
+impl std::fmt::Debug for KeyDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyDigest { .. }")
+    }
+}
+
+impl KeyDigest {
+    pub fn of(key: &str) -> KeyDigest {
+        use sha2::Digest;
+        KeyDigest(Sha256::digest(key.as_bytes()).into())
+    }
+
+    /// Whether `other` is the same key's digest (constant time).
+    pub fn matches(&self, other: &KeyDigest) -> bool {
+        bool::from(self.0.ct_eq(&other.0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +112,16 @@ mod tests {
         assert!(!rotating.accepts(""));
         assert!(MasterKeys::new("short", None).is_err());
         assert!(!format!("{rotating:?}").contains(&new));
+        Ok(())
+    }
+
+    #[test]
+    fn self_made_keys_are_random_and_checked_by_digest() -> Result<(), getrandom::Error> {
+        let (one, two) = (make_self_key()?, make_self_key()?);
+        assert_eq!(one.len(), 64);
+        assert_ne!(one, two);
+        assert!(KeyDigest::of(&one).matches(&KeyDigest::of(&one)));
+        assert!(!KeyDigest::of(&one).matches(&KeyDigest::of(&two)));
         Ok(())
     }
 }

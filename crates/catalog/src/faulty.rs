@@ -134,6 +134,16 @@ impl Catalog for FaultyCatalog {
         self.check()?;
         self.inner.release_lease(name, holder).await
     }
+
+    async fn record_operation(&self, operation: &crate::OperationRecord) -> Result<()> {
+        self.check()?;
+        self.inner.record_operation(operation).await
+    }
+
+    async fn operations(&self, since: i64, limit: usize) -> Result<Vec<crate::OperationRecord>> {
+        self.check()?;
+        self.inner.operations(since, limit).await
+    }
 }
 
 #[cfg(test)]

@@ -21,9 +21,9 @@ pub use directory::{
     AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
 };
 pub use faulty::FaultyCatalog;
-pub use model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
+pub use model::{ColumnInfo, OperationRecord, SegmentMeta, SegmentState, TableInfo, TimeRange};
 pub use objects::{Change, ObjectKind, ObjectRecord, Objects};
-pub use sql::{Dialect, SqlCatalog};
+pub use sql::{Dialect, SqlCatalog, is_postgres_url};
 
 use async_trait::async_trait;
 
@@ -104,4 +104,10 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
 
     /// Gives up the lease `name` if `holder` holds it (another holder may take it at once).
     async fn release_lease(&self, name: &str, holder: &str) -> Result<()>;
+
+    /// Records a piece of background work; records older than a week are dropped.
+    async fn record_operation(&self, operation: &OperationRecord) -> Result<()>;
+
+    /// The operations finished at or after `since`, newest first, at most `limit`.
+    async fn operations(&self, since: i64, limit: usize) -> Result<Vec<OperationRecord>>;
 }

@@ -46,6 +46,23 @@ mod kql_type_text {
     }
 }
 
+/// One piece of background work the janitor did (a merge pass, retention, deletions, an
+/// orphan sweep), kept for a week and listed by `.show operations`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationRecord {
+    pub id: String,
+    /// `MergeSegments`, `Retention`, `PurgeDeleted`, `DeleteSegments`, `SweepOrphans`.
+    pub kind: String,
+    /// The process that did it (the janitor's lease holder id).
+    pub node: String,
+    pub started_at: i64,
+    pub finished_at: i64,
+    /// `Completed` or `Failed`.
+    pub state: String,
+    /// What it did, or why it failed.
+    pub status: String,
+}
+
 /// The catalog row of one segment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SegmentMeta {

@@ -63,7 +63,20 @@ const SCHEMA: &[&str] = &[
         name TEXT PRIMARY KEY,
         holder TEXT NOT NULL,
         expires_at BIGINT NOT NULL)",
+    // The janitor's work, for `.show operations` (a week of it).
+    "CREATE TABLE IF NOT EXISTS operations (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        node TEXT NOT NULL,
+        started_at BIGINT NOT NULL,
+        finished_at BIGINT NOT NULL,
+        state TEXT NOT NULL,
+        status TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS operations_by_time ON operations (finished_at)",
 ];
+
+/// How long operation records are kept.
+const OPERATIONS_KEPT_NANOS: i64 = 7 * 86_400 * 1_000_000_000;
 
 /// Columns added to tables of older catalogs: (table, column, statement adding it).
 const ADDED_COLUMNS: &[(&str, &str, &str)] = &[("segments", "signal", "ALTER TABLE segments ADD COLUMN signal TEXT")];
@@ -78,6 +91,11 @@ pub enum Dialect {
 /// The lock key that serializes schema creation across processes sharing a PostgreSQL catalog.
 const MIGRATION_LOCK: i64 = 0x7472_6177_6c00_0001;
 
+/// Whether a catalog URL names a PostgreSQL server (`postgres://…`, `postgresql://…`).
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
 /// The catalog in SQLite or PostgreSQL (see the module's documentation).
 #[derive(Debug, Clone)]
 pub struct SqlCatalog {
@@ -89,7 +107,7 @@ impl SqlCatalog {
     /// Opens the catalog a URL names: `postgres://…` (or `postgresql://…`), or `sqlite://path`
     /// / a plain file path for SQLite.
     pub async fn connect(url: &str) -> Result<SqlCatalog> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        if is_postgres_url(url) {
             SqlCatalog::connect_postgres(url).await
         } else {
             let path = url.strip_prefix("sqlite://").unwrap_or(url);
@@ -588,5 +606,53 @@ impl Catalog for SqlCatalog {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn record_operation(&self, operation: &crate::OperationRecord) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("DELETE FROM operations WHERE finished_at < $1")
+            .bind(operation.finished_at.saturating_sub(OPERATIONS_KEPT_NANOS))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO operations (id, kind, node, started_at, finished_at, state, status)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&operation.id)
+        .bind(&operation.kind)
+        .bind(&operation.node)
+        .bind(operation.started_at)
+        .bind(operation.finished_at)
+        .bind(&operation.state)
+        .bind(&operation.status)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn operations(&self, since: i64, limit: usize) -> Result<Vec<crate::OperationRecord>> {
+        let rows: Vec<(String, String, String, i64, i64, String, String)> = sqlx::query_as(
+            "SELECT id, kind, node, started_at, finished_at, state, status FROM operations
+             WHERE finished_at >= $1 ORDER BY finished_at DESC, id LIMIT $2",
+        )
+        .bind(since)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(id, kind, node, started_at, finished_at, state, status)| crate::OperationRecord {
+                    id,
+                    kind,
+                    node,
+                    started_at,
+                    finished_at,
+                    state,
+                    status,
+                },
+            )
+            .collect())
     }
 }

@@ -96,6 +96,7 @@ on_every_backend!(
     concurrent_merges_of_the_same_segments_commit_once,
     a_lease_has_one_holder_until_it_runs_out_or_is_released,
     segment_paths_name_every_registered_object,
+    operations_are_listed_newest_first_for_a_week,
 );
 
 fn segment(id: &str, table: &str, min: i64, max: i64, columns: &[(&str, KqlType)]) -> SegmentMeta {
@@ -593,6 +594,31 @@ mod tests {
                 "default/paths/p3.parquet".to_string()
             ]
         );
+        Ok(())
+    }
+
+    pub async fn operations_are_listed_newest_first_for_a_week(catalog: SqlCatalog) -> TestResult {
+        const DAY: i64 = 86_400 * 1_000_000_000;
+        let operation = |id: &str, finished_at: i64| trawl_catalog::OperationRecord {
+            id: id.into(),
+            kind: "MergeSegments".into(),
+            node: "n1".into(),
+            started_at: finished_at - 5,
+            finished_at,
+            state: "Completed".into(),
+            status: format!("merged {id}"),
+        };
+        let base = 100 * DAY;
+        for (id, at) in [("old", base), ("a", base + 8 * DAY), ("b", base + 8 * DAY + 1)] {
+            catalog.record_operation(&operation(id, at)).await?;
+        }
+        // Recording at day 108 dropped the one from day 100; the newest comes first.
+        let listed = catalog.operations(0, 10).await?;
+        let ids: Vec<&str> = listed.iter().map(|o| o.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a"]);
+        assert_eq!(listed[0], operation("b", base + 8 * DAY + 1));
+        assert_eq!(catalog.operations(base + 8 * DAY + 1, 10).await?.len(), 1);
+        assert_eq!(catalog.operations(0, 1).await?.len(), 1);
         Ok(())
     }
 }

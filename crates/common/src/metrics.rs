@@ -99,6 +99,10 @@ pub struct Metrics {
     pub gateway_auth_failures: Family<Labels, Counter>,
     /// Requests the gateway signed and forwarded, by `route` (`grpc`, `v1`, `v2`, `mgmt`).
     pub gateway_forwarded: Family<Labels, Counter>,
+    /// Requests the gateway sent to another query node because one could not be reached.
+    pub gateway_retries: Counter,
+    /// Members meta lists, by `role` (on meta).
+    pub cluster_members: Family<Labels, Gauge>,
 }
 
 impl Metrics {
@@ -141,6 +145,8 @@ impl Metrics {
         let memory_heap_retained_bytes = Gauge::default();
         let gateway_auth_failures = Family::<Labels, Counter>::default();
         let gateway_forwarded = Family::<Labels, Counter>::default();
+        let gateway_retries = Counter::default();
+        let cluster_members = Family::<Labels, Gauge>::default();
 
         let r = &mut registry;
         r.register(
@@ -324,6 +330,16 @@ impl Metrics {
             "Requests the gateway signed and forwarded, by route",
             gateway_forwarded.clone(),
         );
+        r.register(
+            "gateway_retries",
+            "Requests the gateway sent to another query node because one could not be reached",
+            gateway_retries.clone(),
+        );
+        r.register(
+            "cluster_members",
+            "Members meta lists, by role",
+            cluster_members.clone(),
+        );
         Metrics {
             registry,
             ingest_requests,
@@ -363,6 +379,8 @@ impl Metrics {
             memory_heap_retained_bytes,
             gateway_auth_failures,
             gateway_forwarded,
+            gateway_retries,
+            cluster_members,
         }
     }
 

@@ -5,11 +5,14 @@
 //! service, which refuses anything unsigned.
 //!
 //! - [`server`]: the HTTP face on 9500: forwarding, `GET /api/gateway-keys`, probes.
+//! - [`upstreams`]: the query nodes it forwards to, round-robin, passing over dead ones.
 //!
 //! Tokens, passwords and signatures are `trawl_auth`'s; the gateway is a forwarder that uses
 //! them. Knows nothing of the engine.
 
 pub mod grpc_reply;
 pub mod server;
+pub mod upstreams;
 
 pub use server::{Gateway, GatewayConfig};
+pub use upstreams::Upstreams;

@@ -26,8 +26,8 @@ use trawl_auth::accounts::{AuthError, Authenticator};
 /// Gateway settings.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
-    /// The query service, such as `http://127.0.0.1:9510`.
-    pub upstream: String,
+    /// The query nodes, such as `http://127.0.0.1:9510`.
+    pub upstream: crate::Upstreams,
     /// The meta service, such as `http://127.0.0.1:9560`.
     pub meta_upstream: String,
     /// Largest request body forwarded.
@@ -60,7 +60,7 @@ impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
             .field("key_id", &self.inner.key.key_id)
-            .field("upstream", &self.inner.config.upstream)
+            .field("upstream", &self.inner.config.upstream.list())
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +111,20 @@ impl Gateway {
         let ready = listed.iter().any(|k| k.key_id == key.key_id);
         self.inner.ready.store(ready, Ordering::Release);
         Ok(())
+    }
+
+    /// Sets readiness: in a cluster, whether meta lists this gateway with its key.
+    pub fn set_ready(&self, ready: bool) {
+        self.inner.ready.store(ready, Ordering::Release);
+    }
+
+    /// The id and public key (base64url) the gateway signs with.
+    pub fn signing_key(&self) -> (String, String) {
+        (self.inner.key.key_id.clone(), self.inner.key.public_key())
+    }
+
+    pub fn upstreams(&self) -> &crate::Upstreams {
+        &self.inner.config.upstream
     }
 
     pub fn is_ready(&self) -> bool {
@@ -311,11 +325,13 @@ fn route_of(path: &str) -> &'static str {
     }
 }
 
-fn upstream_of<'a>(config: &'a GatewayConfig, target: &str) -> &'a str {
+/// The services a path may go to, in the order to try them: meta for its methods and
+/// reflection, else the query nodes in turn.
+fn upstreams_of(config: &GatewayConfig, target: &str) -> Vec<String> {
     if target.starts_with("/trawl.meta.v1.MetaService/") || target.starts_with("/grpc.reflection.") {
-        &config.meta_upstream
+        vec![config.meta_upstream.clone()]
     } else {
-        &config.upstream
+        config.upstream.rotation()
     }
 }
 
@@ -497,29 +513,40 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
             Err(_) => return refuse(grpc, ErrorCode::BadRequest, "the request identity cannot be sent"),
         }
     }
-    let upstream = upstream_of(&inner.config, &path_and_query);
-    let uri = format!("{}{path_and_query}", upstream.trim_end_matches('/'));
-    let mut upstream = match http::Request::builder()
-        .method(parts.method)
-        .uri(uri)
-        .body(Full::new(body))
-    {
-        Ok(request) => request,
-        Err(error) => return refuse(grpc, ErrorCode::BadRequest, &format!("cannot forward: {error}")),
-    };
-    *upstream.headers_mut() = headers;
     let client = if grpc { &inner.http2 } else { &inner.http1 };
     METRICS
         .gateway_forwarded
         .get_or_create(&label("route", route_of(&path_and_query)))
         .inc();
-    match client.request(upstream).await {
-        Ok(response) => response.map(Body::new).into_response(),
-        Err(error) => {
-            tracing::warn!(%error, "the query service did not answer");
-            refuse(grpc, ErrorCode::Unavailable, "the query service is unavailable")
+    let nodes = upstreams_of(&inner.config, &path_and_query);
+    if nodes.is_empty() {
+        return refuse(grpc, ErrorCode::Unavailable, "no query node is available");
+    }
+    for (attempt, node) in nodes.iter().enumerate() {
+        let uri = format!("{node}{path_and_query}");
+        let mut upstream = match http::Request::builder()
+            .method(parts.method.clone())
+            .uri(uri)
+            .body(Full::new(body.clone()))
+        {
+            Ok(request) => request,
+            Err(error) => return refuse(grpc, ErrorCode::BadRequest, &format!("cannot forward: {error}")),
+        };
+        *upstream.headers_mut() = headers.clone();
+        match client.request(upstream).await {
+            Ok(response) => return response.map(Body::new).into_response(),
+            // Refused before the first byte: nothing ran there, so the next node may try.
+            Err(error) if error.is_connect() && attempt + 1 < nodes.len() => {
+                tracing::warn!(%node, %error, "a query node cannot be reached; trying the next");
+                METRICS.gateway_retries.inc();
+            }
+            Err(error) => {
+                tracing::warn!(%node, %error, "the query service did not answer");
+                break;
+            }
         }
     }
+    refuse(grpc, ErrorCode::Unavailable, "the query service is unavailable")
 }
 
 #[cfg(test)]

@@ -39,8 +39,8 @@ async fn serve(router: Router) -> Result<String, std::io::Error> {
     Ok(format!("http://{address}"))
 }
 
-#[tokio::test]
-async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> TestResult {
+/// A catalog with one user, `ann` (id `p`), an observer.
+async fn with_ann() -> Result<Arc<dyn Directory>, Box<dyn std::error::Error>> {
     let directory: Arc<dyn Directory> = Arc::new(SqlCatalog::in_memory().await?);
     directory
         .add_principal(&Principal {
@@ -52,6 +52,12 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
             created_at: 0,
         })
         .await?;
+    Ok(directory)
+}
+
+#[tokio::test]
+async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> TestResult {
+    let directory = with_ann().await?;
     let now = trawl_common::time::now_nanos();
     let token = issue_access_token(directory.as_ref(), "p", Some(now + 3_600_000_000_000), now).await?;
     let expired = issue_access_token(directory.as_ref(), "p", Some(now - 1), now).await?;
@@ -61,7 +67,7 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
         directory.clone(),
         key.clone(),
         GatewayConfig {
-            upstream: upstream.clone(),
+            upstream: trawl_gateway::Upstreams::fixed([upstream.clone()]),
             meta_upstream: upstream,
             max_body_bytes: 1 << 20,
             version: "test".into(),
@@ -226,6 +232,49 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
     assert_eq!(status, 200);
     assert_eq!(keys["keys"][0]["kid"], key.key_id.as_str());
     assert_eq!(keys["keys"][0]["x"], key.public_key().as_str());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_query_node_that_cannot_be_reached_is_passed_over() -> TestResult {
+    let directory = with_ann().await?;
+    let now = trawl_common::time::now_nanos();
+    let token = issue_access_token(directory.as_ref(), "p", None, now).await?;
+    // A port nothing listens on (bound, then closed), and a live node.
+    let dead = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        format!("http://{}", listener.local_addr()?)
+    };
+    let live = serve(Router::new().fallback(any(echo))).await?;
+    let upstreams = trawl_gateway::Upstreams::fixed([dead.clone(), live.clone()]);
+    let gateway = Gateway::new(
+        directory.clone(),
+        GatewayKey::from_seed([3; 32]),
+        GatewayConfig {
+            upstream: upstreams.clone(),
+            meta_upstream: live.clone(),
+            max_body_bytes: 1 << 20,
+            version: "test".into(),
+            commit: "test".into(),
+        },
+    );
+    gateway.register(now).await?;
+    let base = serve(gateway.router()).await?;
+    let http = reqwest_free::Client::new();
+    let bearer = format!("Bearer {token}");
+    // Whichever node a request starts at, it is answered (by the live one).
+    for _ in 0..4 {
+        let (status, echoed) = http.post(&format!("{base}/v2/rest/query"), Some(&bearer), "{}").await?;
+        assert_eq!(status, 200);
+        assert_eq!(echoed["path"], "/v2/rest/query");
+    }
+    // No node at all: 503, retryable.
+    upstreams.set(Vec::new());
+    let (status, body) = http.post(&format!("{base}/v2/rest/query"), Some(&bearer), "{}").await?;
+    assert_eq!(status, 503, "{body}");
+    upstreams.set(vec![dead]);
+    let (status, _) = http.post(&format!("{base}/v2/rest/query"), Some(&bearer), "{}").await?;
+    assert_eq!(status, 503);
     Ok(())
 }
 

@@ -19,6 +19,8 @@ pub const ADMIN: &str = "admin";
 /// The secrets of `bootstrap.json`.
 #[derive(Clone, serde::Deserialize, serde::Serialize)]
 pub struct Bootstrap {
+    /// Empty when the master key comes from the environment (a cluster's meta).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub master_key: String,
     pub admin_token: String,
     pub ingest_token: String,
@@ -46,8 +48,13 @@ pub fn read(data_dir: &Path) -> anyhow::Result<Option<Bootstrap>> {
     }
 }
 
-/// Reads the bootstrap file, or makes the day-one secrets and writes it.
-pub async fn ensure(data_dir: &Path, directory: &dyn Directory) -> anyhow::Result<(Bootstrap, bool)> {
+/// Reads the bootstrap file, or makes the day-one secrets and writes it (with a new master key
+/// unless `master_key_given`: a cluster's key comes from `BZRK_MASTER_KEY` and is not written).
+pub async fn ensure(
+    data_dir: &Path,
+    directory: &dyn Directory,
+    master_key_given: bool,
+) -> anyhow::Result<(Bootstrap, bool)> {
     if let Some(existing) = read(data_dir)? {
         return Ok((existing, false));
     }
@@ -80,7 +87,11 @@ pub async fn ensure(data_dir: &Path, directory: &dyn Directory) -> anyhow::Resul
     )
     .await?;
     let bootstrap = Bootstrap {
-        master_key: trawl_auth::token::hex_text(&master),
+        master_key: if master_key_given {
+            String::new()
+        } else {
+            trawl_auth::token::hex_text(&master)
+        },
         admin_token,
         ingest_token,
     };

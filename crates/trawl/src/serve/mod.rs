@@ -1,4 +1,5 @@
-//! `trawl serve`: the embedded default — every service in one process.
+//! `trawl serve`: the embedded default (every service in one process), or the roles of one
+//! member of a cluster (`--role`, see `roles.rs` and docs/cluster.md).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,6 +11,15 @@ use anyhow::Context;
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+mod janitor;
+mod roles;
+
+pub use roles::ServiceRole;
+
+use janitor::{JanitorSettings, janitor_loop};
+use roles::{Roles, Settings};
+use trawl_api::member_agent::{Credential, MemberAgent, View};
+use trawl_api::membership::Registry;
 use trawl_api::meta_grpc::MetaState;
 use trawl_api::signed::SignatureCheck;
 use trawl_api::state::Readiness;
@@ -17,26 +27,30 @@ use trawl_api::{IngestState, QueryState, ServiceInfo};
 use trawl_auth::service::MasterKeys;
 use trawl_catalog::{Catalog, Directory, Objects, SqlCatalog};
 use trawl_engine::{Engine, EngineConfig};
-use trawl_gateway::{Gateway, GatewayConfig};
+use trawl_gateway::{Gateway, GatewayConfig, Upstreams};
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_storage::cache::SegmentCache;
 use trawl_storage::{MergePolicy, Merger, S3Settings, SegmentWriter, StoreLocation};
 
-/// What a `trawl serve` process runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ServiceRole {
-    /// Every service in one process (the embedded default).
-    All,
-    /// The meta service alone (needs `BZRK_MASTER_KEY`).
-    Meta,
-}
-
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The service(s) to run. The other cluster roles (gateway, query, ingest, janitor as
-    /// separate processes) come with the shared catalog.
-    #[arg(long, value_enum, env = "TRAWL_ROLE", default_value = "all")]
-    pub role: ServiceRole,
+    /// The services this process runs, comma-separated: gateway, query, ingest, meta, janitor,
+    /// or all (the embedded default). Any list but `all` makes the process one member of a
+    /// cluster (see docs/cluster.md): it needs --catalog postgres://…, --object-store s3://…,
+    /// the master key (except ingest alone) and --meta (except meta itself).
+    #[arg(long, value_enum, env = "TRAWL_ROLE", value_delimiter = ',', num_args = 1.., default_value = "all")]
+    pub role: Vec<ServiceRole>,
+    /// The meta service of the cluster, `http://host:9560` (default: this process's own, when
+    /// it runs meta).
+    #[arg(long, env = "TRAWL_META_URL")]
+    pub meta: Option<String>,
+    /// The host other members reach this process at (default: the address it listens on, or
+    /// the machine's host name when that is 0.0.0.0).
+    #[arg(long, env = "TRAWL_ADVERTISE_HOST")]
+    pub advertise_host: Option<String>,
+    /// Tests only: the release this process claims to run, to test mixed versions.
+    #[arg(long, env = "TRAWL_PRETEND_VERSION", hide = true)]
+    pub pretend_version: Option<String>,
     /// Directory for segments, the catalog and spill files.
     #[arg(long, env = "TRAWL_DATA_DIR", default_value = "./trawl-data")]
     pub data_dir: PathBuf,
@@ -209,13 +223,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .init();
     let config = ServeConfig::validate(args)?;
     let args = &config.args;
-    if args.role != ServiceRole::All && args.master_key.is_none() {
-        anyhow::bail!(
-            "--role {:?} needs the cluster's master key in BZRK_MASTER_KEY (at least 32 characters); \
-             services authenticate each other with it and do not start without it",
-            args.role
-        );
-    }
+    let roles = Roles::new(&args.role);
+    roles
+        .check(Settings {
+            master_key: args.master_key.is_some(),
+            postgres_catalog: args.catalog.as_deref().is_some_and(trawl_catalog::is_postgres_url),
+            object_storage: args.object_store.as_ref().is_some_and(|at| at.local_path().is_none()),
+            meta_address: args.meta.is_some(),
+        })
+        .map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("cannot create {}", args.data_dir.display()))?;
     let sql = Arc::new(match &args.catalog {
         Some(url) => SqlCatalog::connect(url)
@@ -225,10 +241,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("cannot open the catalog")?,
     });
-    tracing::info!(dialect = ?sql.dialect(), "catalog");
-    if args.role == ServiceRole::Meta {
-        return run_meta(args, sql).await;
-    }
+    tracing::info!(dialect = ?sql.dialect(), roles = %roles.label(), "catalog");
     let faults = args.fault_injection.then(|| {
         tracing::warn!("fault injection is on: /debug/faults on the operator port makes storage fail on demand");
         Arc::new(trawl_common::faults::Faults::new())
@@ -239,20 +252,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let directory: Arc<dyn Directory> = sql.clone();
     let objects: Arc<dyn Objects> = sql;
-    let (bootstrap, created) = crate::bootstrap::ensure(&args.data_dir, directory.as_ref())
-        .await
-        .context("cannot prepare the bootstrap secrets")?;
-    let bootstrap_path = crate::bootstrap::path(&args.data_dir);
-    if created {
-        tracing::info!(path = %bootstrap_path.display(), "created the admin token, the ingest token and the master key (mode 0600)");
-    }
-    let master = MasterKeys::new(
-        args.master_key.as_deref().unwrap_or(&bootstrap.master_key),
-        args.secondary_master_key.as_deref(),
-    )
-    .context("cannot use the master key (BZRK_MASTER_KEY)")?;
-    let signatures = SignatureCheck::new(directory.clone());
-    // The default table exists from the first start, so queries answer before data arrives.
+    // The default table exists from the first start, so queries answer before data arrives
+    // (idempotent: every member of a cluster may make sure of it).
     let time_columns =
         [trawl_common::TIME_COLUMN, trawl_common::INGEST_TIME_COLUMN].map(|name| trawl_catalog::ColumnInfo {
             name: name.into(),
@@ -266,6 +267,290 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         )
         .await
         .context("cannot create the default table")?;
+    let bootstrap = match roles.has(ServiceRole::Meta) {
+        true => {
+            let (bootstrap, created) =
+                crate::bootstrap::ensure(&args.data_dir, directory.as_ref(), args.master_key.is_some())
+                    .await
+                    .context("cannot prepare the bootstrap secrets")?;
+            let path = crate::bootstrap::path(&args.data_dir);
+            if created {
+                tracing::info!(path = %path.display(), "created the admin token and the ingest token (mode 0600)");
+            }
+            Some(bootstrap)
+        }
+        false => None,
+    };
+    let master = master_keys(args, &roles, bootstrap.as_ref())?;
+    let version = args
+        .pretend_version
+        .clone()
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    let info = ServiceInfo::new(&roles.label()).with_version(&version);
+    let store = match roles.uses_segments() {
+        true => Some(open_store(args, faults.clone(), roles.has(ServiceRole::Query)).await?),
+        false => None,
+    };
+    let writer = store.as_ref().map(|store| SegmentWriter::new(store.clone()));
+
+    let readiness = Arc::new(Readiness::default());
+    let (stop_sender, stop) = watch::channel(false);
+    let mut servers = tokio::task::JoinSet::new();
+    let bind = |address: SocketAddr, what: &'static str| async move {
+        TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address} ({what})"))
+    };
+    let advertise = |address: SocketAddr| format!("http://{}:{}", advertised_host(args, address), address.port());
+    let meta_url = args
+        .meta
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", loopback(args.meta_bind)));
+    let mut listening = Vec::new();
+
+    if roles.has(ServiceRole::Meta) {
+        let master = master.clone().context("meta needs the master key")?;
+        let router = trawl_api::meta_grpc::router(MetaState {
+            directory: directory.clone(),
+            objects: objects.clone(),
+            signatures: SignatureCheck::new(directory.clone()),
+            master,
+            restore_window: Duration::from_secs(args.restore_window_secs),
+            registry: Arc::new(Registry::new(&version)),
+        })
+        .context("cannot set up the meta service")?
+        .merge(trawl_api::probes::routes(readiness.clone(), info.clone()));
+        servers.spawn(serve_http(bind(args.meta_bind, "meta").await?, router, stop.clone()));
+        listening.push(format!("meta {}", args.meta_bind));
+    }
+    if roles.has(ServiceRole::Query)
+        && let Some(store) = &store
+    {
+        let engine = Engine::new(catalog.clone(), store, engine_config(args))?;
+        let query_state = QueryState {
+            engine,
+            database: trawl_common::DEFAULT_DATABASE.into(),
+            readiness: readiness.clone(),
+            info: info.clone(),
+            signatures: Some(SignatureCheck::new(directory.clone())),
+            objects: Some(objects.clone()),
+            restore_window: Duration::from_secs(args.restore_window_secs),
+        };
+        servers.spawn(serve_http(
+            bind(args.query_bind, "query").await?,
+            trawl_api::query_http::router(query_state),
+            stop.clone(),
+        ));
+        listening.push(format!("query {}", args.query_bind));
+    }
+    let ingestor = match (roles.has(ServiceRole::Ingest), &writer) {
+        (true, Some(writer)) => {
+            let ingestor = Ingestor::start(
+                writer.clone(),
+                catalog.clone(),
+                IngestConfig {
+                    flush_interval: config.flush_interval,
+                    retry_for: Duration::from_secs(args.ingest_retry_secs),
+                    dedup_window: Duration::from_secs(args.ingest_dedup_window_secs),
+                    ..IngestConfig::default()
+                },
+            )
+            .await;
+            serve_ingest(
+                args,
+                &ingestor,
+                &directory,
+                &objects,
+                &readiness,
+                &info,
+                &mut servers,
+                &stop,
+            )
+            .await?;
+            listening.push(format!(
+                "otlp-http {} otlp-grpc {}",
+                args.otlp_http_bind, args.otlp_grpc_bind
+            ));
+            Some(ingestor)
+        }
+        _ => None,
+    };
+    let gateway = match roles.has(ServiceRole::Gateway) {
+        true => {
+            let gateway = Gateway::new(
+                directory.clone(),
+                trawl_auth::token::GatewayKey::from_seed(
+                    trawl_auth::random_bytes().context("no randomness for the gateway key")?,
+                ),
+                GatewayConfig {
+                    upstream: Upstreams::default(),
+                    meta_upstream: meta_url.clone(),
+                    max_body_bytes: args.max_body_bytes,
+                    version: info.version.clone(),
+                    commit: info.commit.clone(),
+                },
+            );
+            servers.spawn(serve_http(
+                bind(args.gateway_bind, "gateway").await?,
+                gateway.router(),
+                stop.clone(),
+            ));
+            listening.push(format!("gateway {}", args.gateway_bind));
+            Some(gateway)
+        }
+        false => None,
+    };
+    servers.spawn(serve_http(
+        bind(args.operator_bind, "operator").await?,
+        trawl_api::operator::router(ingestor.clone(), readiness.clone(), info.clone(), faults),
+        stop.clone(),
+    ));
+    listening.push(format!("operator {}", args.operator_bind));
+    let janitor = match (roles.has(ServiceRole::Janitor), &writer) {
+        (true, Some(writer)) => {
+            let policy = MergePolicy {
+                grace: deletion_grace(args),
+                ..MergePolicy::default()
+            };
+            let settings = JanitorSettings {
+                merge_every: (args.merge_interval_secs > 0).then(|| Duration::from_secs(args.merge_interval_secs)),
+                orphan_age: (args.orphan_age_secs > 0).then(|| Duration::from_secs(args.orphan_age_secs)),
+                restore_window: Duration::from_secs(args.restore_window_secs),
+            };
+            Some(tokio::spawn(janitor_loop(
+                Merger::new(catalog.clone(), writer.clone(), policy),
+                catalog.clone(),
+                objects.clone(),
+                settings,
+                stop.clone(),
+            )))
+        }
+        _ => None,
+    };
+
+    // Membership: every process registers with meta and heartbeats; a gateway follows the
+    // live query nodes and is ready once meta lists its key.
+    let primary = [
+        (ServiceRole::Query, args.query_bind),
+        (ServiceRole::Gateway, args.gateway_bind),
+        (ServiceRole::Ingest, args.otlp_http_bind),
+        (ServiceRole::Meta, args.meta_bind),
+    ]
+    .into_iter()
+    .find(|(role, _)| roles.has(*role))
+    .map_or(args.operator_bind, |(_, address)| address);
+    let (gateway_key_id, gateway_public_key) = gateway.as_ref().map(Gateway::signing_key).unwrap_or_default();
+    let member = trawl_proto::meta::Member {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        role: roles.member_roles(),
+        address: advertise(primary),
+        version: version.clone(),
+        key: String::new(),
+        gateway_key_id,
+        gateway_public_key,
+    };
+    let credential = match &master {
+        Some(master) => Credential::ServiceToken(master.token()),
+        None => Credential::SelfKey(trawl_auth::service::make_self_key().context("no randomness for the member key")?),
+    };
+    tracing::info!(id = %member.id, meta = %meta_url, "registering with meta");
+    let agent = MemberAgent::new(&meta_url, member, credential);
+    let watched = gateway.clone();
+    let agent_readiness = readiness.clone();
+    let agent_stop = stop.clone();
+    let mut agent = tokio::spawn(agent.run(
+        move |view: &View| {
+            if let Some(gateway) = &watched
+                && !*agent_stop.borrow()
+            {
+                gateway.upstreams().set(view.addresses("query"));
+                gateway.set_ready(view.listed);
+                agent_readiness.set(view.listed);
+            }
+        },
+        stop.clone(),
+    ));
+    if gateway.is_none() {
+        readiness.set(true);
+    }
+    tracing::info!(
+        roles = %roles.label(),
+        data_dir = %args.data_dir.display(),
+        listening = %listening.join(", "),
+        "trawl is up{}",
+        if gateway.is_some() { "; the gateway is ready once meta lists its key" } else { "" }
+    );
+    if let Some(path) = bootstrap.as_ref().map(|_| crate::bootstrap::path(&args.data_dir)) {
+        tracing::info!(bootstrap = %path.display(), "the admin and ingest tokens are in the bootstrap file");
+    }
+
+    let mut failure = None;
+    tokio::select! {
+        _ = shutdown_signal() => tracing::info!("shutting down: finishing requests and flushing buffers"),
+        Some(result) = servers.join_next() => {
+            tracing::error!(?result, "a server stopped unexpectedly; shutting down");
+        }
+        result = &mut agent => match result {
+            Ok(Err(error)) => {
+                tracing::error!(%error, "stopping: meta does not accept this process");
+                failure = Some(error.to_string());
+            }
+            other => tracing::error!(?other, "the membership agent stopped; shutting down"),
+        },
+    }
+    readiness.set(false);
+    if let Some(gateway) = &gateway {
+        gateway.set_ready(false);
+    }
+    let _ = stop_sender.send(true);
+    while let Some(result) = servers.join_next().await {
+        if let Ok(Err(error)) = result {
+            tracing::warn!(%error, "server ended with an error");
+        }
+    }
+    if let Some(ingestor) = ingestor {
+        ingestor.shutdown().await;
+    }
+    if let Some(janitor) = janitor {
+        let _ = janitor.await;
+    }
+    if !agent.is_finished() {
+        let _ = agent.await;
+    }
+    if let Some(failure) = failure {
+        anyhow::bail!(failure);
+    }
+    tracing::info!("stopped cleanly");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The master keys: `BZRK_MASTER_KEY` (and the secondary during a rotation); the embedded
+/// default falls back to the bootstrap file's; ingest alone has none.
+fn master_keys(
+    args: &ServeArgs,
+    roles: &Roles,
+    bootstrap: Option<&crate::bootstrap::Bootstrap>,
+) -> anyhow::Result<Option<MasterKeys>> {
+    let primary = match (&args.master_key, bootstrap) {
+        (Some(key), _) => key.clone(),
+        (None, Some(bootstrap)) if roles.single() && !bootstrap.master_key.is_empty() => bootstrap.master_key.clone(),
+        (None, _) if roles.single() => anyhow::bail!(
+            "the bootstrap file holds no master key (it was written by a cluster's meta): set BZRK_MASTER_KEY"
+        ),
+        (None, _) => return Ok(None),
+    };
+    MasterKeys::new(&primary, args.secondary_master_key.as_deref())
+        .map(Some)
+        .context("cannot use the master key (BZRK_MASTER_KEY)")
+}
+
+/// The segment store, swept of partial writes, behind the local cache when `cached` and on
+/// object storage.
+async fn open_store(
+    args: &ServeArgs,
+    faults: Option<Arc<trawl_common::faults::Faults>>,
+    cached: bool,
+) -> anyhow::Result<trawl_storage::SegmentStore> {
     let location = args
         .object_store
         .clone()
@@ -290,10 +575,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "removed partial segment files left by an interrupted write"
         );
     }
-    if let Some(faults) = &faults {
-        store = store.with_faults(faults.clone());
+    if let Some(faults) = faults {
+        store = store.with_faults(faults);
     }
-    if location.local_path().is_none() && args.segment_cache_bytes > 0 {
+    if cached && location.local_path().is_none() && args.segment_cache_bytes > 0 {
         let dir = args
             .segment_cache_dir
             .clone()
@@ -303,39 +588,45 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tracing::info!(dir = %dir.display(), bytes = cache.bytes(), capacity = cache.capacity(), "segment cache");
         store = store.with_cache(Arc::new(cache));
     }
-    let writer = SegmentWriter::new(store.clone());
-    let ingestor = Ingestor::start(
-        writer.clone(),
-        catalog.clone(),
-        IngestConfig {
-            flush_interval: config.flush_interval,
-            retry_for: Duration::from_secs(args.ingest_retry_secs),
-            dedup_window: Duration::from_secs(args.ingest_dedup_window_secs),
-            ..IngestConfig::default()
-        },
-    )
-    .await;
-    let engine = Engine::new(
-        catalog.clone(),
-        &store,
-        EngineConfig {
-            memory_limit_bytes: args.query_memory_limit_bytes,
-            query_memory_limit_bytes: args.query_memory_per_query_bytes.min(args.query_memory_limit_bytes),
-            spill_dir: Some(args.data_dir.join("spill")),
-            spill_limit_bytes: args.query_spill_limit_bytes,
-            max_concurrent_queries: args
-                .max_concurrent_queries
-                .unwrap_or_else(trawl_engine::default_concurrent_queries),
-            max_queued_queries: args.max_queued_queries,
-            summarize_memory_limit_bytes: args.summarize_memory_limit_bytes,
-            default_timeout: Duration::from_secs(args.query_timeout_secs),
-            max_timeout: Duration::from_secs(args.query_max_timeout_secs),
-            ..EngineConfig::default()
-        },
-    )?;
+    Ok(store)
+}
 
-    let readiness = Arc::new(Readiness::default());
-    let info = ServiceInfo::new("all");
+fn engine_config(args: &ServeArgs) -> EngineConfig {
+    EngineConfig {
+        memory_limit_bytes: args.query_memory_limit_bytes,
+        query_memory_limit_bytes: args.query_memory_per_query_bytes.min(args.query_memory_limit_bytes),
+        spill_dir: Some(args.data_dir.join("spill")),
+        spill_limit_bytes: args.query_spill_limit_bytes,
+        max_concurrent_queries: args
+            .max_concurrent_queries
+            .unwrap_or_else(trawl_engine::default_concurrent_queries),
+        max_queued_queries: args.max_queued_queries,
+        summarize_memory_limit_bytes: args.summarize_memory_limit_bytes,
+        default_timeout: Duration::from_secs(args.query_timeout_secs),
+        max_timeout: Duration::from_secs(args.query_max_timeout_secs),
+        ..EngineConfig::default()
+    }
+}
+
+/// How long the objects of tombstoned segments stay: longer than any query may run
+/// (`--query-max-timeout-secs`, plus a minute), at least five minutes. A query that planned
+/// with a segment can read it to its end.
+fn deletion_grace(args: &ServeArgs) -> Duration {
+    Duration::from_secs(args.query_max_timeout_secs.saturating_add(60)).max(MergePolicy::default().grace)
+}
+
+/// The ingest faces: OTLP/HTTP (with log push), OTLP/gRPC and, when on, the vendor intake.
+#[allow(clippy::too_many_arguments)]
+async fn serve_ingest(
+    args: &ServeArgs,
+    ingestor: &Ingestor,
+    directory: &Arc<dyn Directory>,
+    objects: &Arc<dyn Objects>,
+    readiness: &Arc<Readiness>,
+    info: &ServiceInfo,
+    servers: &mut tokio::task::JoinSet<anyhow::Result<()>>,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let ingest_auth = if args.default_ingest_token_enabled && !args.require_auth {
         tracing::warn!("anonymous ingest is on: requests without a token go to the default table");
         IngestAuth::anonymous(
@@ -357,79 +648,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         readiness: readiness.clone(),
         info: info.clone(),
     };
-    let query_state = QueryState {
-        engine,
-        database: trawl_common::DEFAULT_DATABASE.into(),
-        readiness: readiness.clone(),
-        info: info.clone(),
-        signatures: Some(signatures.clone()),
-    };
-    let restore_window = Duration::from_secs(args.restore_window_secs);
-    let meta_router = trawl_api::meta_grpc::router(MetaState {
-        directory: directory.clone(),
-        objects: objects.clone(),
-        signatures,
-        master,
-        restore_window,
-    })
-    .context("cannot set up the meta service")?;
-    let gateway_key = trawl_auth::token::GatewayKey::from_seed(
-        trawl_auth::random_bytes().context("no randomness for the gateway key")?,
-    );
-    let gateway = Gateway::new(
-        directory.clone(),
-        gateway_key,
-        GatewayConfig {
-            upstream: format!("http://{}", loopback(args.query_bind)),
-            meta_upstream: format!("http://{}", loopback(args.meta_bind)),
-            max_body_bytes: args.max_body_bytes,
-            version: info.version.clone(),
-            commit: info.commit.clone(),
-        },
-    );
-    gateway
-        .register(trawl_common::time::now_nanos())
-        .await
-        .context("cannot register the gateway's signing key")?;
-
-    let (stop_sender, stop) = watch::channel(false);
     let bind = |address: SocketAddr, what: &'static str| async move {
         TcpListener::bind(address)
             .await
             .with_context(|| format!("cannot listen on {address} ({what})"))
     };
-    let gateway_listener = bind(args.gateway_bind, "gateway").await?;
-    let meta_listener = bind(args.meta_bind, "meta").await?;
-    let query_listener = bind(args.query_bind, "query").await?;
-    let operator_listener = bind(args.operator_bind, "operator").await?;
     let otlp_http_listener = bind(args.otlp_http_bind, "OTLP/HTTP").await?;
     let otlp_grpc_listener = bind(args.otlp_grpc_bind, "OTLP/gRPC").await?;
-    let vendor_listener = match args.vendor_intake {
-        true => Some(bind(args.vendor_bind, "vendor intake").await?),
-        false => None,
-    };
-
-    let mut servers = tokio::task::JoinSet::new();
-    servers.spawn(serve_http(
-        query_listener,
-        trawl_api::query_http::router(query_state),
-        stop.clone(),
-    ));
-    servers.spawn(serve_http(gateway_listener, gateway.router(), stop.clone()));
-    servers.spawn(serve_http(meta_listener, meta_router, stop.clone()));
-    servers.spawn(serve_http(
-        operator_listener,
-        trawl_api::operator::router(Some(ingestor.clone()), readiness.clone(), info.clone(), faults),
-        stop.clone(),
-    ));
     servers.spawn(serve_http(
         otlp_http_listener,
         trawl_api::otlp_http::router(ingest_state.clone()),
         stop.clone(),
     ));
-    if let Some(listener) = vendor_listener {
+    if args.vendor_intake {
         servers.spawn(serve_http(
-            listener,
+            bind(args.vendor_bind, "vendor intake").await?,
             trawl_api::vendor::router(ingest_state.clone()),
             stop.clone(),
         ));
@@ -454,54 +687,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("OTLP/gRPC server failed")
     });
-    let janitor = (args.merge_interval_secs > 0).then(|| {
-        let merger = Merger::new(catalog.clone(), writer.clone(), MergePolicy::default());
-        let interval = Duration::from_secs(args.merge_interval_secs);
-        let orphan_age = (args.orphan_age_secs > 0).then(|| Duration::from_secs(args.orphan_age_secs));
-        tokio::spawn(janitor_loop(
-            merger,
-            catalog.clone(),
-            interval,
-            orphan_age,
-            stop.clone(),
-        ))
-    });
+    Ok(())
+}
 
-    let keeper = tokio::spawn(retention_loop(objects.clone(), restore_window, stop.clone()));
-
-    readiness.set(gateway.is_ready());
-    tracing::info!(
-        data_dir = %args.data_dir.display(),
-        gateway = %args.gateway_bind,
-        meta = %args.meta_bind,
-        bootstrap = %bootstrap_path.display(),
-        query = %args.query_bind,
-        otlp_grpc = %args.otlp_grpc_bind,
-        otlp_http = %args.otlp_http_bind,
-        operator = %args.operator_bind,
-        "trawl is ready"
-    );
-
-    tokio::select! {
-        _ = shutdown_signal() => tracing::info!("shutting down: finishing requests and flushing buffers"),
-        Some(result) = servers.join_next() => {
-            tracing::error!(?result, "a server stopped unexpectedly; shutting down");
-        }
+/// The host others reach a listener at: `--advertise-host`, else the bound IP, else (bound to
+/// every interface) the machine's host name.
+fn advertised_host(args: &ServeArgs, address: SocketAddr) -> String {
+    if let Some(host) = &args.advertise_host {
+        return host.clone();
     }
-    readiness.set(false);
-    let _ = stop_sender.send(true);
-    while let Some(result) = servers.join_next().await {
-        if let Ok(Err(error)) = result {
-            tracing::warn!(%error, "server ended with an error");
-        }
+    if !address.ip().is_unspecified() {
+        return match address.ip() {
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        };
     }
-    ingestor.shutdown().await;
-    if let Some(janitor) = janitor {
-        let _ = janitor.await;
-    }
-    let _ = keeper.await;
-    tracing::info!("stopped cleanly");
-    Ok(ExitCode::SUCCESS)
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| loopback(address).ip().to_string())
 }
 
 async fn serve_http(listener: TcpListener, router: axum::Router, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -527,138 +732,6 @@ async fn wait_for(mut stop: watch::Receiver<bool>) {
             return;
         }
     }
-}
-
-/// `--role meta`: the meta service alone, on the catalog of the data directory.
-async fn run_meta(args: &ServeArgs, catalog: Arc<SqlCatalog>) -> anyhow::Result<ExitCode> {
-    let master_key = args.master_key.as_deref().unwrap_or_default();
-    let master = MasterKeys::new(master_key, args.secondary_master_key.as_deref())
-        .context("cannot use the master key (BZRK_MASTER_KEY)")?;
-    let directory: Arc<dyn Directory> = catalog.clone();
-    let objects: Arc<dyn Objects> = catalog;
-    let restore_window = Duration::from_secs(args.restore_window_secs);
-    let readiness = Arc::new(Readiness::default());
-    let router = trawl_api::meta_grpc::router(MetaState {
-        directory: directory.clone(),
-        objects: objects.clone(),
-        signatures: SignatureCheck::new(directory),
-        master,
-        restore_window,
-    })
-    .context("cannot set up the meta service")?
-    .merge(trawl_api::probes::routes(readiness.clone(), ServiceInfo::new("meta")));
-    let listener = TcpListener::bind(args.meta_bind)
-        .await
-        .with_context(|| format!("cannot listen on {} (meta)", args.meta_bind))?;
-    let (stop_sender, stop) = watch::channel(false);
-    let server = tokio::spawn(serve_http(listener, router, stop.clone()));
-    let keeper = tokio::spawn(retention_loop(objects, restore_window, stop));
-    readiness.set(true);
-    tracing::info!(meta = %args.meta_bind, data_dir = %args.data_dir.display(), "trawl meta is ready");
-    shutdown_signal().await;
-    let _ = stop_sender.send(true);
-    let _ = server.await;
-    let _ = keeper.await;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Pause between passes of [`retention_loop`].
-const RETENTION_PASS: Duration = Duration::from_secs(30);
-
-/// Drops rows past their table's retention, and purges deleted objects whose restore window
-/// has passed (their segments become tombstones, deleted by the merge janitor later).
-async fn retention_loop(objects: Arc<dyn Objects>, window: Duration, stop: watch::Receiver<bool>) {
-    let window = i64::try_from(window.as_nanos()).unwrap_or(i64::MAX);
-    loop {
-        let now = trawl_common::time::now_nanos();
-        match objects.apply_retention(now).await {
-            Ok(0) => {}
-            Ok(dropped) => tracing::info!(segments = dropped, "dropped segments past their table's retention"),
-            Err(error) => tracing::warn!(%error, "applying retention failed; will retry"),
-        }
-        match objects.purge_deleted(now.saturating_sub(window), now).await {
-            Ok(purged) if purged.is_empty() => {}
-            Ok(purged) => tracing::info!(?purged, "purged deleted objects past their restore window"),
-            Err(error) => tracing::warn!(%error, "purging deleted objects failed; will retry"),
-        }
-        tokio::select! {
-            _ = wait_for(stop.clone()) => return,
-            _ = tokio::time::sleep(RETENTION_PASS) => {}
-        }
-    }
-}
-
-/// The catalog lease the janitor's work is done under.
-const JANITOR_LEASE: &str = "janitor";
-/// How often the janitor lists the store for orphaned objects.
-const ORPHAN_SWEEP_EVERY: Duration = Duration::from_secs(600);
-
-/// The janitor's work (merges, deleting tombstoned segments, sweeping orphaned objects), done
-/// by one process at a time: the one holding the `janitor` lease in the catalog. The lease is
-/// renewed every pass for three passes (at least 30 s), so when its holder dies another
-/// process takes over within that time; a clean stop releases it at once.
-async fn janitor_loop(
-    merger: anyhow::Result<Merger, trawl_storage::StorageError>,
-    catalog: Arc<dyn Catalog>,
-    interval: Duration,
-    orphan_age: Option<Duration>,
-    stop: watch::Receiver<bool>,
-) {
-    let merger = match merger {
-        Ok(merger) => merger,
-        Err(error) => {
-            tracing::error!(%error, "background merge is off: cannot start it");
-            return;
-        }
-    };
-    let holder = uuid::Uuid::new_v4().simple().to_string();
-    let ttl = i64::try_from((interval * 3).max(Duration::from_secs(30)).as_nanos()).unwrap_or(i64::MAX);
-    let mut held = false;
-    let mut last_sweep: Option<std::time::Instant> = None;
-    loop {
-        tokio::select! {
-            _ = wait_for(stop.clone()) => break,
-            _ = tokio::time::sleep(interval) => {}
-        }
-        let now = trawl_common::time::now_nanos();
-        let holds = match catalog.take_lease(JANITOR_LEASE, &holder, now, ttl).await {
-            Ok(holds) => holds,
-            Err(error) => {
-                tracing::warn!(%error, "cannot take the janitor's lease; will retry");
-                false
-            }
-        };
-        if holds != held {
-            tracing::info!(holder = %holder, holds, "janitor lease");
-            held = holds;
-        }
-        trawl_common::metrics::METRICS.janitor_lease_held.set(i64::from(held));
-        if !held {
-            continue;
-        }
-        match merger.merge_once().await {
-            Ok(report) if report.merges > 0 => tracing::info!(?report, "merge pass"),
-            Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "merge pass failed; will retry"),
-        }
-        if let Err(error) = merger.purge_once().await {
-            tracing::warn!(%error, "deleting tombstoned segments failed; will retry");
-        }
-        if let Some(age) = orphan_age
-            && last_sweep.is_none_or(|at| at.elapsed() >= ORPHAN_SWEEP_EVERY)
-        {
-            last_sweep = Some(std::time::Instant::now());
-            match merger.sweep_orphans(age).await {
-                Ok(0) => {}
-                Ok(deleted) => tracing::info!(deleted, "deleted orphaned objects"),
-                Err(error) => tracing::warn!(%error, "sweeping orphaned objects failed; will retry"),
-            }
-        }
-    }
-    if held && let Err(error) = catalog.release_lease(JANITOR_LEASE, &holder).await {
-        tracing::warn!(%error, "cannot release the janitor's lease; it runs out on its own");
-    }
-    trawl_common::metrics::METRICS.janitor_lease_held.set(0);
 }
 
 async fn shutdown_signal() {
