@@ -22,7 +22,7 @@ import pytest
 import requests
 from azure.kusto.data import KustoClient, KustoConnectionStringBuilder
 
-from trawl_e2e import TrawlServer, cli, free_ports, http_request, operator_gauges
+from trawl_e2e import PostgresServer, S3Server, TrawlServer, cli, free_ports, http_request, operator_gauges
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "cluster.sh"
@@ -54,6 +54,10 @@ class Cluster:
 
     def up(self) -> "Cluster":
         self.script("up", "--query-nodes", "3", "--merge-interval-secs", "2")
+        return self.up_done()
+
+    def up_done(self) -> "Cluster":
+        """Reads the cluster.env `up` wrote."""
         for line in (self.workdir / "cluster.env").read_text().splitlines():
             key, _, value = line.partition("=")
             self.env[key] = " ".join(shlex.split(value))
@@ -562,3 +566,39 @@ def test_a_member_without_the_settings_it_needs_does_not_start(trawl_bin, tmp_pa
         [str(trawl_bin), "serve", "--data-dir", str(tmp_path), *args], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0 and "BZRK_MASTER_KEY" in done.stderr, done.stderr
+
+
+def test_up_runs_on_an_existing_bucket_and_catalog(trawl_bin, tmp_path):
+    """`up --s3-endpoint --s3-bucket --catalog`: the cluster uses them, and `down` leaves them."""
+    s3 = S3Server(tmp_path / "s3", buckets=("existing",)).start()
+    postgres = PostgresServer().start()
+    other = Cluster(tmp_path, trawl_bin)
+    try:
+        run_on_existing(other, s3, postgres)
+    finally:
+        s3.stop()
+        postgres.remove()
+
+
+def run_on_existing(other: Cluster, s3: S3Server, postgres: PostgresServer) -> None:
+    try:
+        os.environ.update(s3.env())
+        try:
+            other.script(
+                "up", "--query-nodes", "1", "--s3-endpoint", s3.endpoint, "--s3-bucket", "existing",
+                "--s3-prefix", "mine", "--catalog", postgres.url,
+            )  # fmt: skip
+        finally:
+            for key in s3.env():
+                os.environ.pop(key, None)
+        other.up_done()
+        assert other.env["S3_ENDPOINT"] == s3.endpoint and other.env["CATALOG_URL"] == postgres.url
+        assert other.send_logs(other.otlp_http_urls[0], "existing-bucket", 0, 5) == 200
+        assert other.wait_distinct("existing-bucket", 5) == 5
+        assert s3.objects("existing", "mine"), "the segments are in the given bucket, under the prefix"
+        assert postgres.scalar("SELECT count(*) FROM segments") >= 1
+    finally:
+        other.script("down", timeout=120)
+    # Neither the bucket's server nor the catalog was stopped by `down`.
+    assert postgres.scalar("SELECT count(*) FROM segments") >= 1
+    assert s3.process is not None and s3.process.poll() is None

@@ -429,7 +429,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
 
     // Membership: every process registers with meta and heartbeats; a gateway follows the
-    // live query nodes and is ready once meta lists its key.
+    // live query nodes and is ready once meta lists its key and a query node.
     let primary = [
         (ServiceRole::Query, args.query_bind),
         (ServiceRole::Gateway, args.gateway_bind),
@@ -463,9 +463,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             if let Some(gateway) = &watched
                 && !*agent_stop.borrow()
             {
-                gateway.upstreams().set(view.addresses("query"));
-                gateway.set_ready(view.listed);
-                agent_readiness.set(view.listed);
+                // Ready once meta lists the gateway's key and there is a query node to send
+                // requests to.
+                let nodes = view.addresses("query");
+                let ready = view.listed && !nodes.is_empty();
+                gateway.upstreams().set(nodes);
+                gateway.set_ready(ready);
+                agent_readiness.set(ready);
             }
         },
         stop.clone(),
@@ -478,7 +482,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         data_dir = %args.data_dir.display(),
         listening = %listening.join(", "),
         "trawl is up{}",
-        if gateway.is_some() { "; the gateway is ready once meta lists its key" } else { "" }
+        if gateway.is_some() { "; the gateway is ready once meta lists its key and a query node" } else { "" }
     );
     if let Some(path) = bootstrap.as_ref().map(|_| crate::bootstrap::path(&args.data_dir)) {
         tracing::info!(bootstrap = %path.display(), "the admin and ingest tokens are in the bootstrap file");
