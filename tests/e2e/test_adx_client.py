@@ -115,8 +115,11 @@ def test_errors_are_kusto_api_errors(loaded):
         kusto.execute_query("default", "default | where (")
     assert "Syntax error" in str(error.value)
     with pytest.raises(KustoApiError) as error:
-        kusto.execute_mgmt("default", ".drop table default")
+        kusto.execute_mgmt("default", ".alter table default policy caching hot = 1d")
     assert "not supported" in str(error.value)
+    with pytest.raises(KustoApiError) as error:
+        kusto.execute_mgmt("default", ".drop table no_such_table")
+    assert "does not exist" in str(error.value)
 
 
 def progressive(server, csl: str) -> tuple[dict, list[dict]]:

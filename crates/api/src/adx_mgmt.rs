@@ -92,7 +92,11 @@ fn table_name(word: &str) -> &str {
 fn change_error(change: Change, what: &str) -> Result<(), TrawlError> {
     match change {
         Change::Done => Ok(()),
-        Change::NotFound => Err(TrawlError::new(ErrorCode::NotFound, format!("{what} does not exist"))),
+        // As ADX answers a command on a missing entity: a bad request (400), not a missing route.
+        Change::NotFound => Err(TrawlError::new(
+            ErrorCode::UnknownTable,
+            format!("{what} does not exist"),
+        )),
         Change::Exists { deleted } => Err(TrawlError::bad_request(if deleted {
             format!("{what} was dropped and can still be restored")
         } else {
