@@ -1,9 +1,10 @@
 //! The memory budget of `summarize`: every final grouping aggregation of a query holds its
-//! groups within `summarize_memory_limit_bytes`. Past it the aggregation stops with
-//! [`BUDGET_EXCEEDED`] instead of spilling or growing; the engine then runs the query again
-//! keeping only the groups whose key hash falls in half the hash range (then a quarter, …) and
-//! says so with a `SummarizeMemoryLimit` warning. Whole groups are dropped, never parts of
-//! one, and the server never runs out of memory for a summarize.
+//! groups within `summarize_memory_limit_bytes`. Past it the aggregation stops (and its node
+//! records that it tripped, [`tripped`]) instead of spilling or growing; the engine then runs
+//! the same plan rewritten to keep only the groups whose key hash falls in half the hash range
+//! (then a quarter, …; `trawl_planner::budget`) and says so with a `SummarizeMemoryLimit`
+//! warning. Whole groups are dropped, never parts of one, and the server never runs out of
+//! memory for a summarize.
 //!
 //! [`BudgetAggregates`] is a physical optimizer rule that wraps each final (or single-stage)
 //! grouped `AggregateExec` in a [`ContextExec`]; that node runs the aggregate in a
@@ -13,7 +14,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use datafusion::common::Result;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
@@ -35,9 +36,32 @@ use crate::memory::{Limit, LimitedPool};
 /// Part of the error an aggregation over its budget stops with.
 pub(crate) const BUDGET_EXCEEDED: &str = "summarize memory budget exceeded";
 
-/// Whether `error` (as text) is an aggregation over its budget.
-pub(crate) fn over_budget(message: &str) -> bool {
-    message.contains(BUDGET_EXCEEDED)
+/// Whether a budgeted aggregate of `plan` went over its budget while it ran.
+pub(crate) fn tripped(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let mut tripped = false;
+    let _ = plan.apply(|node| {
+        if let Some(context) = node.downcast_ref::<ContextExec>()
+            && let Context::Budget { tripped: flag, .. } = &context.context
+            && flag.load(Ordering::Acquire)
+        {
+            tripped = true;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    tripped
+}
+
+/// The error of a summarize still over its budget with the fewest groups tried.
+pub(crate) fn too_large(error: &DataFusionError) -> trawl_common::TrawlError {
+    trawl_common::TrawlError::new(
+        trawl_common::ErrorCode::BadRequest,
+        format!(
+            "a summarize needs more memory than its budget even with 1/{} of its groups: {}",
+            1u64 << MAX_FRACTION_BITS,
+            error.find_root()
+        ),
+    )
 }
 
 /// Halvings of the groups tried before the query fails (down to 1 group in 64).
@@ -87,6 +111,7 @@ impl PhysicalOptimizerRule for BudgetAggregates {
                 Context::Budget {
                     used: Arc::new(AtomicUsize::new(0)),
                     limit: self.limit_bytes,
+                    tripped: Arc::new(AtomicBool::new(false)),
                 },
             );
             Ok(Transformed::yes(wrapped))
@@ -106,8 +131,13 @@ impl PhysicalOptimizerRule for BudgetAggregates {
 /// The task context a [`ContextExec`] runs its input in.
 #[derive(Debug, Clone)]
 enum Context {
-    /// The aggregate's budget: bytes its partitions hold now, and the limit.
-    Budget { used: Arc<AtomicUsize>, limit: usize },
+    /// The aggregate's budget: bytes its partitions hold now, the limit, and whether it was
+    /// reached.
+    Budget {
+        used: Arc<AtomicUsize>,
+        limit: usize,
+        tripped: Arc<AtomicBool>,
+    },
     /// The query's own context again (below a budgeted aggregate).
     Query,
 }
@@ -135,14 +165,17 @@ impl ContextExec {
 
     /// `context` with a pool that counts against the budget and no spilling; the query's own
     /// context rides along for the input.
-    fn budgeted(context: Arc<TaskContext>, used: &Arc<AtomicUsize>, limit: usize) -> Result<Arc<TaskContext>> {
+    fn budgeted(
+        context: Arc<TaskContext>,
+        used: &Arc<AtomicUsize>,
+        limit: usize,
+        tripped: &Arc<AtomicBool>,
+    ) -> Result<Arc<TaskContext>> {
         let base = context.runtime_env();
-        let pool: Arc<dyn MemoryPool> = Arc::new(LimitedPool::new(
-            Arc::clone(&base.memory_pool),
-            Arc::clone(used),
-            limit,
-            Limit::Summarize,
-        ));
+        let pool: Arc<dyn MemoryPool> = Arc::new(
+            LimitedPool::new(Arc::clone(&base.memory_pool), Arc::clone(used), limit, Limit::Summarize)
+                .tripping(Arc::clone(tripped)),
+        );
         let runtime = RuntimeEnvBuilder::from_runtime_env(&base)
             .with_memory_pool(pool)
             .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled))
@@ -209,7 +242,7 @@ impl ExecutionPlan for ContextExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let context = match &self.context {
-            Context::Budget { used, limit } => ContextExec::budgeted(context, used, *limit)?,
+            Context::Budget { used, limit, tripped } => ContextExec::budgeted(context, used, *limit, tripped)?,
             Context::Query => match context.session_config().get_extension::<QueryContext>() {
                 Some(query) => Arc::clone(&query.0),
                 None => context,

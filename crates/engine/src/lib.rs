@@ -13,6 +13,7 @@ pub mod cells;
 mod coop;
 mod explain;
 mod memory;
+mod prepared;
 pub mod progress;
 mod run;
 mod slices;
@@ -30,6 +31,7 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
+use prepared::Prepared;
 use trawl_catalog::Catalog;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 pub use trawl_planner::Visualization;
@@ -260,7 +262,10 @@ impl Engine {
     /// The bound plan of each result table after DataFusion's optimizer, as an s-expression
     /// (see `explain.rs`), wrapped in `(query (result "name" plan)…)`.
     pub async fn optimized_plan_sexp(&self, request: &QueryRequest) -> Result<String, TrawlError> {
-        let planned = self.plan(request, &Arc::new(ScanCounters::default())).await?;
+        let prepared = self.prepare(request).await?;
+        let planned = self
+            .plan(request, &prepared, &Arc::new(ScanCounters::default()))
+            .await?;
         let state = self.context.state();
         let names: Vec<String> = planned
             .results
@@ -297,7 +302,10 @@ impl Engine {
     /// The physical plans `request` would run, one text per result table (as `EXPLAIN`
     /// shows them).
     pub async fn physical_plans(&self, request: &QueryRequest) -> Result<Vec<String>, TrawlError> {
-        let planned = self.plan(request, &Arc::new(ScanCounters::default())).await?;
+        let prepared = self.prepare(request).await?;
+        let planned = self
+            .plan(request, &prepared, &Arc::new(ScanCounters::default()))
+            .await?;
         let mut plans = Vec::with_capacity(planned.results.len());
         for result in planned.results {
             let (physical, _) = self.physical_plan(result.plan).await?;
@@ -337,22 +345,19 @@ impl Engine {
         .await
     }
 
-    /// Parses and plans `request`, running the discoveries planning needs.
+    /// Parses `request`'s text, once (see `prepared.rs`).
+    async fn prepare(&self, request: &QueryRequest) -> Result<Arc<Prepared>, TrawlError> {
+        let text = request.text.clone();
+        off_runtime(move || Prepared::parse(&text).map(Arc::new)).await
+    }
+
+    /// Plans a parsed query, running the discoveries planning needs (each round binds the
+    /// same syntax tree with more discovered columns).
     async fn plan(
         &self,
         request: &QueryRequest,
+        prepared: &Arc<Prepared>,
         counters: &Arc<ScanCounters>,
-    ) -> Result<trawl_planner::PlannedQuery, TrawlError> {
-        self.plan_groups(request, counters, 0).await
-    }
-
-    /// As [`Engine::plan`], keeping 1 of 2^`group_fraction_bits` groups of every grouping
-    /// summarize (see `budget.rs`).
-    async fn plan_groups(
-        &self,
-        request: &QueryRequest,
-        counters: &Arc<ScanCounters>,
-        group_fraction_bits: u32,
     ) -> Result<trawl_planner::PlannedQuery, TrawlError> {
         let mut tables = self.tables(&request.database, counters).await?;
         let now = trawl_common::time::now_nanos();
@@ -364,11 +369,12 @@ impl Engine {
                 until: request.window.until,
                 now,
                 discovered: Arc::new(discovered.clone()),
-                group_fraction_bits,
             };
-            let text = request.text.clone();
+            let prepared = Arc::clone(prepared);
             let (planned, returned) = off_runtime(move || {
-                let planned = trawl_planner::plan_text(&text, &tables, options);
+                let planned = prepared
+                    .query()
+                    .and_then(|query| trawl_planner::plan_query(query, prepared.text(), &tables, options));
                 Ok((planned, tables))
             })
             .await?;
@@ -500,9 +506,7 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
         return TrawlError::internal(damage.to_string());
     }
     // A memory limit reached deep inside an operator arrives wrapped in other errors.
-    if let DataFusionError::ResourcesExhausted(message) = error.find_root()
-        && !budget::over_budget(message)
-    {
+    if let DataFusionError::ResourcesExhausted(message) = error.find_root() {
         let message = if message.starts_with(memory::QUERY_LIMIT_EXCEEDED) {
             message.clone()
         } else {
@@ -517,13 +521,6 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
         DataFusionError::SchemaError(error, _) => {
             TrawlError::new(ErrorCode::BadRequest, format!("the query cannot run: {error}"))
         }
-        other if budget::over_budget(&other.to_string()) => TrawlError::new(
-            ErrorCode::BadRequest,
-            format!(
-                "a summarize needs more memory than its budget even with 1/{} of its groups: {other}",
-                1u64 << budget::MAX_FRACTION_BITS
-            ),
-        ),
         other if other.to_string().contains("Divide by zero") => {
             TrawlError::new(ErrorCode::BadRequest, "the query divides a whole number by zero")
         }

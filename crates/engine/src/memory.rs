@@ -9,7 +9,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use datafusion::common::Result;
 use datafusion::error::DataFusionError;
@@ -36,15 +36,24 @@ pub(crate) struct LimitedPool {
     used: Arc<AtomicUsize>,
     limit: usize,
     kind: Limit,
+    /// Set when a reservation was refused (the budget's node reads it: `budget::tripped`).
+    tripped: Option<Arc<AtomicBool>>,
 }
 
 impl LimitedPool {
+    /// The same pool, recording in `flag` when it refuses a reservation.
+    pub(crate) fn tripping(mut self, flag: Arc<AtomicBool>) -> LimitedPool {
+        self.tripped = Some(flag);
+        self
+    }
+
     pub(crate) fn new(inner: Arc<dyn MemoryPool>, used: Arc<AtomicUsize>, limit: usize, kind: Limit) -> LimitedPool {
         LimitedPool {
             inner,
             used,
             limit,
             kind,
+            tripped: None,
         }
     }
 
@@ -109,6 +118,9 @@ impl MemoryPool for LimitedPool {
     fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
         let used = self.used.load(Ordering::Acquire);
         if used.saturating_add(additional) > self.limit {
+            if let Some(flag) = &self.tripped {
+                flag.store(true, Ordering::Release);
+            }
             return Err(self.exceeded(reservation, additional, used));
         }
         self.inner.try_grow(reservation, additional)?;

@@ -371,7 +371,8 @@ impl Engine {
         let _running = GaugeHeld::new(&METRICS.query_running);
         let counters = run.tracker.counters();
         run.progress(false).await?;
-        let planned = run.ticking(self.plan(request, &counters)).await??;
+        let prepared = run.ticking(self.prepare(request)).await??;
+        let planned = run.ticking(self.plan(request, &prepared, &counters)).await??;
         run.tracker.time_bin = planned.time_bin;
         // Warnings aggregates raise while running; whatever is left when the run ends (an
         // error, a cancel) is dropped with the guard.
@@ -383,13 +384,12 @@ impl Engine {
         .await?;
         if let [only] = planned.results.as_slice()
             && only.name.is_none()
-            && let Some(sliced) = crate::slices::sliceable(&request.text)
+            && let Some(sliced) = &prepared.sliced
             // Time bins gain nothing from slices unless someone watches the snapshots.
             && (run.snapshots || matches!(sliced.mode, crate::slices::SliceMode::Newest { .. }))
             && let Some((lo, hi)) = self.time_extent(request, &sliced.table).await?
         {
-            self.run_sliced(request, run, only.columns.clone(), sliced.mode, (lo, hi))
-                .await?;
+            self.run_sliced(run, only, sliced, (lo, hi)).await?;
             for warning in runtime_warnings.take() {
                 run.send(QueryEvent::Warning(warning)).await?;
             }
@@ -407,7 +407,7 @@ impl Engine {
                 columns: result.columns,
             })
             .await?;
-            let mut plan = result.plan;
+            let mut plan = result.plan.clone();
             let mut bits = 0u32;
             let rows = loop {
                 run.tracker.planning = true;
@@ -438,26 +438,26 @@ impl Engine {
                     plan = %DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true),
                     "executed plan with metrics"
                 );
-                match failed {
-                    None => break sent.rows,
-                    // A summarize over its memory budget, before any row went out: again with
-                    // half as many groups (see budget.rs).
-                    Some(error)
-                        if sent.rows == 0
-                            && bits < crate::budget::MAX_FRACTION_BITS
-                            && crate::budget::over_budget(&error.to_string()) =>
-                    {
+                let Some(error) = failed else {
+                    break sent.rows;
+                };
+                // A summarize over its memory budget (its budgeted aggregate says so), before
+                // any row went out: the same plan again keeping half as many groups (budget.rs).
+                let thinner =
+                    if sent.rows == 0 && bits < crate::budget::MAX_FRACTION_BITS && crate::budget::tripped(&physical) {
+                        trawl_planner::budget::keep_groups(&result.plan, bits + 1).map_err(execution_error)?
+                    } else {
+                        None
+                    };
+                match thinner {
+                    Some(thinner) => {
                         bits += 1;
-                        let counters = run.tracker.counters();
-                        let replanned = run.ticking(self.plan_groups(request, &counters, bits)).await??;
-                        let Some(again) = replanned.results.into_iter().nth(index) else {
-                            return Err(Stop::Failed(TrawlError::internal(
-                                "the query planned fewer results again",
-                            )));
-                        };
-                        plan = again.plan;
+                        plan = thinner;
                     }
-                    Some(error) => return Err(Stop::Failed(execution_error(error))),
+                    None if crate::budget::tripped(&physical) => {
+                        return Err(Stop::Failed(crate::budget::too_large(&error)));
+                    }
+                    None => return Err(Stop::Failed(execution_error(error))),
                 }
             };
             if bits > 0 {
@@ -641,42 +641,34 @@ impl Engine {
         Ok((lo < hi).then_some((lo, hi)))
     }
 
-    /// Runs a time-sliced query (see `slices.rs`): slices newest first, a snapshot after each
-    /// one that is not the last, then the final rows.
+    /// Runs a time-sliced query (see `slices.rs`): slices newest first, each the one plan
+    /// narrowed to its time, a snapshot after each one that is not the last, then the final
+    /// rows.
     async fn run_sliced(
         &self,
-        request: &QueryRequest,
         run: &mut Run,
-        columns: Vec<(String, KqlType)>,
-        mode: crate::slices::SliceMode,
+        result: &trawl_planner::PlannedResult,
+        sliced: &crate::slices::Sliced,
         (lo, hi): (i64, i64),
     ) -> Result<(), Stop> {
         let name = "PrimaryResult";
         run.send(QueryEvent::TableStarted {
             name: name.to_string(),
-            columns,
+            columns: result.columns.clone(),
         })
         .await?;
-        let newest = match mode {
+        let newest = match sliced.mode {
             crate::slices::SliceMode::Newest { n } => Some(n),
             crate::slices::SliceMode::Bins { .. } => None,
         };
-        let slices = crate::slices::slices(mode, lo, hi);
+        let slices = crate::slices::slices(sliced.mode, lo, hi);
         let mut gathered: Vec<RecordBatch> = Vec::new();
-        let mut warnings: Vec<QueryWarning> = Vec::new();
         let mut rows = 0usize;
-        let counters = run.tracker.counters();
         for (index, (slice_lo, slice_hi)) in slices.iter().enumerate() {
-            let mut slice = request.clone();
-            slice.window.since = Some(request.window.since.map_or(*slice_lo, |s| s.max(*slice_lo)));
-            slice.window.until = Some(request.window.until.map_or(*slice_hi, |u| u.min(*slice_hi)));
-            let planned = run.ticking(self.plan(&slice, &counters)).await??;
-            let slice_warnings = RuntimeWarnings(planned.runtime_warning_key);
-            let Some(result) = planned.results.into_iter().next() else {
-                return Err(Stop::Failed(TrawlError::internal("a time slice planned no result")));
-            };
+            let plan =
+                crate::slices::narrow(&result.plan, &sliced.table, *slice_lo, *slice_hi).map_err(execution_error)?;
             run.tracker.planning = true;
-            let (physical, task) = run.ticking(self.physical_plan(result.plan)).await??;
+            let (physical, task) = run.ticking(self.physical_plan(plan)).await??;
             run.tracker.planning = false;
             run.report_unreadable().await?;
             run.tracker.running(physical.clone());
@@ -692,11 +684,6 @@ impl Engine {
                 }
             }
             drop(stream);
-            for warning in slice_warnings.take() {
-                if !warnings.iter().any(|w: &QueryWarning| w.kind == warning.kind) {
-                    warnings.push(warning);
-                }
-            }
             let complete = newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows;
             if complete || index + 1 == slices.len() {
                 break;
@@ -712,9 +699,6 @@ impl Engine {
             }
         }
         run.send(QueryEvent::TableFinished { rows: sent.rows }).await?;
-        for warning in warnings {
-            run.send(QueryEvent::Warning(warning)).await?;
-        }
         Ok(())
     }
 }

@@ -13,6 +13,9 @@
 //! for clients that show partial results; the first comes from the newest 1/256 of the time
 //! range (one sixteenth for bins) and slices then double in width.
 
+use datafusion::common::ScalarValue;
+use datafusion::common::tree_node::{Transformed, TransformedResult};
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder, col, lit};
 use trawl_kql::ast::{ExprKind, Literal, NamedExpr, Operator, OperatorKind, SortOrder, StatementKind};
 
 /// What a sliced run computes.
@@ -81,9 +84,8 @@ fn time_bin(item: &NamedExpr) -> Option<i64> {
     }
 }
 
-/// The sliced shape of `text`, if it has one.
-pub(crate) fn sliceable(text: &str) -> Option<Sliced> {
-    let query = trawl_kql::parse(text).ok()?;
+/// The sliced shape of a parsed query, if it has one.
+pub(crate) fn sliceable(query: &trawl_kql::ast::Query) -> Option<Sliced> {
     let [statement] = query.statements.as_slice() else {
         return None;
     };
@@ -170,9 +172,42 @@ pub(crate) fn slices(mode: SliceMode, lo: i64, hi: i64) -> Vec<(i64, i64)> {
     out
 }
 
+/// `plan` narrowed to the slice `[lo, hi)` of `table`'s time: every scan of the table gets a
+/// filter on `timestamp`, which the optimizer pushes into the scan (so segments outside the
+/// slice are pruned). The rest of the plan (the query window, `now()`, series starts) is the
+/// one planned for the whole query.
+pub(crate) fn narrow(plan: &LogicalPlan, table: &str, lo: i64, hi: i64) -> datafusion::error::Result<LogicalPlan> {
+    plan.clone()
+        .transform_up_with_subqueries(|node| match node {
+            LogicalPlan::TableScan(scan)
+                if scan.table_name.table() == table
+                    && scan.source.schema().field_with_name(trawl_common::TIME_COLUMN).is_ok() =>
+            {
+                let time = || col(trawl_common::TIME_COLUMN);
+                let at = |nanos| {
+                    lit(ScalarValue::TimestampNanosecond(
+                        Some(nanos),
+                        Some(trawl_functions::types::UTC.into()),
+                    ))
+                };
+                let window = time().gt_eq(at(lo)).and(time().lt(at(hi)));
+                let narrowed = LogicalPlanBuilder::from(LogicalPlan::TableScan(scan))
+                    .filter(window)?
+                    .build()?;
+                Ok(Transformed::yes(narrowed))
+            }
+            other => Ok(Transformed::no(other)),
+        })
+        .data()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sliceable(text: &str) -> Option<Sliced> {
+        super::sliceable(&trawl_kql::parse(text).ok()?)
+    }
 
     #[test]
     fn shapes_that_slice_and_shapes_that_do_not() {

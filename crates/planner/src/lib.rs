@@ -10,6 +10,7 @@
 
 mod aggregates;
 mod apply;
+pub mod budget;
 mod context;
 mod expand;
 mod joins;
@@ -68,9 +69,6 @@ pub struct PlanOptions {
     pub now: i64,
     /// Columns found by running [`Discovery`] plans (for `bag_unpack`), by discovery key.
     pub discovered: std::sync::Arc<std::collections::HashMap<String, Vec<(String, KqlType)>>>,
-    /// Grouping `summarize`s keep only the groups whose key hash has this many low bits zero
-    /// (1 of 2^bits of the groups): set when a summarize went over its memory budget.
-    pub group_fraction_bits: u32,
 }
 
 /// A plan to run before planning can finish: its single column holds dynamic values whose

@@ -500,22 +500,11 @@ impl Planner<'_> {
         }
 
         let mut builder = input.builder();
-        let bits = self.options.group_fraction_bits.min(30);
-        if bits > 0 && !group_exprs.is_empty() {
-            // Over the memory budget: whole groups, chosen by the hash of their keys.
-            let Some(hash) = trawl_functions::registry::lookup("hash_many") else {
-                return Err(TrawlError::new(ErrorCode::Internal, "hash_many is not registered"));
-            };
+        if !group_exprs.is_empty() {
+            // Every group for now; the engine thins them out by rewriting this filter when
+            // the summarize goes over its memory budget (`budget.rs`).
             let keys: Vec<Expr> = group_exprs.iter().map(|e| e.clone().unalias()).collect();
-            let hashed = Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
-                std::sync::Arc::new((hash.udf)()),
-                keys,
-            ));
-            let mask = datafusion::logical_expr::lit((1i64 << bits) - 1);
-            let kept =
-                datafusion::logical_expr::binary_expr(hashed, datafusion::logical_expr::Operator::BitwiseAnd, mask)
-                    .eq(datafusion::logical_expr::lit(0i64));
-            builder = builder.filter(kept).map_err(|e| internal(&e))?;
+            builder = builder.filter(crate::budget::marker(keys)).map_err(|e| internal(&e))?;
         }
         let aggregated = builder
             .aggregate(group_exprs, aggregate_exprs)
