@@ -297,6 +297,20 @@ def test_the_opentelemetry_sdk_over_grpc_reaches_both_ingest_nodes(cluster):
         assert dict(cluster.query(kql)[1]) == expected, transport
 
 
+def test_a_retry_that_lands_on_the_other_ingest_node_is_stored_once(cluster):
+    marker = f"retry-{uuid.uuid4().hex[:8]}"
+    records = [{"timeUnixNano": str(time.time_ns()), "body": {"stringValue": f"{marker} {i}"}} for i in range(7)]
+    body = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}).encode()
+    headers = {"Content-Type": "application/json", **cluster.ingest_auth}
+    for url in cluster.otlp_http_urls + cluster.otlp_http_urls:
+        assert http_request(url + "/v1/logs", body, headers, "POST")[0] == 200
+    deadline = time.monotonic() + 20
+    while cluster.count(f"default | where body has '{marker}'") < 7 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    time.sleep(2)
+    assert cluster.count(f"default | where body has '{marker}'") == 7
+
+
 def query_count(cluster: Cluster, name: str) -> float:
     _, _, body = http_request(cluster.operators[name] + "/metrics")
     total = 0.0

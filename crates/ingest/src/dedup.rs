@@ -8,7 +8,10 @@
 //!
 //! The keys live in memory (loaded from the catalog at start) and in the catalog (pruned once
 //! they leave the window). When a commit's outcome is unknown (the catalog failed mid-commit
-//! past the retry time), its keys are "uncertain" and the next copy asks the catalog.
+//! past the retry time), its keys are "uncertain" and the next copy asks the catalog. When
+//! several ingest processes share the catalog (a cluster), a key this process does not know
+//! is looked up in the catalog too ([`Dedup::shared`]): a retry that lands on another node
+//! than the first attempt is still stored once.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
@@ -74,6 +77,9 @@ pub enum Admission {
     Wait(oneshot::Receiver<Result<(), TrawlError>>),
     /// Its last commit's outcome is unknown: ask the catalog first.
     Uncertain,
+    /// Unknown here, and other processes write to the same catalog: ask it whether one of
+    /// them stored it (when the catalog cannot answer, store it).
+    Check,
     /// New: store it (its key is now pending).
     Store,
 }
@@ -87,6 +93,8 @@ pub struct Dedup {
     /// Keys in a buffer or being flushed: since when, and copies waiting for the answer.
     pending: HashMap<RequestKey, (i64, Vec<Waiter>)>,
     uncertain: HashSet<RequestKey>,
+    /// Other processes commit to the same catalog: unknown keys are looked up there.
+    shared: bool,
 }
 
 impl Dedup {
@@ -97,7 +105,14 @@ impl Dedup {
             order: VecDeque::new(),
             pending: HashMap::new(),
             uncertain: HashSet::new(),
+            shared: false,
         }
+    }
+
+    /// The same, for a process that shares its catalog with other ingest processes.
+    pub fn shared(mut self, shared: bool) -> Dedup {
+        self.shared = shared;
+        self
     }
 
     pub fn enabled(&self) -> bool {
@@ -146,6 +161,10 @@ impl Dedup {
 
     /// Decides what to do with a request of `key` arriving at `now`.
     pub fn admit(&mut self, key: RequestKey, now: i64) -> Admission {
+        self.decide(key, now, self.shared)
+    }
+
+    fn decide(&mut self, key: RequestKey, now: i64, check_unknown: bool) -> Admission {
         self.expire(now);
         if self.committed.contains_key(&key) {
             return Admission::Stored;
@@ -172,18 +191,22 @@ impl Dedup {
         if self.uncertain.contains(&key) {
             return Admission::Uncertain;
         }
+        if check_unknown {
+            return Admission::Check;
+        }
         self.pending.insert(key, (now, Vec::new()));
         Admission::Store
     }
 
-    /// The catalog answered for an uncertain key: `stored` or not (then it is pending now).
+    /// The catalog answered for an uncertain or unknown key: `stored` or not (then it is
+    /// pending now, or a copy of it is).
     pub fn resolve(&mut self, key: RequestKey, stored: bool, now: i64) -> Admission {
         self.uncertain.remove(&key);
         if stored {
             self.remember(key, now);
             return Admission::Stored;
         }
-        self.admit(key, now)
+        self.decide(key, now, false)
     }
 
     /// The flush of `key` ended: copies waiting for it get `result`; a stored key is
@@ -210,6 +233,24 @@ impl Dedup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_catalog_is_asked_about_keys_this_process_does_not_know() {
+        let key = RequestKey::of_body("otlp/logs", b"body");
+        let mut shared = Dedup::new(Duration::from_secs(60)).shared(true);
+        assert!(matches!(shared.admit(key, 1), Admission::Check));
+        // Another node stored it: acknowledged, and remembered here from now on.
+        assert!(matches!(shared.resolve(key, true, 2), Admission::Stored));
+        assert!(matches!(shared.admit(key, 3), Admission::Stored));
+        // Nobody stored it: this copy stores it, and a copy arriving meanwhile waits for it.
+        let other = RequestKey::of_body("otlp/logs", b"other");
+        assert!(matches!(shared.admit(other, 4), Admission::Check));
+        assert!(matches!(shared.resolve(other, false, 5), Admission::Store));
+        assert!(matches!(shared.admit(other, 6), Admission::Wait(_)));
+        // A process of its own never asks.
+        let mut alone = Dedup::new(Duration::from_secs(60));
+        assert!(matches!(alone.admit(key, 1), Admission::Store));
+    }
 
     #[test]
     fn keys_differ_by_route_table_and_body_and_survive_hex() {

@@ -55,6 +55,9 @@ pub struct IngestConfig {
     /// How long a stored request is remembered so that the same request again is not stored
     /// twice; zero turns deduplication off.
     pub dedup_window: Duration,
+    /// Other ingest processes commit to the same catalog (a cluster): a request this process
+    /// does not know is looked up in the catalog before it is stored.
+    pub shared_catalog: bool,
 }
 
 impl Default for IngestConfig {
@@ -67,6 +70,7 @@ impl Default for IngestConfig {
             concurrent_flushes: 2,
             retry_for: Duration::from_secs(25),
             dedup_window: Duration::from_secs(600),
+            shared_catalog: false,
         }
     }
 }
@@ -119,7 +123,7 @@ pub struct Ingestor {
 impl Ingestor {
     /// Loads the request keys stored within the deduplication window and starts the flusher.
     pub async fn start(writer: SegmentWriter, catalog: Arc<dyn Catalog>, config: IngestConfig) -> Ingestor {
-        let mut dedup = Dedup::new(config.dedup_window);
+        let mut dedup = Dedup::new(config.dedup_window).shared(config.shared_catalog);
         if dedup.enabled() {
             let since = trawl_common::time::now_nanos().saturating_sub(dedup.window_nanos());
             match catalog.requests_since(since).await {
@@ -202,6 +206,18 @@ impl Ingestor {
                 })?;
                 self.inner.dedup().resolve(key, stored, now)
             }
+            Admission::Check => {
+                // Whether another process stored it; when the catalog cannot say, storing it
+                // is the safe side (at least once).
+                let stored = match self.inner.catalog.request_committed(&key.to_hex()).await {
+                    Ok(stored) => stored,
+                    Err(error) => {
+                        tracing::debug!(%error, "cannot look a request up in the catalog; storing it");
+                        false
+                    }
+                };
+                self.inner.dedup().resolve(key, stored, now)
+            }
             other => other,
         };
         match admission {
@@ -219,7 +235,7 @@ impl Ingestor {
                 }
                 result.map(|()| None)
             }
-            Admission::Uncertain => Err(TrawlError::unavailable(
+            Admission::Uncertain | Admission::Check => Err(TrawlError::unavailable(
                 "cannot tell whether this request was stored before; retry later",
             )),
         }

@@ -352,6 +352,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     flush_interval: config.flush_interval,
                     retry_for: Duration::from_secs(args.ingest_retry_secs),
                     dedup_window: Duration::from_secs(args.ingest_dedup_window_secs),
+                    shared_catalog: !roles.single(),
                     ..IngestConfig::default()
                 },
             )
