@@ -75,10 +75,18 @@ launch() {
     )
 }
 
+# Whether process PID runs (an exited process its new parent has not reaped yet is a zombie:
+# it has stopped).
+running() {
+    local state
+    state="$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" || return 1
+    [ -n "$state" ] && [ "$state" != "Z" ] && [ "$state" != "X" ]
+}
+
 alive() {
     local pid
     pid="$(cat "$dir/$1.pid" 2>/dev/null)" || return 1
-    kill -0 "$pid" 2>/dev/null
+    running "$pid"
 }
 
 stop_one() {
@@ -86,8 +94,8 @@ stop_one() {
     pid="$(cat "$dir/$name.pid" 2>/dev/null)" || return 0
     kill "-$signal" "$pid" 2>/dev/null || true
     for _ in $(seq 1 300); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
+        running "$pid" || return 0
+        sleep 0.05
     done
     kill -KILL "$pid" 2>/dev/null || true
 }

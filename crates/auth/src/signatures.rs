@@ -1,6 +1,7 @@
 //! Checking the gateway's signatures (SPEC "Authentication"): the query and meta services
 //! answer only requests a registered gateway key signed. Keys are cached and reloaded from
-//! the catalog when an unknown key id shows up (at most once a second). Each signature is
+//! the catalog when an unknown key id shows up (at most once a second; a request waits for
+//! the next reload rather than being refused). Each signature is
 //! accepted once: the nonces of accepted requests are remembered while their signatures are
 //! fresh, so a captured request sent again is refused.
 
@@ -51,7 +52,9 @@ impl Seen {
 pub struct SignatureCheck {
     directory: Arc<dyn Directory>,
     keys: RwLock<HashMap<String, VerifyingKey>>,
-    reloaded: Mutex<Option<Instant>>,
+    /// When the last reload of the keys started; held while a reload is due or running, so
+    /// reloads happen one at a time.
+    reloaded: tokio::sync::Mutex<Option<Instant>>,
     seen: Mutex<Seen>,
 }
 
@@ -60,7 +63,7 @@ impl SignatureCheck {
         Arc::new(SignatureCheck {
             directory,
             keys: RwLock::new(HashMap::new()),
-            reloaded: Mutex::new(None),
+            reloaded: tokio::sync::Mutex::new(None),
             seen: Mutex::new(Seen::default()),
         })
     }
@@ -69,35 +72,45 @@ impl SignatureCheck {
         self.keys.read().ok().and_then(|keys| keys.get(key_id).copied())
     }
 
+    /// The key `key_id` names. An unknown id reloads the keys from the catalog: a gateway that
+    /// just started signs with a key registered a moment ago. Reloads run one at a time, at
+    /// most one per [`RELOAD_PAUSE`]; a request that finds one due waits for it rather than
+    /// being refused, and one reload started after a request arrived answers for it (so a
+    /// flood of unknown ids costs the catalog one query a second, and a request waits about a
+    /// second at most).
     async fn key(&self, key_id: &str) -> Option<VerifyingKey> {
         if let Some(key) = self.cached(key_id) {
             return Some(key);
         }
-        let due = self
-            .reloaded
-            .lock()
-            .map(|mut last| {
-                let due = last.is_none_or(|at| at.elapsed() >= RELOAD_PAUSE);
-                if due {
-                    *last = Some(Instant::now());
-                }
-                due
-            })
-            .unwrap_or(false);
-        if due {
-            match self.directory.gateway_keys().await {
-                Ok(records) => {
-                    let loaded: HashMap<String, VerifyingKey> = records
-                        .iter()
-                        .filter_map(|r| auth::parse_public_key(&r.public_key).map(|k| (r.key_id.clone(), k)))
-                        .collect();
-                    if let Ok(mut keys) = self.keys.write() {
-                        *keys = loaded;
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "cannot load gateway keys"),
+        let arrived = Instant::now();
+        let mut last = self.reloaded.lock().await;
+        if let Some(key) = self.cached(key_id) {
+            return Some(key);
+        }
+        if last.is_some_and(|started| started > arrived) {
+            // A reload that started after this request arrived did not find the key.
+            return None;
+        }
+        if let Some(started) = *last {
+            let pause = RELOAD_PAUSE.saturating_sub(started.elapsed());
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
             }
         }
+        *last = Some(Instant::now());
+        match self.directory.gateway_keys().await {
+            Ok(records) => {
+                let loaded: HashMap<String, VerifyingKey> = records
+                    .iter()
+                    .filter_map(|r| auth::parse_public_key(&r.public_key).map(|k| (r.key_id.clone(), k)))
+                    .collect();
+                if let Ok(mut keys) = self.keys.write() {
+                    *keys = loaded;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot load gateway keys"),
+        }
+        drop(last);
         self.cached(key_id)
     }
 
@@ -152,5 +165,41 @@ impl SignatureCheck {
             return Err(SignatureError::Replayed);
         }
         Ok(identity)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use trawl_catalog::{Directory, GatewayKeyRecord, SqlCatalog};
+
+    use super::*;
+    use crate::token::GatewayKey;
+
+    async fn register(directory: &dyn Directory, key: &GatewayKey) -> Result<(), trawl_catalog::CatalogError> {
+        directory
+            .register_gateway_key(&GatewayKeyRecord {
+                key_id: key.key_id.clone(),
+                public_key: key.public_key(),
+                created_at: 0,
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_gateway_key_registered_a_moment_after_another_is_found() -> Result<(), Box<dyn std::error::Error>> {
+        let directory: Arc<dyn Directory> = Arc::new(SqlCatalog::in_memory().await?);
+        let check = SignatureCheck::new(directory.clone());
+        let (first, second) = (GatewayKey::from_seed([1; 32]), GatewayKey::from_seed([2; 32]));
+        register(directory.as_ref(), &first).await?;
+        assert!(check.key(&first.key_id).await.is_some());
+        // A second gateway starts within the reload pause: its requests wait for the next
+        // reload instead of being refused.
+        register(directory.as_ref(), &second).await?;
+        assert!(check.key(&second.key_id).await.is_some());
+        // An id nobody registered is refused, after one reload.
+        assert!(check.key("no-such-key").await.is_none());
+        Ok(())
     }
 }

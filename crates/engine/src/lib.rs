@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use datafusion::arrow::error::ArrowError;
 pub use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::error::DataFusionError;
@@ -494,6 +495,16 @@ fn unavailable_part(error: &DataFusionError) -> Option<TrawlError> {
     text.contains("Object Store error").then(|| store(&text))
 }
 
+/// Whether `error` is Arrow's integer division by zero, however it was wrapped.
+fn divides_by_zero(error: &DataFusionError) -> bool {
+    let arrow = |e: &ArrowError| matches!(e, ArrowError::DivideByZero);
+    error.iter().any(|cause| match cause {
+        DataFusionError::ArrowError(inner, _) => arrow(inner),
+        DataFusionError::Shared(inner) => divides_by_zero(inner),
+        _ => false,
+    }) || trawl_storage::find_cause::<ArrowError>(error).is_some_and(arrow)
+}
+
 /// Maps an execution failure to a caller-facing error; internal details go to the log.
 pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
     if let Some(unavailable) = unavailable_part(&error) {
@@ -521,7 +532,7 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
         DataFusionError::SchemaError(error, _) => {
             TrawlError::new(ErrorCode::BadRequest, format!("the query cannot run: {error}"))
         }
-        other if other.to_string().contains("Divide by zero") => {
+        other if divides_by_zero(&other) => {
             TrawlError::new(ErrorCode::BadRequest, "the query divides a whole number by zero")
         }
         other => {

@@ -466,7 +466,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             {
                 // Ready once meta lists the gateway's key and there is a query node to send
                 // requests to.
-                let nodes = view.addresses("query");
+                let mut nodes = view.addresses("query");
+                if nodes.is_empty() {
+                    // A meta that just restarted lists the members that heartbeated since; until
+                    // the query nodes have, the last known ones are still the best guess (a dead
+                    // one is passed over at once).
+                    nodes = gateway.upstreams().list();
+                }
                 let ready = view.listed && !nodes.is_empty();
                 gateway.upstreams().set(nodes);
                 gateway.set_ready(ready);
