@@ -11,26 +11,28 @@ use anyhow::Context;
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+mod ingest;
 mod janitor;
 mod roles;
+mod setup;
 
 pub use roles::ServiceRole;
 
+use ingest::serve_ingest;
 use janitor::{JanitorSettings, janitor_loop};
 use roles::{Roles, Settings};
+use setup::{advertised_host, deletion_grace, engine_config, master_keys, open_store, redact_password};
 use trawl_api::member_agent::{Credential, MemberAgent, View};
 use trawl_api::membership::Registry;
 use trawl_api::meta_grpc::MetaState;
 use trawl_api::signed::SignatureCheck;
 use trawl_api::state::Readiness;
-use trawl_api::{IngestState, QueryState, ServiceInfo};
-use trawl_auth::service::MasterKeys;
+use trawl_api::{QueryState, ServiceInfo};
 use trawl_catalog::{Catalog, Directory, Objects, SqlCatalog};
-use trawl_engine::{Engine, EngineConfig};
+use trawl_engine::Engine;
 use trawl_gateway::{Gateway, GatewayConfig, Upstreams};
-use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
-use trawl_storage::cache::SegmentCache;
-use trawl_storage::{MergePolicy, Merger, S3Settings, SegmentWriter, StoreLocation};
+use trawl_ingest::{IngestConfig, Ingestor};
+use trawl_storage::{MergePolicy, Merger, SegmentWriter, StoreLocation};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -296,11 +298,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let readiness = Arc::new(Readiness::default());
     let (stop_sender, stop) = watch::channel(false);
     let mut servers = tokio::task::JoinSet::new();
-    let bind = |address: SocketAddr, what: &'static str| async move {
-        TcpListener::bind(address)
-            .await
-            .with_context(|| format!("cannot listen on {address} ({what})"))
-    };
     let advertise = |address: SocketAddr| format!("http://{}:{}", advertised_host(args, address), address.port());
     let meta_url = args
         .meta
@@ -535,189 +532,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The master keys: `BZRK_MASTER_KEY` (and the secondary during a rotation); the embedded
-/// default falls back to the bootstrap file's; ingest alone has none.
-fn master_keys(
-    args: &ServeArgs,
-    roles: &Roles,
-    bootstrap: Option<&crate::bootstrap::Bootstrap>,
-) -> anyhow::Result<Option<MasterKeys>> {
-    let primary = match (&args.master_key, bootstrap) {
-        (Some(key), _) => key.clone(),
-        (None, Some(bootstrap)) if roles.single() && !bootstrap.master_key.is_empty() => bootstrap.master_key.clone(),
-        (None, _) if roles.single() => anyhow::bail!(
-            "the bootstrap file holds no master key (it was written by a cluster's meta): set BZRK_MASTER_KEY"
-        ),
-        (None, _) => return Ok(None),
-    };
-    MasterKeys::new(&primary, args.secondary_master_key.as_deref())
-        .map(Some)
-        .context("cannot use the master key (BZRK_MASTER_KEY)")
-}
-
-/// The segment store, swept of partial writes, behind the local cache when `cached` and on
-/// object storage.
-async fn open_store(
-    args: &ServeArgs,
-    faults: Option<Arc<trawl_common::faults::Faults>>,
-    cached: bool,
-) -> anyhow::Result<trawl_storage::SegmentStore> {
-    let location = args
-        .object_store
-        .clone()
-        .unwrap_or_else(|| StoreLocation::Local(args.data_dir.join("segments")));
-    let s3 = S3Settings {
-        endpoint: args.s3_endpoint.clone(),
-        region: args.s3_region.clone(),
-        virtual_hosted_style: args.s3_virtual_hosted_style,
-    };
-    let mut store = location
-        .open(&s3)
-        .with_context(|| format!("cannot open the segment store {location}"))?;
-    store
-        .check_reachable()
+/// A listener on `address`; `what` names it in the error.
+async fn bind(address: SocketAddr, what: &'static str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address)
         .await
-        .with_context(|| format!("cannot reach the segment store {location}"))?;
-    tracing::info!(store = %location, "segment store");
-    let swept = store.sweep_partial().await.context("cannot sweep the segment store")?;
-    if swept > 0 {
-        tracing::info!(
-            files = swept,
-            "removed partial segment files left by an interrupted write"
-        );
-    }
-    if let Some(faults) = faults {
-        store = store.with_faults(faults);
-    }
-    if cached && location.local_path().is_none() && args.segment_cache_bytes > 0 {
-        let dir = args
-            .segment_cache_dir
-            .clone()
-            .unwrap_or_else(|| args.data_dir.join("segment-cache"));
-        let cache = SegmentCache::open(&dir, args.segment_cache_bytes)
-            .with_context(|| format!("cannot open the segment cache in {}", dir.display()))?;
-        tracing::info!(dir = %dir.display(), bytes = cache.bytes(), capacity = cache.capacity(), "segment cache");
-        store = store.with_cache(Arc::new(cache));
-    }
-    Ok(store)
-}
-
-fn engine_config(args: &ServeArgs) -> EngineConfig {
-    EngineConfig {
-        memory_limit_bytes: args.query_memory_limit_bytes,
-        query_memory_limit_bytes: args.query_memory_per_query_bytes.min(args.query_memory_limit_bytes),
-        spill_dir: Some(args.data_dir.join("spill")),
-        spill_limit_bytes: args.query_spill_limit_bytes,
-        max_concurrent_queries: args
-            .max_concurrent_queries
-            .unwrap_or_else(trawl_engine::default_concurrent_queries),
-        max_queued_queries: args.max_queued_queries,
-        summarize_memory_limit_bytes: args.summarize_memory_limit_bytes,
-        default_timeout: Duration::from_secs(args.query_timeout_secs),
-        max_timeout: Duration::from_secs(args.query_max_timeout_secs),
-        ..EngineConfig::default()
-    }
-}
-
-/// How long the objects of tombstoned segments stay: longer than any query may run
-/// (`--query-max-timeout-secs`, plus a minute), at least five minutes. A query that planned
-/// with a segment can read it to its end.
-fn deletion_grace(args: &ServeArgs) -> Duration {
-    Duration::from_secs(args.query_max_timeout_secs.saturating_add(60)).max(MergePolicy::default().grace)
-}
-
-/// The ingest faces: OTLP/HTTP (with log push), OTLP/gRPC and, when on, the vendor intake.
-#[allow(clippy::too_many_arguments)]
-async fn serve_ingest(
-    args: &ServeArgs,
-    ingestor: &Ingestor,
-    directory: &Arc<dyn Directory>,
-    objects: &Arc<dyn Objects>,
-    readiness: &Arc<Readiness>,
-    info: &ServiceInfo,
-    servers: &mut tokio::task::JoinSet<anyhow::Result<()>>,
-    stop: &watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let ingest_auth = if args.default_ingest_token_enabled && !args.require_auth {
-        tracing::warn!("anonymous ingest is on: requests without a token go to the default table");
-        IngestAuth::anonymous(
-            directory.clone(),
-            objects.clone(),
-            trawl_common::DEFAULT_DATABASE,
-            trawl_common::DEFAULT_TABLE,
-        )
-    } else {
-        IngestAuth::required(directory.clone(), objects.clone())
-    };
-    let budget = match args.ingest_inflight_bytes {
-        Some(bytes) => ByteBudget::new(bytes),
-        None => ByteBudget::from_available_memory(),
-    };
-    let ingest_state = IngestState {
-        door: Door::new(ingestor.clone(), ingest_auth, budget),
-        max_body_bytes: args.max_body_bytes,
-        readiness: readiness.clone(),
-        info: info.clone(),
-    };
-    let bind = |address: SocketAddr, what: &'static str| async move {
-        TcpListener::bind(address)
-            .await
-            .with_context(|| format!("cannot listen on {address} ({what})"))
-    };
-    let otlp_http_listener = bind(args.otlp_http_bind, "OTLP/HTTP").await?;
-    let otlp_grpc_listener = bind(args.otlp_grpc_bind, "OTLP/gRPC").await?;
-    servers.spawn(serve_http(
-        otlp_http_listener,
-        trawl_api::otlp_http::router(ingest_state.clone()),
-        stop.clone(),
-    ));
-    if args.vendor_intake {
-        servers.spawn(serve_http(
-            bind(args.vendor_bind, "vendor intake").await?,
-            trawl_api::vendor::router(ingest_state.clone()),
-            stop.clone(),
-        ));
-        tracing::info!(vendor_intake = %args.vendor_bind, "the vendor-compatible intake is on");
-    }
-    use trawl_api::otlp_grpc::{Logs, Metrics, OtlpGrpcServer, Traces};
-    let (logs, traces, metrics) = (
-        OtlpGrpcServer::<Logs>::new(ingest_state.clone()),
-        OtlpGrpcServer::<Traces>::new(ingest_state.clone()),
-        OtlpGrpcServer::<Metrics>::new(ingest_state),
-    );
-    let grpc_stop = wait_for(stop.clone());
-    servers.spawn(async move {
-        tonic::transport::Server::builder()
-            .add_service(logs)
-            .add_service(traces)
-            .add_service(metrics)
-            .serve_with_incoming_shutdown(
-                tonic::transport::server::TcpIncoming::from(otlp_grpc_listener),
-                grpc_stop,
-            )
-            .await
-            .context("OTLP/gRPC server failed")
-    });
-    Ok(())
-}
-
-/// The host others reach a listener at: `--advertise-host`, else the bound IP, else (bound to
-/// every interface) the machine's host name.
-fn advertised_host(args: &ServeArgs, address: SocketAddr) -> String {
-    if let Some(host) = &args.advertise_host {
-        return host.clone();
-    }
-    if !address.ip().is_unspecified() {
-        return match address.ip() {
-            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-            ip => ip.to_string(),
-        };
-    }
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().to_string())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| loopback(address).ip().to_string())
+        .with_context(|| format!("cannot listen on {address} ({what})"))
 }
 
 async fn serve_http(listener: TcpListener, router: axum::Router, stop: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -764,38 +583,5 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
-    }
-}
-
-/// A catalog URL fit for messages: its password replaced.
-fn redact_password(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod redaction_tests {
-    #[test]
-    fn catalog_passwords_stay_out_of_messages() {
-        assert_eq!(
-            super::redact_password("postgres://trawl:secret@db:5432/trawl"),
-            "postgres://trawl:***@db:5432/trawl"
-        );
-        assert_eq!(
-            super::redact_password("postgres://trawl@db/trawl"),
-            "postgres://trawl@db/trawl"
-        );
-        assert_eq!(
-            super::redact_password("/var/lib/trawl/catalog.db"),
-            "/var/lib/trawl/catalog.db"
-        );
     }
 }
