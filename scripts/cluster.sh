@@ -19,6 +19,11 @@
 #   --catalog URL        an existing PostgreSQL (postgres://…) instead of a throwaway one
 #   --bin PATH           the trawl binary (default: TRAWL_BIN, else `cargo build` of this checkout)
 #   --merge-interval-secs N   the janitors' merge interval (default 10)
+#   --query-arg ARG      one more argument of every query process (repeatable), such as
+#                        --query-arg=--distribute-min-bytes=0 to spread every query
+#
+# cluster.env lists, among others, QUERY_URLS and QUERY_OPERATOR_URLS (the query nodes'
+# query and operator addresses, in the order of PIDS_QUERY).
 #
 # docs/cluster.md describes the topology; deploy/kubernetes/trawl.yaml is the same cluster
 # for Kubernetes.
@@ -37,6 +42,7 @@ s3_prefix="trawl"
 catalog=""
 bin="${TRAWL_BIN:-}"
 merge_interval=10
+query_args=()
 name=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -48,6 +54,8 @@ while [ $# -gt 0 ]; do
         --catalog) catalog="$2"; shift 2 ;;
         --bin) bin="$2"; shift 2 ;;
         --merge-interval-secs) merge_interval="$2"; shift 2 ;;
+        --query-arg) query_args+=("$2"); shift 2 ;;
+        --query-arg=*) query_args+=("${1#--query-arg=}"); shift ;;
         -*) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
         *) name="$1"; shift ;;
     esac
@@ -207,7 +215,7 @@ SECRETS
     meta_url="http://127.0.0.1:$meta_port"
     local names=() ready=()
     local pids_meta="" pids_gateway="" pids_ingest="" pids_query="" pids_janitor=""
-    local otlp_http_urls="" otlp_grpc_urls="" vendor_urls="" query_urls="" operator_urls=""
+    local otlp_http_urls="" otlp_grpc_urls="" vendor_urls="" query_urls="" operator_urls="" query_operator_urls=""
 
     local op
     op="$(free_port)"
@@ -234,9 +242,9 @@ SECRETS
     for i in $(seq 1 "$query_nodes"); do
         query="$(free_port)"; op="$(free_port)"
         trawl_launch "query-$i" yes --role query "${shared[@]}" "${segments[@]}" --meta "$meta_url" \
-            --query-bind "127.0.0.1:$query" --operator-bind "127.0.0.1:$op"
+            --query-bind "127.0.0.1:$query" --operator-bind "127.0.0.1:$op" ${query_args[@]+"${query_args[@]}"}
         names+=("query-$i"); ready+=("http://127.0.0.1:$op/health/ready"); operator_urls+=" query-$i=http://127.0.0.1:$op"
-        query_urls+=" http://127.0.0.1:$query"
+        query_urls+=" http://127.0.0.1:$query"; query_operator_urls+=" http://127.0.0.1:$op"
     done
     for i in 1 2; do
         op="$(free_port)"
@@ -273,6 +281,7 @@ SECRETS
         echo "INGEST_OTLP_GRPC_URLS=\"${otlp_grpc_urls# }\""
         echo "INGEST_VENDOR_URLS=\"${vendor_urls# }\""
         echo "QUERY_URLS=\"${query_urls# }\""
+        echo "QUERY_OPERATOR_URLS=\"${query_operator_urls# }\""
         echo "OPERATOR_URLS=\"${operator_urls# }\""
         echo "META_URL=$meta_url"
         echo "S3_ENDPOINT=$s3_endpoint"

@@ -33,11 +33,34 @@ fn client_request_id(headers: &HeaderMap) -> String {
 }
 
 async fn run(state: &QueryState, body: &AdxBody) -> Result<QueryOutput, TrawlError> {
-    let timeout = server_timeout(&body.properties()?)?;
-    state
-        .engine
-        .execute_within(&request(state, body)?, timeout, "adx")
-        .await
+    let properties = body.properties()?;
+    let options = RunOptions {
+        timeout: server_timeout(&properties)?,
+        face: "adx",
+        fanout_nodes_percent: fanout_nodes_percent(&properties)?,
+        ..RunOptions::default()
+    };
+    state.engine.execute_with(&request(state, body)?, options).await
+}
+
+/// `Options.query_fanout_nodes_percent`: the share of the query nodes a query may spread
+/// over, 1 to 100 (a number or its text).
+fn fanout_nodes_percent(properties: &Json) -> Result<Option<u8>, TrawlError> {
+    let Some(value) = properties.pointer("/Options/query_fanout_nodes_percent") else {
+        return Ok(None);
+    };
+    let number = match value {
+        Json::Null => return Ok(None),
+        Json::Number(n) => n.as_u64(),
+        Json::String(text) => text.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    match number {
+        Some(percent @ 1..=100) => Ok(u8::try_from(percent).ok()),
+        _ => Err(TrawlError::bad_request(format!(
+            "'query_fanout_nodes_percent' must be a whole number from 1 to 100, found {value}"
+        ))),
+    }
 }
 
 /// The time limit a request asks for: `Options.servertimeout` as a .NET timespan
@@ -146,11 +169,13 @@ async fn progressive_response(
     started: std::time::Instant,
 ) -> Result<Response, TrawlError> {
     let request = request(state, body)?;
+    let properties = body.properties()?;
     let options = RunOptions {
         progress_every: Some(crate::query_grpc::PROGRESS_EVERY),
-        timeout: server_timeout(&body.properties()?)?,
+        timeout: server_timeout(&properties)?,
         snapshots: true,
         face: "adx",
+        fanout_nodes_percent: fanout_nodes_percent(&properties)?,
     };
     let mut events = state.engine.run(request, options);
     let mut streamer = ProgressiveFrames::new(request_id, started);

@@ -34,5 +34,7 @@ pub mod signed;
 pub mod state;
 pub mod timeline;
 pub mod vendor;
+pub mod worker;
+pub mod worker_channels;
 
 pub use state::{IngestState, QueryState, ServiceInfo};

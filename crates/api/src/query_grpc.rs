@@ -100,6 +100,7 @@ impl QueryService for QueryGrpc {
                 timeout,
                 snapshots: true,
                 face: "grpc",
+                fanout_nodes_percent: None,
             },
         );
         let frames = events

@@ -177,10 +177,10 @@ pub fn extended_properties(visualization: &trawl_engine::Visualization) -> Json_
     Json_::Object(value)
 }
 
-/// `POST /plan`: the KQL-level plan of the query as an s-expression.
 /// `POST /plan`: `plan_sexp`, the bound plan after optimization (tables resolved, columns
 /// typed, filters pushed into scans); `syntax_sexp`, the parsed query; `physical_plan`, what
-/// would run, per result table.
+/// would run, per result table; `placement`, where each would run (on this node and why, or
+/// spread over how many query nodes).
 async fn plan(State(state): State<QueryState>, body: Bytes) -> Response {
     let result = async {
         let body: QueryBody = parse_body(&body)?;
@@ -193,7 +193,14 @@ async fn plan(State(state): State<QueryState>, body: Bytes) -> Response {
         };
         let plan = state.engine.optimized_plan_sexp(&request).await?;
         let physical = state.engine.physical_plans(&request).await?;
-        Ok::<_, TrawlError>(json!({ "plan_sexp": plan, "syntax_sexp": syntax, "physical_plan": physical }))
+        let placement: Vec<String> = physical.iter().map(|(_, placement)| placement.to_string()).collect();
+        let physical: Vec<String> = physical.into_iter().map(|(text, _)| text).collect();
+        Ok::<_, TrawlError>(json!({
+            "plan_sexp": plan,
+            "syntax_sexp": syntax,
+            "physical_plan": physical,
+            "placement": placement,
+        }))
     }
     .await;
     match result {

@@ -86,8 +86,8 @@ pub struct Metrics {
     pub queries: Family<Labels, Counter>,
     /// Rows read by scans, compressed bytes of the chunks they read, and chunks skipped by
     /// `reason` (`range`, `bloom`, `required_fields`).
-    pub query_rows_scanned: Counter,
-    pub query_bytes_scanned: Counter,
+    pub query_scanned_rows: Counter,
+    pub query_scanned_bytes: Counter,
     pub query_chunks_skipped: Family<Labels, Counter>,
     /// The process's resident memory, and the allocator's live, resident and retained bytes
     /// (set when `/metrics` is scraped).
@@ -136,8 +136,8 @@ impl Metrics {
         let query_queued = Gauge::default();
         let query_seconds: HistogramFamily = Family::new_with_constructor(seconds_histogram);
         let queries = Family::<Labels, Counter>::default();
-        let query_rows_scanned = Counter::default();
-        let query_bytes_scanned = Counter::default();
+        let query_scanned_rows = Counter::default();
+        let query_scanned_bytes = Counter::default();
         let query_chunks_skipped = Family::<Labels, Counter>::default();
         let memory_resident_bytes = Gauge::default();
         let memory_heap_allocated_bytes = Gauge::default();
@@ -306,14 +306,14 @@ impl Metrics {
             queries.clone(),
         );
         r.register(
-            "query_rows_scanned",
-            "Rows read by query scans",
-            query_rows_scanned.clone(),
+            "query_scanned_rows",
+            "Segment rows read on this node, by any query (as coordinator or as worker)",
+            query_scanned_rows.clone(),
         );
         r.register(
-            "query_bytes_scanned",
-            "Compressed bytes of the chunks query scans read",
-            query_bytes_scanned.clone(),
+            "query_scanned_bytes",
+            "Compressed segment bytes read on this node, by any query (as coordinator or as worker)",
+            query_scanned_bytes.clone(),
         );
         r.register(
             "query_chunks_skipped",
@@ -370,8 +370,8 @@ impl Metrics {
             query_queued,
             query_seconds,
             queries,
-            query_rows_scanned,
-            query_bytes_scanned,
+            query_scanned_rows,
+            query_scanned_bytes,
             query_chunks_skipped,
             memory_resident_bytes,
             memory_heap_allocated_bytes,

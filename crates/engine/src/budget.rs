@@ -52,6 +52,17 @@ pub(crate) fn tripped(plan: &Arc<dyn ExecutionPlan>) -> bool {
     tripped
 }
 
+/// Whether a budgeted aggregate on a worker of a distributed plan refused memory.
+pub(crate) fn tripped_on_worker(error: &DataFusionError) -> bool {
+    // Another node's error arrives as its variant and text: the budget's own error is a
+    // `ResourcesExhausted` that starts with its marker.
+    error.iter().any(|cause| match cause {
+        DataFusionError::ResourcesExhausted(message) => message.starts_with(BUDGET_EXCEEDED),
+        DataFusionError::Shared(inner) => tripped_on_worker(inner),
+        _ => false,
+    })
+}
+
 /// The error of a summarize still over its budget with the fewest groups tried.
 pub(crate) fn too_large(error: &DataFusionError) -> trawl_common::TrawlError {
     trawl_common::TrawlError::new(
@@ -161,6 +172,28 @@ impl ContextExec {
             inner,
             context,
         })
+    }
+
+    /// The node as another query node sent it: a budget of `limit` bytes of its own (a
+    /// worker's share of the aggregate), or the query's own context when `None`.
+    pub(crate) fn decoded(inner: Arc<dyn ExecutionPlan>, limit: Option<usize>) -> Arc<dyn ExecutionPlan> {
+        let context = match limit {
+            Some(limit) => Context::Budget {
+                used: Arc::new(AtomicUsize::new(0)),
+                limit,
+                tripped: Arc::new(AtomicBool::new(false)),
+            },
+            None => Context::Query,
+        };
+        ContextExec::wrap(inner, context)
+    }
+
+    /// The budget's limit, when the node runs a budgeted aggregate.
+    pub(crate) fn budget_limit(&self) -> Option<usize> {
+        match &self.context {
+            Context::Budget { limit, .. } => Some(*limit),
+            Context::Query => None,
+        }
     }
 
     /// `context` with a pool that counts against the budget and no spilling; the query's own

@@ -11,6 +11,7 @@ mod abandon;
 mod budget;
 pub mod cells;
 mod coop;
+mod distributed;
 mod explain;
 mod memory;
 mod prepared;
@@ -40,6 +41,8 @@ use trawl_planner::{PlanOptions, TableLookup};
 use trawl_storage::schema::table_schema;
 use trawl_storage::{ScanCounters, SegmentStore, TrawlTable};
 
+pub use datafusion_distributed::ChannelResolver;
+pub use distributed::{ClusterSettings, Placement, Workers};
 pub use progress::{BinProgress, OperatorDiagnostics, PlanningProgress, Progress};
 pub use run::{PartialFailure, QueryEvent, QueryEvents, RunOptions};
 pub use trawl_common::window::{QueryWindow, resolve_window, resolve_window_now};
@@ -161,6 +164,15 @@ pub struct Engine {
     catalog: Arc<dyn Catalog>,
     config: EngineConfig,
     admission: Arc<run::Admission>,
+    /// Set on a query node of a cluster: queries may spread over the query nodes.
+    distribution: Option<Arc<distributed::Distribution>>,
+}
+
+/// A physical plan ready to run.
+pub(crate) struct Physical {
+    pub(crate) plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    pub(crate) task: Arc<datafusion::execution::TaskContext>,
+    pub(crate) placement: Placement,
 }
 
 impl std::fmt::Debug for Engine {
@@ -240,7 +252,28 @@ impl Engine {
             catalog,
             config,
             admission,
+            distribution: None,
         })
+    }
+
+    /// This engine as a query node of a cluster: queries that read enough segments spread
+    /// over the query nodes `workers` lists, and [`Engine::worker`] serves other nodes' parts.
+    pub fn with_cluster(mut self, settings: ClusterSettings, workers: Arc<Workers>) -> Result<Engine, TrawlError> {
+        let distribution = distributed::Distribution::new(
+            &self.context.state(),
+            settings,
+            workers,
+            self.config.query_memory_limit_bytes,
+        )
+        .map_err(|e| TrawlError::internal(format!("cannot set up distributed queries: {e}")))?;
+        self.distribution = Some(Arc::new(distribution));
+        Ok(self)
+    }
+
+    /// The worker service other query nodes send their queries' stages to (a cluster's query
+    /// node only).
+    pub fn worker(&self) -> Option<datafusion_distributed::Worker> {
+        self.distribution.as_ref().map(|d| d.worker().clone())
     }
 
     pub fn catalog(&self) -> &Arc<dyn Catalog> {
@@ -300,47 +333,89 @@ impl Engine {
         Ok(sexp)
     }
 
-    /// The physical plans `request` would run, one text per result table (as `EXPLAIN`
-    /// shows them).
-    pub async fn physical_plans(&self, request: &QueryRequest) -> Result<Vec<String>, TrawlError> {
+    /// The physical plans `request` would run, one per result table (as `EXPLAIN` shows
+    /// them), with where each would run.
+    pub async fn physical_plans(&self, request: &QueryRequest) -> Result<Vec<(String, Placement)>, TrawlError> {
         let prepared = self.prepare(request).await?;
         let planned = self
             .plan(request, &prepared, &Arc::new(ScanCounters::default()))
             .await?;
         let mut plans = Vec::with_capacity(planned.results.len());
         for result in planned.results {
-            let (physical, _) = self.physical_plan(result.plan).await?;
-            plans.push(
-                DisplayableExecutionPlan::new(physical.as_ref())
+            let physical = self.physical_plan(result.plan, None).await?;
+            let text = match physical.placement.is_distributed() {
+                true => datafusion_distributed::display_plan_ascii(physical.plan.as_ref(), false),
+                false => DisplayableExecutionPlan::new(physical.plan.as_ref())
                     .indent(true)
                     .to_string(),
-            );
+            };
+            plans.push((text, physical.placement));
         }
         Ok(plans)
     }
 
-    /// The optimized physical plan of `plan`, and the task context to run it in.
+    /// The optimized physical plan of `plan`, the task context to run it in, and where it
+    /// runs: spread over the cluster's query nodes when it reads enough segments and may use
+    /// more than one (`fanout_percent` of them), else here.
     async fn physical_plan(
         &self,
         plan: datafusion::logical_expr::LogicalPlan,
-    ) -> Result<
-        (
-            Arc<dyn datafusion::physical_plan::ExecutionPlan>,
-            Arc<datafusion::execution::TaskContext>,
-        ),
-        TrawlError,
-    > {
+        fanout_percent: Option<u8>,
+    ) -> Result<Physical, TrawlError> {
         // Optimizing a large plan is CPU work: it runs beside the runtime's workers, so a heavy
         // plan never holds up ingest or other queries' I/O.
-        let context = self.context.clone();
+        let state = self.context.state();
+        let distribution = self.distribution.clone();
         let runtime = tokio::runtime::Handle::current();
         let query_limit = self.config.query_memory_limit_bytes;
         off_runtime(move || {
             runtime.block_on(async move {
-                let frame = context.execute_logical_plan(plan).await.map_err(execution_error)?;
-                let physical = frame.create_physical_plan().await.map_err(execution_error)?;
-                let task = crate::memory::query_context(frame.task_ctx(), query_limit).map_err(execution_error)?;
-                Ok((physical, task))
+                let optimized = state.optimize(&plan).map_err(execution_error)?;
+                let placement = match &distribution {
+                    None => Placement::local("this node is not part of a cluster"),
+                    Some(distribution) => match distribution
+                        .choose(&optimized, fanout_percent)
+                        .await
+                        .map_err(execution_error)?
+                    {
+                        Err(placement) => placement,
+                        Ok((spread, placement)) => {
+                            match spread.query_planner().create_physical_plan(&optimized, &spread).await {
+                                Ok(physical) => {
+                                    let task = crate::memory::query_context(
+                                        datafusion::execution::TaskContext::from(&spread),
+                                        query_limit,
+                                    )
+                                    .map_err(execution_error)?;
+                                    return Ok(Physical {
+                                        plan: physical,
+                                        task,
+                                        placement,
+                                    });
+                                }
+                                Err(error) => match distributed::stays_local(&error) {
+                                    Some(reason) => {
+                                        tracing::debug!(%reason, "a query runs on the node that planned it");
+                                        Placement::local(reason)
+                                    }
+                                    None => return Err(execution_error(error)),
+                                },
+                            }
+                        }
+                    },
+                };
+                let physical = state
+                    .query_planner()
+                    .create_physical_plan(&optimized, &state)
+                    .await
+                    .map_err(execution_error)?;
+                let task = crate::memory::query_context(datafusion::execution::TaskContext::from(&state), query_limit)
+                    .map_err(execution_error)?;
+                Ok(Physical {
+                    plan: physical,
+                    task,
+                    placement,
+                })
             })
         })
         .await
@@ -510,6 +585,12 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
     if let Some(unavailable) = unavailable_part(&error) {
         tracing::warn!(%error, "a query could not read its data");
         return unavailable;
+    }
+    if let Some(cause) = distributed::unreachable_node(&error) {
+        tracing::warn!(%error, "a distributed query lost a query node");
+        return TrawlError::unavailable(format!(
+            "a query node this query was spread over cannot be reached ({cause}); retry the query"
+        ));
     }
     // A segment found damaged while it was read (its footer was sound, so planning kept it).
     if let Some(damage) = trawl_storage::find_cause::<trawl_storage::SegmentDamage>(&error) {

@@ -13,7 +13,7 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::metrics::MetricValue;
-use trawl_storage::ScanCounters;
+use trawl_storage::{ScanCounters, segment_scan};
 
 /// One progress report.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,6 +53,10 @@ pub struct Progress {
     pub bins: Option<BinProgress>,
     /// Per operator of the running plans: output rows, compute time, spills.
     pub operators: Vec<OperatorDiagnostics>,
+    /// Of `rows_processed` and `chunk_scanned_compressed_size`: what scans of distributed
+    /// plans read, which the node that ran each one counted in its own metrics.
+    pub counted_rows: u64,
+    pub counted_bytes: u64,
 }
 
 /// Segments whose chunks are classified, of those listed.
@@ -141,6 +145,14 @@ impl Tracker {
         self.plans.push(plan);
     }
 
+    /// Replaces the plan running last by the same plan with more metrics (a distributed
+    /// plan with its workers' metrics).
+    pub(crate) fn replace_last(&mut self, plan: Arc<dyn ExecutionPlan>) {
+        if let Some(last) = self.plans.last_mut() {
+            *last = plan;
+        }
+    }
+
     /// The totals so far; `finished` once every table has been read.
     pub(crate) fn snapshot(&self, finished: bool) -> Progress {
         let counters = &self.counters;
@@ -151,7 +163,12 @@ impl Tracker {
             sample.running = !finished && index + 1 == self.plans.len();
             sample.walk(plan.as_ref(), &mut operators);
         }
-        let opened: u64 = sample.files.iter().map(|path| counters.planned_chunks(path)).sum();
+        let opened: u64 = sample
+            .files
+            .iter()
+            .map(|path| counters.planned_chunks(path))
+            .sum::<u64>()
+            + sample.lazy.chunks_read;
         let pruned = sample.pruned_statistics + sample.pruned_bloom;
         let queue_wait = match (self.queue_wait, self.queued_since) {
             (Some(wait), _) => Some(wait),
@@ -159,16 +176,21 @@ impl Tracker {
             (None, None) => None,
         };
         Progress {
-            rows_processed: sample.rows,
+            rows_processed: sample.rows + sample.lazy.rows,
+            counted_rows: sample.lazy.rows,
+            counted_bytes: sample.lazy.bytes,
             chunks_total: load(&counters.chunks_total),
             chunks_scanned: opened.saturating_sub(pruned),
-            chunks_skipped_range: load(&counters.chunks_skipped_range) + sample.pruned_statistics,
+            chunks_skipped_range: load(&counters.chunks_skipped_range)
+                + sample.pruned_statistics
+                + sample.lazy.skipped_range,
             chunks_skipped_bloom: sample.pruned_bloom,
-            chunks_skipped_required_fields: load(&counters.chunks_skipped_required_fields),
+            chunks_skipped_required_fields: load(&counters.chunks_skipped_required_fields)
+                + sample.lazy.skipped_required_fields,
             predicate_checks: sample.predicate_checks,
-            short_circuit_completion: finished && opened < counters.planned_total(),
-            chunk_scanned_compressed_size: sample.bytes_scanned,
-            chunk_skipped_compressed_size: load(&counters.skipped_compressed_bytes),
+            short_circuit_completion: finished && sample.lazy.chunks_read == 0 && opened < counters.planned_total(),
+            chunk_scanned_compressed_size: sample.bytes_scanned + sample.lazy.bytes,
+            chunk_skipped_compressed_size: load(&counters.skipped_compressed_bytes) + sample.lazy.skipped_bytes,
             chunk_scan_time_nanos: sample.scan_nanos,
             query_time_nanos: nanos(self.arrived.elapsed()),
             merge_time_nanos: sample.merge_nanos,
@@ -205,6 +227,39 @@ struct Sample {
     running: bool,
     /// Segment files of running plans not yet read to the end.
     unfinished: HashSet<String>,
+    /// What scans that decide their pruning as they run read ([`SegmentScanExec`]).
+    lazy: LazyScans,
+}
+
+/// Totals of [`SegmentScanExec`] metrics.
+#[derive(Default)]
+struct LazyScans {
+    rows: u64,
+    bytes: u64,
+    chunks_read: u64,
+    skipped_range: u64,
+    skipped_required_fields: u64,
+    skipped_bytes: u64,
+}
+
+impl LazyScans {
+    fn add(&mut self, metrics: &datafusion::physical_plan::metrics::MetricsSet) {
+        for metric in metrics.iter() {
+            let MetricValue::Count { name, count } = metric.value() else {
+                continue;
+            };
+            let value = count.value() as u64;
+            match name.as_ref() {
+                segment_scan::ROWS_READ => self.rows += value,
+                segment_scan::BYTES_READ => self.bytes += value,
+                segment_scan::CHUNKS_READ => self.chunks_read += value,
+                segment_scan::CHUNKS_SKIPPED_RANGE => self.skipped_range += value,
+                segment_scan::CHUNKS_SKIPPED_REQUIRED_FIELDS => self.skipped_required_fields += value,
+                segment_scan::SKIPPED_BYTES => self.skipped_bytes += value,
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Sample {
@@ -237,6 +292,11 @@ impl Sample {
             if self.running {
                 self.unfinished_files(scan);
             }
+        }
+        // A segment scan's metrics, on the node itself or (a distributed plan's, sent back by
+        // the workers) on the node standing for it.
+        if let Some(metrics) = &metrics {
+            self.lazy.add(metrics);
         }
         if plan.name() == "FilterExec" {
             for child in plan.children() {

@@ -22,7 +22,7 @@ use trawl_planner::{QueryWarning, Visualization};
 use trawl_storage::ScanCounters;
 
 use crate::progress::{Progress, Tracker};
-use crate::{Engine, QueryOutput, QueryRequest, ResultTable, execution_error};
+use crate::{Engine, Physical, QueryOutput, QueryRequest, ResultTable, execution_error};
 
 /// How a query is run.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +37,10 @@ pub struct RunOptions {
     /// The face the query came through (`grpc`, `adx`, `http`), for metrics; `http` when
     /// empty.
     pub face: &'static str,
+    /// The share of a cluster's query nodes the query may spread over, in percent (ADX's
+    /// `query_fanout_nodes_percent`); none: all of them. A share of one node keeps the query
+    /// on the node that received it.
+    pub fanout_nodes_percent: Option<u8>,
 }
 
 /// What happens while a query runs, in order: progress at any time; `Planned` once; per
@@ -252,6 +256,10 @@ struct Run {
     tracker: Tracker,
     ticker: Option<tokio::time::Interval>,
     snapshots: bool,
+    /// See [`RunOptions::fanout_nodes_percent`].
+    fanout: Option<u8>,
+    /// Whether a plan of the query ran spread over the query nodes.
+    distributed: bool,
 }
 
 impl Run {
@@ -335,6 +343,8 @@ impl Engine {
                     ticker
                 }),
                 snapshots: options.snapshots,
+                fanout: options.fanout_nodes_percent,
+                distributed: false,
             };
             let outcome = tokio::select! {
                 biased;
@@ -409,9 +419,15 @@ impl Engine {
             .await?;
             let mut plan = result.plan.clone();
             let mut bits = 0u32;
+            let mut lost_nodes = 0;
             let rows = loop {
                 run.tracker.planning = true;
-                let (physical, task) = run.ticking(self.physical_plan(plan.clone())).await??;
+                let Physical {
+                    plan: physical,
+                    task,
+                    placement,
+                } = run.ticking(self.physical_plan(plan.clone(), run.fanout)).await??;
+                run.distributed |= placement.is_distributed();
                 run.tracker.planning = false;
                 run.report_unreadable().await?;
                 run.tracker.running(physical.clone());
@@ -432,6 +448,10 @@ impl Engine {
                     }
                 }
                 drop(stream);
+                if placement.is_distributed() && failed.is_none() {
+                    // The workers' metrics (rows and bytes read) arrive when their tasks end.
+                    run.tracker.replace_last(with_worker_metrics(&physical).await);
+                }
                 tracing::debug!(
                     target: "trawl_engine::plan",
                     result = %name,
@@ -441,20 +461,32 @@ impl Engine {
                 let Some(error) = failed else {
                     break sent.rows;
                 };
+                // A node the plan was spread over is gone: before any row went out, the query
+                // runs again without it (nodes that do not answer are left out for a while).
+                if placement.is_distributed()
+                    && sent.rows == 0
+                    && lost_nodes < MAX_LOST_NODE_RETRIES
+                    && let Some(distribution) = &self.distribution
+                    && distribution.lost_a_node(&error).await
+                {
+                    lost_nodes += 1;
+                    continue;
+                }
                 // A summarize over its memory budget (its budgeted aggregate says so), before
                 // any row went out: the same plan again keeping half as many groups (budget.rs).
-                let thinner =
-                    if sent.rows == 0 && bits < crate::budget::MAX_FRACTION_BITS && crate::budget::tripped(&physical) {
-                        trawl_planner::budget::keep_groups(&result.plan, bits + 1).map_err(execution_error)?
-                    } else {
-                        None
-                    };
+                let tripped = crate::budget::tripped(&physical)
+                    || (placement.is_distributed() && crate::budget::tripped_on_worker(&error));
+                let thinner = if sent.rows == 0 && bits < crate::budget::MAX_FRACTION_BITS && tripped {
+                    trawl_planner::budget::keep_groups(&result.plan, bits + 1).map_err(execution_error)?
+                } else {
+                    None
+                };
                 match thinner {
                     Some(thinner) => {
                         bits += 1;
                         plan = thinner;
                     }
-                    None if crate::budget::tripped(&physical) => {
+                    None if tripped => {
                         return Err(Stop::Failed(crate::budget::too_large(&error)));
                     }
                     None => return Err(Stop::Failed(execution_error(error))),
@@ -495,6 +527,12 @@ impl Engine {
             face,
             ..RunOptions::default()
         };
+        self.execute_with(request, options).await
+    }
+
+    /// As [`Engine::execute`], run with `options` (their progress and snapshots are not
+    /// gathered).
+    pub async fn execute_with(&self, request: &QueryRequest, options: RunOptions) -> Result<QueryOutput, TrawlError> {
         let mut events = self.run(request.clone(), options);
         let mut output = QueryOutput {
             tables: Vec::new(),
@@ -570,10 +608,15 @@ fn record_metrics(options: &RunOptions, outcome: &Result<(), Stop>, progress: &P
         .queries
         .get_or_create(&labels(("face", face), ("outcome", outcome)))
         .inc();
-    METRICS.query_rows_scanned.inc_by(progress.rows_processed);
+    // Scans of distributed plans counted what they read where they ran.
     METRICS
-        .query_bytes_scanned
-        .inc_by(progress.chunk_scanned_compressed_size);
+        .query_scanned_rows
+        .inc_by(progress.rows_processed.saturating_sub(progress.counted_rows));
+    METRICS.query_scanned_bytes.inc_by(
+        progress
+            .chunk_scanned_compressed_size
+            .saturating_sub(progress.counted_bytes),
+    );
     for (reason, chunks) in [
         ("range", progress.chunks_skipped_range),
         ("bloom", progress.chunks_skipped_bloom),
@@ -668,11 +711,16 @@ impl Engine {
             let plan =
                 crate::slices::narrow(&result.plan, &sliced.table, *slice_lo, *slice_hi).map_err(execution_error)?;
             run.tracker.planning = true;
-            let (physical, task) = run.ticking(self.physical_plan(plan)).await??;
+            let Physical {
+                plan: physical,
+                task,
+                placement,
+            } = run.ticking(self.physical_plan(plan, run.fanout)).await??;
+            run.distributed |= placement.is_distributed();
             run.tracker.planning = false;
             run.report_unreadable().await?;
             run.tracker.running(physical.clone());
-            let mut stream = execute_stream(physical, task).map_err(execution_error)?;
+            let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
             while let Some(batch) = run.ticking(stream.next()).await? {
                 let batch = batch.map_err(execution_error)?;
                 rows += batch.num_rows();
@@ -684,6 +732,9 @@ impl Engine {
                 }
             }
             drop(stream);
+            if placement.is_distributed() {
+                run.tracker.replace_last(with_worker_metrics(&physical).await);
+            }
             let complete = newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows;
             if complete || index + 1 == slices.len() {
                 break;
@@ -700,6 +751,31 @@ impl Engine {
         }
         run.send(QueryEvent::TableFinished { rows: sent.rows }).await?;
         Ok(())
+    }
+}
+
+/// Times a query runs again after a node it was spread over could not be reached.
+const MAX_LOST_NODE_RETRIES: u32 = 2;
+
+/// Longest wait for the workers' metrics of a finished distributed plan.
+const WORKER_METRICS_WAIT: Duration = Duration::from_secs(2);
+
+/// `plan` (a finished distributed plan) with the metrics its workers sent back, or as it is
+/// when they do not arrive in time.
+async fn with_worker_metrics(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    let rewritten = datafusion_distributed::rewrite_distributed_plan_with_metrics(
+        Arc::clone(plan),
+        datafusion_distributed::DistributedMetricsFormat::Aggregated,
+    );
+    match tokio::time::timeout(WORKER_METRICS_WAIT, rewritten).await {
+        Ok(Ok(with_metrics)) => with_metrics,
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "the workers' metrics of a query are incomplete");
+            Arc::clone(plan)
+        }
+        Err(_) => Arc::clone(plan),
     }
 }
 

@@ -22,6 +22,7 @@ fn with_progress() -> RunOptions {
         timeout: None,
         snapshots: false,
         face: "",
+        fanout_nodes_percent: None,
     }
 }
 
@@ -236,6 +237,7 @@ async fn a_zero_time_limit_stops_the_query() -> TestResult {
         timeout: Some(Duration::ZERO),
         snapshots: false,
         face: "",
+        fanout_nodes_percent: None,
     };
     let events = drain(f.engine.run(request("default | count"), options)).await;
     match events.last() {

@@ -2,6 +2,7 @@
 
 mod chunks;
 mod damaged;
+mod distributed;
 mod events;
 mod fixture;
 mod golden;

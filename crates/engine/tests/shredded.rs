@@ -168,6 +168,7 @@ async fn a_key_read_reads_the_hidden_column_instead_of_the_bag() -> TestResult {
     };
     let plans = f.engine.physical_plans(&request).await?;
     let scan = plans[0]
+        .0
         .lines()
         .find(|l| l.contains("DataSourceExec"))
         .ok_or("no scan")?
@@ -178,7 +179,7 @@ async fn a_key_read_reads_the_hidden_column_instead_of_the_bag() -> TestResult {
     // A segment written before shredding is read through its bag.
     legacy_segment(&f, rows(10)).await?;
     let plans = f.engine.physical_plans(&request).await?;
-    assert!(plans[0].contains("json_as_text"), "{}", plans[0]);
+    assert!(plans[0].0.contains("json_as_text"), "{}", plans[0].0);
     Ok(())
 }
 

@@ -460,7 +460,12 @@ impl TDigest {
         digest.total = total;
         digest.min = min;
         digest.max = max;
-        digest.compress();
+        // Kept as they came until the buffer is full, as `push` does: a digest of few values
+        // merged from partial states then compresses once, over every value, and gives the
+        // same answer however the values were split (one node or many, any partitioning).
+        if digest.buffer.len() >= (digest.compression as usize) * 8 {
+            digest.compress();
+        }
         Ok(digest)
     }
 

@@ -43,6 +43,29 @@ use trawl_common::{ErrorCode, KqlType, TrawlError};
 
 pub use context::Tabular;
 
+/// The functions the planner builds itself with fixed settings (beside the registries of
+/// `trawl_functions`): registered by name on every query node, so plans that call them can
+/// run on other nodes.
+pub fn shared_functions() -> Vec<datafusion::logical_expr::ScalarUDF> {
+    use datafusion::logical_expr::ScalarUDF;
+    use trawl_functions::lists::{DenseSeriesUdf, JsonItemsUdf, ListFinish, ListFinishUdf};
+    vec![
+        ScalarUDF::from(ListFinishUdf::new(ListFinish::Array)),
+        ScalarUDF::from(ListFinishUdf::new(ListFinish::Set)),
+        ScalarUDF::from(ListFinishUdf::new(ListFinish::MergeBags)),
+        ScalarUDF::from(DenseSeriesUdf::new()),
+        ScalarUDF::from(JsonItemsUdf::new()),
+        ScalarUDF::from(trawl_functions::kv::ParseKvUdf::new()),
+        ScalarUDF::from(trawl_functions::dynamic::DynamicToStringUdf::new()),
+        ScalarUDF::from(trawl_functions::dynamic::ToJsonStringUdf::new()),
+        ScalarUDF::from(trawl_functions::dynamic::FormatValueUdf::new()),
+        ScalarUDF::from(trawl_functions::memo::DistinctValuesUdf::new(
+            datafusion_functions_json::udfs::json_as_text_udf(),
+        )),
+        budget::GroupFractionUdf::udf(),
+    ]
+}
+
 /// Looks up tables by name.
 pub trait TableLookup {
     fn table(&self, name: &str) -> Option<Arc<dyn TableProvider>>;

@@ -25,6 +25,7 @@ mod probe;
 pub mod progress;
 pub mod schema;
 mod segment;
+pub mod segment_scan;
 pub mod shred;
 mod store;
 mod table;
@@ -37,6 +38,7 @@ pub use merge::{MergePolicy, Merger};
 pub use probe::{UnreadableSegment, find_cause};
 pub use progress::ScanCounters;
 pub use segment::{Encoded, SegmentWriter, encode_rows};
+pub use segment_scan::{LazyScans, ScanSpec, SegmentScanExec};
 pub use store::SegmentStore;
 pub use table::{TrawlTable, time_bounds_of_filters};
 

@@ -1,6 +1,6 @@
 //! [`TrawlTable`]: a DataFusion `TableProvider` over one table's live segments.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::arrow::compute::SortOptions;
@@ -35,6 +35,7 @@ use trawl_common::shred::parse_shredded_column;
 use crate::checked::CheckedReaderFactory;
 use crate::chunks::{Chunks, Classifier, access_plan};
 use crate::progress::{ScanCounters, chunks_of};
+use crate::segment_scan::{LazyScans, ScanSpec, SegmentScanExec};
 use crate::store::SegmentStore;
 
 /// Where a table's segments come from.
@@ -46,6 +47,9 @@ enum SegmentSource {
     /// the partitions keep the segments' time order and a sort on time becomes a streaming
     /// merge of them.
     Fixed(Vec<SegmentMeta>),
+    /// Listed by a lazy scan ([`crate::SegmentScanExec`]), which hands them over when it runs:
+    /// read like catalog segments.
+    Assigned,
 }
 
 /// A table of Trawl: wide and sparse; a column missing from a segment reads as null.
@@ -59,7 +63,15 @@ pub struct TrawlTable {
     partitions: usize,
     /// Where scans count what they decide, for the query's progress.
     counters: Option<Arc<ScanCounters>>,
+    /// Segments listed from the catalog, by time range (a table lives for one query).
+    listed: Arc<Mutex<Vec<Listing>>>,
 }
+
+/// Segments listed for a time range.
+type Listing = (Option<TimeRange>, Arc<Vec<SegmentMeta>>);
+
+/// Listings a table remembers.
+const REMEMBERED_LISTINGS: usize = 8;
 
 impl TrawlTable {
     /// A table whose segments are found in `catalog` when scanned.
@@ -71,6 +83,7 @@ impl TrawlTable {
             segments: SegmentSource::Catalog(catalog),
             partitions: default_partitions(),
             counters: None,
+            listed: Arc::default(),
         }
     }
 
@@ -87,6 +100,20 @@ impl TrawlTable {
             segments: SegmentSource::Fixed(segments),
             partitions: 1,
             counters: None,
+            listed: Arc::default(),
+        }
+    }
+
+    /// The table a lazy scan plans its segments with when it runs.
+    pub(crate) fn assigned(spec: &ScanSpec, counters: Arc<ScanCounters>) -> TrawlTable {
+        TrawlTable {
+            database: spec.database.clone(),
+            name: spec.table.clone(),
+            schema: Arc::clone(&spec.schema),
+            segments: SegmentSource::Assigned,
+            partitions: 1,
+            counters: Some(counters),
+            listed: Arc::default(),
         }
     }
 
@@ -106,21 +133,44 @@ impl TrawlTable {
         }
     }
 
+    /// The segments and bytes a scan with `filters` would list.
+    pub async fn listed_size(&self, filters: &[Expr]) -> DfResult<(usize, u64)> {
+        let segments = self.segments_for(filters).await?;
+        Ok((segments.len(), segments.iter().map(|s| s.bytes).sum()))
+    }
+
     async fn segments_for(&self, filters: &[Expr]) -> DfResult<Vec<SegmentMeta>> {
         let range = time_bounds_of_filters(filters);
         if range.is_some_and(|r| r.min > r.max) {
             return Ok(Vec::new());
         }
         match &self.segments {
-            SegmentSource::Catalog(catalog) => catalog
-                .live_segments(&self.database, &self.name, range)
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e))),
+            SegmentSource::Catalog(catalog) => {
+                // Listed once per time range: deciding where a query runs lists its segments
+                // before the scan does.
+                if let Ok(listed) = self.listed.lock()
+                    && let Some((_, segments)) = listed.iter().find(|(r, _)| *r == range)
+                {
+                    return Ok(segments.as_ref().clone());
+                }
+                let segments = catalog
+                    .live_segments(&self.database, &self.name, range)
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                if let Ok(mut listed) = self.listed.lock() {
+                    if listed.len() >= REMEMBERED_LISTINGS {
+                        listed.clear();
+                    }
+                    listed.push((range, Arc::new(segments.clone())));
+                }
+                Ok(segments)
+            }
             SegmentSource::Fixed(segments) => Ok(segments
                 .iter()
                 .filter(|s| range.is_none_or(|r| s.max_time >= r.min && s.min_time <= r.max))
                 .cloned()
                 .collect()),
+            SegmentSource::Assigned => Ok(Vec::new()),
         }
     }
 }
@@ -322,6 +372,56 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         let wanted: Vec<usize> = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let lazy = state.config().get_extension::<LazyScans>().is_some();
+        if lazy && matches!(self.segments, SegmentSource::Catalog(_)) {
+            let spec = ScanSpec {
+                database: self.database.clone(),
+                table: self.name.clone(),
+                schema: Arc::clone(&self.schema),
+                projection: wanted,
+                filters: filters.to_vec(),
+                limit,
+            };
+            let partitions = state.config().target_partitions();
+            return Ok(Arc::new(SegmentScanExec::new(spec, segments, partitions)?));
+        }
+        self.plan_listed(state, segments, &wanted, filters, limit).await
+    }
+
+    /// `supports_filters_pushdown` answers `Exact` for filters statistics can decide (see
+    /// `scan_stored`): the scan applies them itself and leaves them out for chunks proven to
+    /// pass. The others (functions, JSON, text search) are `Inexact`: used for pruning, applied
+    /// by DataFusion above.
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|filter| {
+                // A fixed segment list (a merge) is read as it is, filters only prune.
+                let classified = !matches!(self.segments, SegmentSource::Fixed(_));
+                if classified && statistics_can_decide(filter) {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Inexact
+                }
+            })
+            .collect())
+    }
+}
+
+impl TrawlTable {
+    /// Plans the reading of `segments` (listed for the query): the columns `wanted`, the
+    /// filters applied, at most `limit` rows.
+    pub(crate) async fn plan_listed(
+        &self,
+        state: &dyn Session,
+        segments: Vec<SegmentMeta>,
+        wanted: &[usize],
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let projection = Some(wanted.to_vec());
+        let projection = projection.as_ref();
+        let wanted = wanted.to_vec();
         let needed = self.needed_columns(&wanted, filters)?;
         // A scan that reads no column and applies no filter counts rows from the catalog and
         // opens no segment; a scan with only a row limit (`take`) opens segments until it has
@@ -358,25 +458,6 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         }
         parts.push(self.computed_scan(state, legacy, &wanted, &needed, filters)?);
         combined(parts, Arc::new(self.schema.project(&wanted)?), limit)
-    }
-
-    /// `supports_filters_pushdown` answers `Exact` for filters statistics can decide (see
-    /// `scan_stored`): the scan applies them itself and leaves them out for chunks proven to
-    /// pass. The others (functions, JSON, text search) are `Inexact`: used for pruning, applied
-    /// by DataFusion above.
-    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|filter| {
-                // A fixed segment list (a merge) is read as it is, filters only prune.
-                let classified = matches!(self.segments, SegmentSource::Catalog(_));
-                if classified && statistics_can_decide(filter) {
-                    TableProviderFilterPushDown::Exact
-                } else {
-                    TableProviderFilterPushDown::Inexact
-                }
-            })
-            .collect())
     }
 }
 

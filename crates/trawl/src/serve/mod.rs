@@ -142,6 +142,15 @@ pub struct ServeArgs {
     /// `SummarizeMemoryLimit` warning.
     #[arg(long, env = "QUERY_SUMMARIZE_MEMORY_LIMIT_BYTES", default_value_t = 512 << 20)]
     pub summarize_memory_limit_bytes: usize,
+    /// In a cluster, a query spreads over the query nodes when it reads at least this many
+    /// bytes of segments (or `--distribute-min-segments` segments); smaller ones run on the
+    /// node that received them.
+    #[arg(long, env = "TRAWL_DISTRIBUTE_MIN_BYTES", default_value_t = 32 << 20)]
+    pub distribute_min_bytes: u64,
+    /// In a cluster, a query spreads over the query nodes when it reads at least this many
+    /// segments (or `--distribute-min-bytes` bytes).
+    #[arg(long, env = "TRAWL_DISTRIBUTE_MIN_SEGMENTS", default_value_t = 16)]
+    pub distribute_min_segments: usize,
     /// Seconds between background merges of small segments (0 turns merging off).
     #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 30)]
     pub merge_interval_secs: u64,
@@ -304,6 +313,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| format!("http://{}", loopback(args.meta_bind)));
     let mut listening = Vec::new();
+    // The live query nodes as meta lists them: the workers of this node's distributed queries.
+    let query_nodes = Arc::new(trawl_engine::Workers::default());
 
     if roles.has(ServiceRole::Meta) {
         let master = master.clone().context("meta needs the master key")?;
@@ -323,7 +334,27 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if roles.has(ServiceRole::Query)
         && let Some(store) = &store
     {
-        let engine = Engine::new(catalog.clone(), store, engine_config(args))?;
+        let mut engine = Engine::new(catalog.clone(), store, engine_config(args))?;
+        // A query node of a cluster takes part in distributed queries: as their coordinator
+        // and as a worker of the others' (the worker service needs the service token).
+        let mut worker_routes = None;
+        if !roles.single()
+            && let Some(master) = &master
+        {
+            let settings = trawl_engine::ClusterSettings {
+                self_url: advertise(args.query_bind),
+                channels: std::sync::Arc::new(trawl_api::worker_channels::TokenChannels::new(&[(
+                    trawl_auth::service::SERVICE_TOKEN_HEADER.to_string(),
+                    master.token(),
+                )])?),
+                min_bytes: args.distribute_min_bytes,
+                min_segments: args.distribute_min_segments,
+            };
+            engine = engine.with_cluster(settings, query_nodes.clone())?;
+            worker_routes = engine
+                .worker()
+                .map(|worker| trawl_api::worker::routes(worker, master.clone()));
+        }
         let query_state = QueryState {
             engine,
             database: trawl_common::DEFAULT_DATABASE.into(),
@@ -333,11 +364,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             objects: Some(objects.clone()),
             restore_window: Duration::from_secs(args.restore_window_secs),
         };
-        servers.spawn(serve_http(
-            bind(args.query_bind, "query").await?,
-            trawl_api::query_http::router(query_state),
-            stop.clone(),
-        ));
+        let mut router = trawl_api::query_http::router(query_state);
+        if let Some(worker) = worker_routes {
+            router = router.merge(worker);
+        }
+        servers.spawn(serve_http(bind(args.query_bind, "query").await?, router, stop.clone()));
         listening.push(format!("query {}", args.query_bind));
     }
     let ingestor = match (roles.has(ServiceRole::Ingest), &writer) {
@@ -456,8 +487,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let watched = gateway.clone();
     let agent_readiness = readiness.clone();
     let agent_stop = stop.clone();
+    let watched_nodes = query_nodes.clone();
     let mut agent = tokio::spawn(agent.run(
         move |view: &View| {
+            if view.listed {
+                watched_nodes.set(&view.addresses("query"));
+            }
             if let Some(gateway) = &watched
                 && !*agent_stop.borrow()
             {

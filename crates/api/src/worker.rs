@@ -1,0 +1,38 @@
+//! The worker side of distributed queries on the query port: the `worker.WorkerService` of
+//! `datafusion-distributed`, which other query nodes send the stages of their queries to.
+//! Only the cluster's services may call it: every call carries the service token derived from
+//! the master key (UNAUTHENTICATED otherwise). Gateway signatures do not apply here: these
+//! calls come from query nodes, never from clients.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use datafusion_distributed::Worker;
+use trawl_auth::service::{MasterKeys, SERVICE_TOKEN_HEADER};
+use trawl_gateway::grpc_reply::grpc_refusal;
+
+/// The worker service, behind the service token.
+pub fn routes(worker: Worker, keys: MasterKeys) -> Router {
+    // Its own path only, without a fallback: the router is merged into the query port's.
+    Router::new()
+        .route_service("/worker.WorkerService/{*method}", worker.into_worker_server())
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(keys),
+            require_service_token,
+        ))
+}
+
+async fn require_service_token(State(keys): State<Arc<MasterKeys>>, request: Request, next: Next) -> Response {
+    let token = request
+        .headers()
+        .get(SERVICE_TOKEN_HEADER)
+        .and_then(|value| value.to_str().ok());
+    match token {
+        Some(token) if keys.accepts(token) => next.run(request).await,
+        Some(_) => grpc_refusal(16, "the service token is not valid (wrong master key?)"),
+        None => grpc_refusal(16, "only the cluster's query nodes may call the worker service"),
+    }
+}

@@ -1,0 +1,84 @@
+//! Connections to other query nodes' workers: one per node, reused, and every call carries
+//! the headers the cluster's services authenticate each other with (the service token: a
+//! worker refuses calls without it).
+//!
+//! A node that went away must fail the query quickly rather than hold it until its time
+//! limit: connecting gives up after [`CONNECT_TIMEOUT`], and HTTP/2 keepalive pings notice a
+//! peer that stopped answering mid-query within [`KEEPALIVE_INTERVAL`] + [`KEEPALIVE_TIMEOUT`].
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use datafusion::error::{DataFusionError, Result};
+use datafusion_distributed::grpc::{BoxCloneSyncChannel, create_worker_client};
+use datafusion_distributed::{ChannelResolver, WorkerChannel};
+use http::{HeaderName, HeaderValue};
+use tonic::transport::Endpoint;
+use url::Url;
+
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Channels to workers, by URL.
+pub struct TokenChannels {
+    headers: Vec<(HeaderName, HeaderValue)>,
+    channels: Mutex<HashMap<Url, BoxCloneSyncChannel>>,
+}
+
+impl TokenChannels {
+    pub fn new(headers: &[(String, String)]) -> Result<TokenChannels> {
+        let headers = headers
+            .iter()
+            .map(
+                |(name, value)| match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+                    (Ok(name), Ok(value)) => Ok((name, value)),
+                    _ => Err(DataFusionError::Configuration(format!(
+                        "the header {name} of calls between query nodes is not valid"
+                    ))),
+                },
+            )
+            .collect::<Result<Vec<_>>>()?;
+        Ok(TokenChannels {
+            headers,
+            channels: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn channel(&self, url: &Url) -> Result<BoxCloneSyncChannel> {
+        let mut channels = self
+            .channels
+            .lock()
+            .map_err(|_| DataFusionError::Internal("the worker channels' lock is poisoned".into()))?;
+        if let Some(channel) = channels.get(url) {
+            return Ok(channel.clone());
+        }
+        let endpoint = Endpoint::from_shared(url.to_string())
+            .map_err(|e| DataFusionError::Configuration(format!("query node address '{url}': {e}")))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+            .keep_alive_while_idle(true);
+        let headers = self.headers.clone();
+        let service = tower::ServiceBuilder::new()
+            .map_request(move |mut request: http::Request<tonic::body::Body>| {
+                for (name, value) in &headers {
+                    request.headers_mut().insert(name.clone(), value.clone());
+                }
+                request
+            })
+            .service(endpoint.connect_lazy());
+        let channel = BoxCloneSyncChannel::new(service);
+        channels.insert(url.clone(), channel.clone());
+        Ok(channel)
+    }
+}
+
+#[async_trait]
+impl ChannelResolver for TokenChannels {
+    async fn get_worker_client_for_url(&self, url: &Url) -> Result<Box<dyn WorkerChannel>> {
+        Ok(create_worker_client(self.channel(url)?))
+    }
+}
