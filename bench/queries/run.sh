@@ -15,6 +15,10 @@ if ! cmp -s "$here/requirements.txt" "$installed"; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
     cp "$here/requirements.txt" "$installed"
 fi
+if [ "${1:-}" = "scaling" ]; then
+    shift
+    exec "$venv/bin/python" "$here/scaling.py" "$@"
+fi
 if [ "${1:-}" = "first-rows" ]; then
     shift
     exec "$venv/bin/python" "$here/first_rows.py" "$@"

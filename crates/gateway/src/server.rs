@@ -325,6 +325,11 @@ fn route_of(path: &str) -> &'static str {
     }
 }
 
+/// Whether a request to `path` only reads (a query), so running it twice changes nothing.
+fn reads_only(path: &str) -> bool {
+    matches!(route_of(path), "v1" | "v2") || path.starts_with("/trawl.query.")
+}
+
 /// The services a path may go to, in the order to try them: meta for its methods and
 /// reflection, else the query nodes in turn.
 fn upstreams_of(config: &GatewayConfig, target: &str) -> Vec<String> {
@@ -535,8 +540,10 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         *upstream.headers_mut() = headers.clone();
         match client.request(upstream).await {
             Ok(response) => return response.map(Body::new).into_response(),
-            // Refused before the first byte: nothing ran there, so the next node may try.
-            Err(error) if error.is_connect() && attempt + 1 < nodes.len() => {
+            // Refused before the first byte: nothing ran there, so the next node may try. A
+            // query only reads, so one whose node went away before answering (a pooled
+            // connection to a node that died) may run on the next node as well.
+            Err(error) if (error.is_connect() || reads_only(&path_and_query)) && attempt + 1 < nodes.len() => {
                 tracing::warn!(%node, %error, "a query node cannot be reached; trying the next");
                 METRICS.gateway_retries.inc();
             }
@@ -557,5 +564,14 @@ mod tests {
     fn the_decoy_hash_is_a_real_argon2id_hash() {
         assert!(argon2::PasswordHash::new(DECOY_HASH).is_ok());
         assert!(!trawl_auth::accounts::password_matches("anything", DECOY_HASH));
+    }
+
+    #[test]
+    fn only_queries_may_run_again_on_another_node() {
+        assert!(reads_only("/v1/rest/query"));
+        assert!(reads_only("/v2/rest/query"));
+        assert!(reads_only("/trawl.query.v1.QueryService/ExecuteQuery"));
+        assert!(!reads_only("/v1/rest/mgmt"));
+        assert!(!reads_only("/trawl.meta.v1.MetaService/CreateTable"));
     }
 }
