@@ -245,6 +245,19 @@ MORE_KQL = [
 ]
 
 
+def set_sorted(cell):
+    """A set's elements sorted (their order is not defined); v1 answers dynamic values as
+    JSON text."""
+    if isinstance(cell, str) and cell.startswith("["):
+        try:
+            cell = json.loads(cell)
+        except ValueError:
+            return cell
+    if isinstance(cell, list):
+        return sorted(json.dumps(item, sort_keys=True) for item in cell)
+    return cell
+
+
 @pytest.mark.parametrize("kql", MORE_KQL)
 def test_more_kql_answers_the_same_spread_and_alone(spread, kql):
     alone = spread.adx(kql, fanout=1)
@@ -256,7 +269,7 @@ def test_more_kql_answers_the_same_spread_and_alone(spread, kql):
         results = [row[0] for row in toc if row[1] == "QueryResult"]
         out = []
         for index in results:
-            rows = [[sorted(c) if isinstance(c, list) else c for c in row] for row in answer["Tables"][index]["Rows"]]
+            rows = [[set_sorted(c) for c in row] for row in answer["Tables"][index]["Rows"]]
             out.append(sorted(json.dumps(r, sort_keys=True) for r in rows))
         return out
 
@@ -285,7 +298,8 @@ def test_the_public_corpus_passes_on_the_cluster(spread):
 def test_a_query_over_its_memory_limit_fails_alone(spread):
     # Every log row 3,000 times over, kept in lists by minute: far more than the 256 MiB each
     # node allows a query. On a busy machine the time limit may come first (as on one node,
-    # test_hostile_queries.py): either way the query fails alone and every node goes on.
+    # test_hostile_queries.py), or a worker's stream break off (503): either way the query
+    # fails alone and every node goes on.
     kql = (
         "default | where isnotempty(body) | extend a = range(1, 3000) | mv-expand a "
         '| summarize make_list(strcat("abcdefghijklmnopqrstuvwxyz", tostring(a))) by bin(timestamp, 1m)'
@@ -294,7 +308,7 @@ def test_a_query_over_its_memory_limit_fails_alone(spread):
     body = json.dumps({"db": "default", "csl": kql, "properties": {"Options": options}}).encode()
     headers = {"Content-Type": "application/json", **spread.query_auth}
     status, _, answer = http_request(spread.gateway_url + "/v1/rest/query", body, headers, "POST", 120)
-    assert status in (400, 504), answer[:500]
+    assert status in (400, 503, 504), answer[:500]
     if status == 400:
         assert b"memory" in answer, answer[:500]
     for _ in range(3):

@@ -489,6 +489,7 @@ impl Engine {
                     None if tripped => {
                         return Err(Stop::Failed(crate::budget::too_large(&error)));
                     }
+                    None if placement.is_distributed() => return Err(Stop::Failed(distributed_error(error))),
                     None => return Err(Stop::Failed(execution_error(error))),
                 }
             };
@@ -752,6 +753,21 @@ impl Engine {
         run.send(QueryEvent::TableFinished { rows: sent.rows }).await?;
         Ok(())
     }
+}
+
+/// The error of a distributed plan: as a local plan's, except that a failure of the calls
+/// between nodes (another node's error arrives as text, a broken connection as the transport's
+/// error) is `Unavailable`, with its cause, rather than an internal error.
+fn distributed_error(error: datafusion::error::DataFusionError) -> TrawlError {
+    let external = matches!(error.find_root(), datafusion::error::DataFusionError::External(_));
+    let text = error.to_string();
+    let classified = execution_error(error);
+    if external && classified.code == ErrorCode::Internal {
+        return TrawlError::unavailable(format!(
+            "the query's work on another query node failed ({text}); retry the query"
+        ));
+    }
+    classified
 }
 
 /// Times a query runs again after a node it was spread over could not be reached.
