@@ -232,7 +232,10 @@ impl Distribution {
     /// After a distributed plan failed: whether a node it used could not be reached (then
     /// those that do not answer are left out, and the query can run again without them).
     pub(crate) async fn lost_a_node(&self, error: &DataFusionError) -> bool {
-        if unreachable_node(error).is_none() {
+        // A failed call between nodes arrives as an external error (the transport's); the
+        // probe then tells whether a node is gone.
+        let external = matches!(error.find_root(), DataFusionError::External(_));
+        if !external && unreachable_node(error).is_none() {
             return false;
         }
         let own = Url::parse(&self.settings.self_url).ok();
