@@ -450,7 +450,8 @@ impl Engine {
                 drop(stream);
                 if placement.is_distributed() && failed.is_none() {
                     // The workers' metrics (rows and bytes read) arrive when their tasks end.
-                    run.tracker.replace_last(with_worker_metrics(&physical).await);
+                    run.tracker
+                        .replace_last(crate::distributed::with_worker_metrics(&physical).await);
                 }
                 tracing::debug!(
                     target: "trawl_engine::plan",
@@ -489,7 +490,9 @@ impl Engine {
                     None if tripped => {
                         return Err(Stop::Failed(crate::budget::too_large(&error)));
                     }
-                    None if placement.is_distributed() => return Err(Stop::Failed(distributed_error(error))),
+                    None if placement.is_distributed() => {
+                        return Err(Stop::Failed(crate::distributed::distributed_error(error)));
+                    }
                     None => return Err(Stop::Failed(execution_error(error))),
                 }
             };
@@ -734,7 +737,8 @@ impl Engine {
             }
             drop(stream);
             if placement.is_distributed() {
-                run.tracker.replace_last(with_worker_metrics(&physical).await);
+                run.tracker
+                    .replace_last(crate::distributed::with_worker_metrics(&physical).await);
             }
             let complete = newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows;
             if complete || index + 1 == slices.len() {
@@ -755,45 +759,8 @@ impl Engine {
     }
 }
 
-/// The error of a distributed plan: as a local plan's, except that a failure of the calls
-/// between nodes (another node's error arrives as text, a broken connection as the transport's
-/// error) is `Unavailable`, with its cause, rather than an internal error.
-fn distributed_error(error: datafusion::error::DataFusionError) -> TrawlError {
-    let external = matches!(error.find_root(), datafusion::error::DataFusionError::External(_));
-    let text = error.to_string();
-    let classified = execution_error(error);
-    if external && classified.code == ErrorCode::Internal {
-        return TrawlError::unavailable(format!(
-            "the query's work on another query node failed ({text}); retry the query"
-        ));
-    }
-    classified
-}
-
 /// Times a query runs again after a node it was spread over could not be reached.
 const MAX_LOST_NODE_RETRIES: u32 = 2;
-
-/// Longest wait for the workers' metrics of a finished distributed plan.
-const WORKER_METRICS_WAIT: Duration = Duration::from_secs(2);
-
-/// `plan` (a finished distributed plan) with the metrics its workers sent back, or as it is
-/// when they do not arrive in time.
-async fn with_worker_metrics(
-    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
-) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
-    let rewritten = datafusion_distributed::rewrite_distributed_plan_with_metrics(
-        Arc::clone(plan),
-        datafusion_distributed::DistributedMetricsFormat::Aggregated,
-    );
-    match tokio::time::timeout(WORKER_METRICS_WAIT, rewritten).await {
-        Ok(Ok(with_metrics)) => with_metrics,
-        Ok(Err(error)) => {
-            tracing::debug!(%error, "the workers' metrics of a query are incomplete");
-            Arc::clone(plan)
-        }
-        Err(_) => Arc::clone(plan),
-    }
-}
 
 /// The first `n` rows of `batches` (all without `n`).
 fn first_rows(batches: &[RecordBatch], n: Option<usize>) -> Vec<RecordBatch> {

@@ -30,6 +30,7 @@ pub mod shred;
 mod store;
 mod table;
 pub mod thrift_check;
+mod time_bounds;
 
 pub use batch::rows_to_batch;
 pub use checked::SegmentDamage;
@@ -40,7 +41,8 @@ pub use progress::ScanCounters;
 pub use segment::{Encoded, SegmentWriter, encode_rows};
 pub use segment_scan::{LazyScans, ScanSpec, SegmentScanExec};
 pub use store::SegmentStore;
-pub use table::{TrawlTable, time_bounds_of_filters};
+pub use table::TrawlTable;
+pub use time_bounds::time_bounds_of_filters;
 
 /// Errors of the storage layer.
 #[derive(Debug, thiserror::Error)]

@@ -423,3 +423,40 @@ pub(crate) fn stays_local(error: &DataFusionError) -> Option<String> {
         _ => reason.to_string(),
     })
 }
+
+/// The error of a distributed plan: as a local plan's, except that a failure of the calls
+/// between nodes (another node's error arrives as text, a broken connection as the transport's
+/// error) is `Unavailable`, with its cause, rather than an internal error.
+pub(crate) fn distributed_error(error: DataFusionError) -> trawl_common::TrawlError {
+    let external = matches!(error.find_root(), DataFusionError::External(_));
+    let text = error.to_string();
+    let classified = crate::execution_error(error);
+    if external && classified.code == trawl_common::ErrorCode::Internal {
+        return trawl_common::TrawlError::unavailable(format!(
+            "the query's work on another query node failed ({text}); retry the query"
+        ));
+    }
+    classified
+}
+
+/// Longest wait for the workers' metrics of a finished distributed plan.
+const WORKER_METRICS_WAIT: Duration = Duration::from_secs(2);
+
+/// `plan` (a finished distributed plan) with the metrics its workers sent back, or as it is
+/// when they do not arrive in time.
+pub(crate) async fn with_worker_metrics(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    let rewritten = datafusion_distributed::rewrite_distributed_plan_with_metrics(
+        Arc::clone(plan),
+        datafusion_distributed::DistributedMetricsFormat::Aggregated,
+    );
+    match tokio::time::timeout(WORKER_METRICS_WAIT, rewritten).await {
+        Ok(Ok(with_metrics)) => with_metrics,
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "the workers' metrics of a query are incomplete");
+            Arc::clone(plan)
+        }
+        Err(_) => Arc::clone(plan),
+    }
+}
