@@ -24,5 +24,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         .file_descriptor_set_path(out.join("trawl_descriptor.bin"))
         .compile_with_config(config, &protos, &["proto"])?;
+    // Calls between query nodes: not in the descriptor set, so reflection does not list them.
+    let internal = "proto/trawl/worker/v1/scans.proto";
+    println!("cargo:rerun-if-changed={internal}");
+    let mut config = prost_build::Config::new();
+    config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_with_config(config, &[internal], &["proto"])?;
     Ok(())
 }

@@ -7,6 +7,8 @@ killed with -9 costs no failed query."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import random
@@ -15,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
 from test_cluster import SCRIPT, Cluster
@@ -293,6 +296,27 @@ def test_the_public_corpus_passes_on_the_cluster(spread):
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_the_scans_progress_service_answers_only_the_cluster(spread):
+    # What a running query's scans read on a node, which its coordinator asks for while it
+    # runs: only with the service token derived from the master key.
+    key = spread.secrets()["BZRK_MASTER_KEY"]
+    token = hmac.new(key.encode(), b"trawl-service-token-v1", hashlib.sha256).hexdigest()
+    request = b"\x0a\x0bno-such-one"  # ReadScansRequest{query: "no-such-one"}
+    for url in spread.env["QUERY_URLS"].split():
+        with grpc.insecure_channel(url.removeprefix("http://")) as channel:
+            read = channel.unary_unary(
+                "/trawl.worker.v1.Scans/Read", request_serializer=lambda b: b, response_deserializer=lambda b: b
+            )
+            # A query whose scans never ran there: every total zero (an empty message).
+            assert read(request, timeout=10, metadata=[("x-trawl-service-token", token)]) == b""
+            with pytest.raises(grpc.RpcError) as error:
+                read(request, timeout=10)
+            assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(grpc.RpcError) as error:
+                read(request, timeout=10, metadata=[("x-trawl-service-token", "0" * 64)])
+            assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_a_query_over_its_memory_limit_fails_alone(spread):

@@ -18,6 +18,9 @@ use datafusion_distributed::grpc::{BoxCloneSyncChannel, create_worker_client};
 use datafusion_distributed::{ChannelResolver, WorkerChannel};
 use http::{HeaderName, HeaderValue};
 use tonic::transport::Endpoint;
+use trawl_engine::{ScanProbe, ScanTotals};
+use trawl_proto::worker::ReadScansRequest;
+use trawl_proto::worker::scans_client::ScansClient;
 use url::Url;
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -75,6 +78,30 @@ impl TokenChannels {
         let channel = BoxCloneSyncChannel::new(service);
         channels.insert(url.clone(), channel.clone());
         Ok(channel)
+    }
+}
+
+/// Asks other query nodes what a running query's scans read there (`trawl.worker.v1.Scans`),
+/// over the same connections.
+#[async_trait]
+impl ScanProbe for TokenChannels {
+    async fn scanned(&self, node: &Url, query: &str) -> std::result::Result<ScanTotals, String> {
+        let channel = self.channel(node).map_err(|e| e.to_string())?;
+        let answer = ScansClient::new(channel)
+            .read(ReadScansRequest {
+                query: query.to_string(),
+            })
+            .await
+            .map_err(|status| format!("{}: {}", status.code(), status.message()))?
+            .into_inner();
+        Ok(ScanTotals {
+            rows: answer.rows,
+            bytes: answer.bytes,
+            chunks_read: answer.chunks_read,
+            skipped_range: answer.chunks_skipped_range,
+            skipped_required_fields: answer.chunks_skipped_required_fields,
+            skipped_bytes: answer.chunks_skipped_bytes,
+        })
     }
 }
 

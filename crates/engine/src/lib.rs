@@ -42,11 +42,12 @@ use trawl_storage::schema::table_schema;
 use trawl_storage::{ScanCounters, SegmentStore, TrawlTable};
 
 pub use datafusion_distributed::ChannelResolver;
-pub use distributed::{ClusterSettings, Placement, Workers};
+pub use distributed::{ClusterSettings, Placement, ScanProbe, Workers, scanned_here};
 pub use progress::{BinProgress, OperatorDiagnostics, PlanningProgress, Progress};
 pub use run::{PartialFailure, QueryEvent, QueryEvents, RunOptions};
 pub use trawl_common::window::{QueryWindow, resolve_window, resolve_window_now};
 pub use trawl_planner::QueryWarning;
+pub use trawl_storage::ScanTotals;
 
 /// DataFusion optimizer rules the engine leaves out (see `Engine::new`).
 const DISABLED_OPTIMIZER_RULES: &[&str] = &["extract_leaf_expressions", "push_down_leaf_projections"];
@@ -173,6 +174,8 @@ pub(crate) struct Physical {
     pub(crate) plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
     pub(crate) task: Arc<datafusion::execution::TaskContext>,
     pub(crate) placement: Placement,
+    /// The id a distributed plan's scans count what they read under.
+    pub(crate) query: Option<String>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -379,29 +382,32 @@ impl Engine {
                         .map_err(execution_error)?
                     {
                         Err(placement) => placement,
-                        Ok((spread, placement)) => {
-                            match spread.query_planner().create_physical_plan(&optimized, &spread).await {
-                                Ok(physical) => {
-                                    let task = crate::memory::query_context(
-                                        datafusion::execution::TaskContext::from(&spread),
-                                        query_limit,
-                                    )
-                                    .map_err(execution_error)?;
-                                    return Ok(Physical {
-                                        plan: physical,
-                                        task,
-                                        placement,
-                                    });
-                                }
-                                Err(error) => match distributed::stays_local(&error) {
-                                    Some(reason) => {
-                                        tracing::debug!(%reason, "a query runs on the node that planned it");
-                                        Placement::local(reason)
-                                    }
-                                    None => return Err(execution_error(error)),
-                                },
+                        Ok(distributed::Spread {
+                            state: spread,
+                            placement,
+                            query,
+                        }) => match spread.query_planner().create_physical_plan(&optimized, &spread).await {
+                            Ok(physical) => {
+                                let task = crate::memory::query_context(
+                                    datafusion::execution::TaskContext::from(&spread),
+                                    query_limit,
+                                )
+                                .map_err(execution_error)?;
+                                return Ok(Physical {
+                                    plan: physical,
+                                    task,
+                                    placement,
+                                    query: Some(query),
+                                });
                             }
-                        }
+                            Err(error) => match distributed::stays_local(&error) {
+                                Some(reason) => {
+                                    tracing::debug!(%reason, "a query runs on the node that planned it");
+                                    Placement::local(reason)
+                                }
+                                None => return Err(execution_error(error)),
+                            },
+                        },
                     },
                 };
                 let physical = state
@@ -415,6 +421,7 @@ impl Engine {
                     plan: physical,
                     task,
                     placement,
+                    query: None,
                 })
             })
         })

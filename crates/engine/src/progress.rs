@@ -13,7 +13,7 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::metrics::MetricValue;
-use trawl_storage::{ScanCounters, segment_scan};
+use trawl_storage::{ScanCounters, ScanTotals, segment_scan};
 
 /// One progress report.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,9 +110,13 @@ pub(crate) struct Tracker {
     pub(crate) planning: bool,
     /// See `trawl_planner::PlannedQuery::time_bin`.
     pub(crate) time_bin: Option<i64>,
-    /// Plans of the result tables run or running, in order.
-    plans: Vec<Arc<dyn ExecutionPlan>>,
+    /// Plans of the result tables run or running, in order, with what the scans of a
+    /// distributed one read on every node so far (their metrics arrive when they end).
+    plans: Vec<(Arc<dyn ExecutionPlan>, Option<LiveTotals>)>,
 }
+
+/// See [`crate::distributed::Watch`].
+type LiveTotals = Arc<std::sync::Mutex<ScanTotals>>;
 
 impl Tracker {
     pub(crate) fn new(counters: Arc<ScanCounters>, arrived: Instant) -> Tracker {
@@ -141,15 +145,15 @@ impl Tracker {
         }
     }
 
-    pub(crate) fn running(&mut self, plan: Arc<dyn ExecutionPlan>) {
-        self.plans.push(plan);
+    pub(crate) fn running(&mut self, plan: Arc<dyn ExecutionPlan>, live: Option<LiveTotals>) {
+        self.plans.push((plan, live));
     }
 
     /// Replaces the plan running last by the same plan with more metrics (a distributed
     /// plan with its workers' metrics).
     pub(crate) fn replace_last(&mut self, plan: Arc<dyn ExecutionPlan>) {
         if let Some(last) = self.plans.last_mut() {
-            *last = plan;
+            last.0 = plan;
         }
     }
 
@@ -159,9 +163,15 @@ impl Tracker {
         let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         let mut sample = Sample::default();
         let mut operators = Vec::new();
-        for (index, plan) in self.plans.iter().enumerate() {
+        for (index, (plan, live)) in self.plans.iter().enumerate() {
             sample.running = !finished && index + 1 == self.plans.len();
+            let before = sample.lazy;
             sample.walk(plan.as_ref(), &mut operators);
+            if let Some(live) = live.as_ref().and_then(|live| live.lock().ok().map(|totals| *totals)) {
+                // The plan's own metrics are complete once its workers' arrived; until then
+                // the nodes' live totals run ahead of them.
+                sample.lazy = before + sample.lazy.minus(before).max(live);
+            }
         }
         let opened: u64 = sample
             .files
@@ -228,36 +238,24 @@ struct Sample {
     /// Segment files of running plans not yet read to the end.
     unfinished: HashSet<String>,
     /// What scans that decide their pruning as they run read ([`SegmentScanExec`]).
-    lazy: LazyScans,
+    lazy: ScanTotals,
 }
 
-/// Totals of [`SegmentScanExec`] metrics.
-#[derive(Default)]
-struct LazyScans {
-    rows: u64,
-    bytes: u64,
-    chunks_read: u64,
-    skipped_range: u64,
-    skipped_required_fields: u64,
-    skipped_bytes: u64,
-}
-
-impl LazyScans {
-    fn add(&mut self, metrics: &datafusion::physical_plan::metrics::MetricsSet) {
-        for metric in metrics.iter() {
-            let MetricValue::Count { name, count } = metric.value() else {
-                continue;
-            };
-            let value = count.value() as u64;
-            match name.as_ref() {
-                segment_scan::ROWS_READ => self.rows += value,
-                segment_scan::BYTES_READ => self.bytes += value,
-                segment_scan::CHUNKS_READ => self.chunks_read += value,
-                segment_scan::CHUNKS_SKIPPED_RANGE => self.skipped_range += value,
-                segment_scan::CHUNKS_SKIPPED_REQUIRED_FIELDS => self.skipped_required_fields += value,
-                segment_scan::SKIPPED_BYTES => self.skipped_bytes += value,
-                _ => {}
-            }
+/// Adds the [`SegmentScanExec`] metrics among `metrics` to `totals`.
+fn add_scan_metrics(totals: &mut ScanTotals, metrics: &datafusion::physical_plan::metrics::MetricsSet) {
+    for metric in metrics.iter() {
+        let MetricValue::Count { name, count } = metric.value() else {
+            continue;
+        };
+        let value = count.value() as u64;
+        match name.as_ref() {
+            segment_scan::ROWS_READ => totals.rows += value,
+            segment_scan::BYTES_READ => totals.bytes += value,
+            segment_scan::CHUNKS_READ => totals.chunks_read += value,
+            segment_scan::CHUNKS_SKIPPED_RANGE => totals.skipped_range += value,
+            segment_scan::CHUNKS_SKIPPED_REQUIRED_FIELDS => totals.skipped_required_fields += value,
+            segment_scan::SKIPPED_BYTES => totals.skipped_bytes += value,
+            _ => {}
         }
     }
 }
@@ -296,7 +294,7 @@ impl Sample {
         // A segment scan's metrics, on the node itself or (a distributed plan's, sent back by
         // the workers) on the node standing for it.
         if let Some(metrics) = &metrics {
-            self.lazy.add(metrics);
+            add_scan_metrics(&mut self.lazy, metrics);
         }
         if plan.name() == "FilterExec" {
             for child in plan.children() {
@@ -395,4 +393,37 @@ fn is_merge(plan: &dyn ExecutionPlan) -> bool {
         return matches!(aggregate.mode(), AggregateMode::Final | AggregateMode::FinalPartitioned);
     }
     matches!(plan.name(), "SortPreservingMergeExec" | "CoalescePartitionsExec")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use datafusion::arrow::datatypes::Schema;
+    use datafusion::physical_plan::empty::EmptyExec;
+
+    use super::*;
+
+    #[test]
+    fn a_distributed_plan_counts_the_nodes_live_totals_until_its_metrics_arrive() {
+        let mut tracker = Tracker::new(Arc::new(ScanCounters::default()), Instant::now());
+        tracker.planning = false;
+        let live = Arc::new(Mutex::new(ScanTotals {
+            rows: 70,
+            bytes: 900,
+            chunks_read: 3,
+            ..ScanTotals::default()
+        }));
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(EmptyExec::new(Arc::new(Schema::empty())));
+        tracker.running(plan, Some(Arc::clone(&live)));
+        let progress = tracker.snapshot(false);
+        assert_eq!(progress.rows_processed, 70);
+        assert_eq!(progress.counted_rows, 70);
+        assert_eq!(progress.chunk_scanned_compressed_size, 900);
+        assert_eq!(progress.chunks_scanned, 3);
+        if let Ok(mut totals) = live.lock() {
+            totals.rows = 100;
+        }
+        assert_eq!(tracker.snapshot(true).rows_processed, 100);
+    }
 }

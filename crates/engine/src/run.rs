@@ -323,6 +323,24 @@ impl From<TrawlError> for Stop {
 }
 
 impl Engine {
+    /// Counts `physical` into the run's progress from now on; for a distributed plan (its
+    /// scans count what they read under `query`) when someone watches the progress, asks the
+    /// nodes what they read until the returned watch is dropped.
+    fn start_tracking(
+        &self,
+        run: &mut Run,
+        physical: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+        query: Option<&str>,
+    ) -> Option<crate::distributed::Watch> {
+        let watch = match (&run.ticker, query, &self.distribution) {
+            (Some(_), Some(query), Some(distribution)) => distribution.watch(query),
+            _ => None,
+        };
+        run.tracker
+            .running(Arc::clone(physical), watch.as_ref().map(|w| w.totals()));
+        watch
+    }
+
     /// Starts `request`; its events arrive on the returned stream.
     pub fn run(&self, request: QueryRequest, options: RunOptions) -> QueryEvents {
         let (sender, receiver) = mpsc::channel(4);
@@ -426,11 +444,12 @@ impl Engine {
                     plan: physical,
                     task,
                     placement,
+                    query,
                 } = run.ticking(self.physical_plan(plan.clone(), run.fanout)).await??;
                 run.distributed |= placement.is_distributed();
                 run.tracker.planning = false;
                 run.report_unreadable().await?;
-                run.tracker.running(physical.clone());
+                let _watch = self.start_tracking(run, &physical, query.as_deref());
                 let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
                 let mut sent = SentRows::new(&name, self.config.max_result_rows);
                 let mut failed = None;
@@ -719,11 +738,12 @@ impl Engine {
                 plan: physical,
                 task,
                 placement,
+                query,
             } = run.ticking(self.physical_plan(plan, run.fanout)).await??;
             run.distributed |= placement.is_distributed();
             run.tracker.planning = false;
             run.report_unreadable().await?;
-            run.tracker.running(physical.clone());
+            let _watch = self.start_tracking(run, &physical, query.as_deref());
             let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
             while let Some(batch) = run.ticking(stream.next()).await? {
                 let batch = batch.map_err(execution_error)?;

@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use serde_json::Value as Json;
+use std::time::Duration;
 use trawl_common::Row;
-use trawl_engine::{ClusterSettings, Engine, EngineConfig, QueryRequest, QueryWindow, Workers};
+
+use trawl_engine::{ClusterSettings, Engine, EngineConfig, QueryEvent, QueryRequest, QueryWindow, RunOptions, Workers};
 use trawl_storage::SegmentStore;
 
 use crate::fixture::{Fixture, TestResult, log, span};
@@ -23,6 +25,8 @@ async fn node(
         channels: Arc::new(datafusion_distributed::grpc::DefaultChannelResolver::default()),
         min_bytes: 0,
         min_segments: 0,
+        // One process: the scans' live totals of all three nodes are this node's.
+        probe: None,
     };
     let engine =
         Engine::new(fixture.catalog.clone(), store, EngineConfig::default())?.with_cluster(settings, workers)?;
@@ -33,6 +37,26 @@ async fn node(
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
     );
     Ok(engine)
+}
+
+/// Three engines over the fixture's catalog and store, each serving its worker.
+async fn cluster(fixture: &Fixture) -> Result<Vec<Engine>, Box<dyn std::error::Error>> {
+    let store = fixture.writer.store().clone();
+    let mut listeners = Vec::new();
+    for _ in 0..3 {
+        listeners.push(tokio::net::TcpListener::bind("127.0.0.1:0").await?);
+    }
+    let workers = Arc::new(Workers::default());
+    let addresses: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| format!("http://{a}")))
+        .collect::<Result<_, _>>()?;
+    workers.set(&addresses);
+    let mut nodes = Vec::new();
+    for listener in listeners {
+        nodes.push(node(fixture, &store, listener, workers.clone()).await?);
+    }
+    Ok(nodes)
 }
 
 fn rows_of(day: i64) -> Vec<Row> {
@@ -113,21 +137,7 @@ async fn three_nodes_answer_as_one_does() -> TestResult {
     let meta = fixture.writer.write_rows("default", "spans", spans).await?;
     fixture.catalog.commit_segments(&[meta], &[]).await?;
 
-    let store = fixture.writer.store().clone();
-    let mut listeners = Vec::new();
-    for _ in 0..3 {
-        listeners.push(tokio::net::TcpListener::bind("127.0.0.1:0").await?);
-    }
-    let workers = Arc::new(Workers::default());
-    let addresses: Vec<String> = listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| format!("http://{a}")))
-        .collect::<Result<_, _>>()?;
-    workers.set(&addresses);
-    let mut nodes = Vec::new();
-    for listener in listeners {
-        nodes.push(node(&fixture, &store, listener, workers.clone()).await?);
-    }
+    let nodes = cluster(&fixture).await?;
 
     let queries = [
         "default | count",
@@ -197,5 +207,65 @@ async fn a_small_share_of_the_nodes_keeps_a_query_here() -> TestResult {
     let plans = engine.physical_plans(&request).await?;
     let placement = plans[0].1.to_string();
     assert!(placement.contains("no other query node"), "{placement}");
+    Ok(())
+}
+
+/// Progress reports of a distributed query count what the workers read while it runs, not
+/// only once their tasks end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_counts_the_workers_reads_while_the_query_runs() -> TestResult {
+    let fixture = Fixture::new().await?;
+    for day in 0..9 {
+        fixture.segment(rows_of(day)).await?;
+    }
+    let nodes = cluster(&fixture).await?;
+    let request = QueryRequest {
+        text: "default | project timestamp, body".into(),
+        database: "default".into(),
+        window: QueryWindow::default(),
+    };
+    let options = RunOptions {
+        progress_every: Some(Duration::from_millis(10)),
+        timeout: None,
+        snapshots: false,
+        face: "",
+        fanout_nodes_percent: None,
+    };
+    let mut events = nodes[0].run(request, options);
+    // Until the table starts, then a pause: the run waits for its reader with the plan
+    // running, the workers read, and the reports after the pause must show it.
+    loop {
+        match events.next_event().await {
+            Some(QueryEvent::TableStarted { .. }) => break,
+            Some(QueryEvent::Failed(error)) => return Err(error.to_string().into()),
+            None => return Err("the run ended before its table started".into()),
+            Some(_) => {}
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut reports = Vec::new();
+    let mut rows_sent = 0;
+    let mut while_running = None;
+    while let Some(event) = events.next_event().await {
+        match event {
+            QueryEvent::Progress(progress) => reports.push(progress.rows_processed),
+            QueryEvent::Rows(batch) => rows_sent += batch.num_rows(),
+            // The workers' metrics are in once the table is read.
+            QueryEvent::TableFinished { .. } => while_running = Some(reports.len()),
+            QueryEvent::Failed(error) => return Err(error.to_string().into()),
+            _ => {}
+        }
+    }
+    assert_eq!(rows_sent, 9 * 40);
+    let while_running = while_running.ok_or("the table did not finish")?;
+    assert!(
+        reports[..while_running].iter().any(|&rows| rows > 0),
+        "no report while the plan ran counted what the workers read: {reports:?}"
+    );
+    assert!(
+        reports.windows(2).all(|w| w[0] <= w[1]),
+        "reports went down: {reports:?}"
+    );
+    assert_eq!(reports.last().copied(), Some(9 * 40));
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! - [`query`]: the query service's `QueryService.ExecuteQuery` stream, generated at build
 //!   time from `proto/trawl/query/v1/query.proto` (the file clients generate their stubs from).
 //! - [`meta`]: the meta service, from `proto/trawl/meta/v1/meta.proto`.
+//! - [`worker`]: calls between query nodes, from `proto/trawl/worker/v1/scans.proto`.
 //! - [`vendor`]: the vendor-compatible intake's metric and trace bodies, from `proto/vendor/`.
 //! - [`prost`]: the protobuf runtime those messages implement (`prost::Message` to encode and
 //!   decode them).
@@ -25,6 +26,13 @@ pub mod query {
 #[allow(clippy::all, missing_docs)]
 pub mod meta {
     tonic::include_proto!("trawl.meta.v1");
+}
+
+/// `trawl.worker.v1`: calls between the query nodes of a cluster (what a running distributed
+/// query's scans read on a node), from `proto/trawl/worker/v1/scans.proto`.
+#[allow(clippy::all, missing_docs)]
+pub mod worker {
+    tonic::include_proto!("trawl.worker.v1");
 }
 
 /// `logproto`: the log-push protobuf body.

@@ -18,6 +18,7 @@ pub mod cache;
 mod checked;
 mod chunks;
 pub mod count_by;
+pub mod live_scans;
 mod location;
 mod merge;
 pub mod observed;
@@ -34,6 +35,7 @@ mod time_bounds;
 
 pub use batch::rows_to_batch;
 pub use checked::SegmentDamage;
+pub use live_scans::ScanTotals;
 pub use location::{S3Settings, StoreLocation};
 pub use merge::{MergePolicy, Merger};
 pub use probe::{UnreadableSegment, find_cause};

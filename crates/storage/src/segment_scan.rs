@@ -32,13 +32,18 @@ use futures::{StreamExt, TryStreamExt};
 use trawl_catalog::SegmentMeta;
 use trawl_common::metrics::METRICS;
 
+use crate::live_scans::{self, LiveTotals, ScanTotals};
 use crate::progress::ScanCounters;
 use crate::table::TrawlTable;
 
 /// Marks a session whose table scans plan [`SegmentScanExec`] nodes instead of reading
 /// footers while planning.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct LazyScans;
+#[derive(Debug, Default, Clone)]
+pub struct LazyScans {
+    /// The query the scans belong to: they add what they read to its live totals
+    /// ([`crate::live_scans`]) on whichever node runs them.
+    pub query: Option<String>,
+}
 
 /// What one scan reads: everything but where its segments are.
 #[derive(Debug, Clone)]
@@ -53,6 +58,8 @@ pub struct ScanSpec {
     /// decide: the scan applies them).
     pub filters: Vec<Expr>,
     pub limit: Option<usize>,
+    /// See [`LazyScans::query`].
+    pub query: Option<String>,
 }
 
 /// The scan; see the module documentation.
@@ -223,6 +230,7 @@ impl ExecutionPlan for SegmentScanExec {
         let schema = self.schema();
         let rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let scanned = Scanned::new(&self.metrics, partition);
+        let live = spec.query.as_deref().map(live_scans::totals_of);
         let stream = futures::stream::once(async move {
             if segments.is_empty() {
                 return Ok(futures::stream::empty().boxed());
@@ -236,15 +244,22 @@ impl ExecutionPlan for SegmentScanExec {
             let plan = table
                 .plan_listed(&state, segments.clone(), &spec.projection, &spec.filters, spec.limit)
                 .await?;
-            scanned.planned(&segments, &counters);
+            let chunks = scanned.planned(&segments, &counters, live.as_deref());
             let count = plan.output_partitioning().partition_count();
             let streams = (0..count)
                 .map(|index| plan.execute(index, Arc::clone(&context)))
                 .collect::<Result<Vec<_>>>()?;
-            // Counts what the plan read when the stream ends or is dropped (a limit met).
-            let done = Finished { plan, scanned };
+            // Counts what the plan read when the stream ends or is dropped (a limit met), and
+            // as it goes into the query's live totals.
+            let mut done = Finished {
+                plan,
+                scanned,
+                live,
+                chunks,
+                reported: (0, 0),
+            };
             let stream = futures::stream::iter(streams).flatten().map(move |batch| {
-                let _ = &done;
+                done.report();
                 batch
             });
             Ok::<_, DataFusionError>(stream.boxed())
@@ -283,22 +298,32 @@ impl Scanned {
         }
     }
 
-    fn planned(&self, segments: &[SegmentMeta], counters: &ScanCounters) {
-        let load = |c: &std::sync::atomic::AtomicU64| {
-            usize::try_from(c.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(usize::MAX)
-        };
+    /// Counts what planning the partition decided (into `live` too: the chunks skipped);
+    /// returns the chunks it reads.
+    fn planned(&self, segments: &[SegmentMeta], counters: &ScanCounters, live: Option<&LiveTotals>) -> u64 {
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         let unreadable = counters.take_unreadable();
         for segment in &unreadable {
             tracing::warn!(segment = %segment.id, message = %segment.message, "a query leaves out an unreadable segment");
         }
         self.segments.add(segments.len().saturating_sub(unreadable.len()));
         self.unreadable.add(unreadable.len());
-        self.chunks_read
-            .add(usize::try_from(counters.planned_total()).unwrap_or(usize::MAX));
-        self.skipped_range.add(load(&counters.chunks_skipped_range));
-        self.skipped_required_fields
-            .add(load(&counters.chunks_skipped_required_fields));
-        self.skipped_bytes.add(load(&counters.skipped_compressed_bytes));
+        let chunks = counters.planned_total();
+        let skipped = ScanTotals {
+            skipped_range: load(&counters.chunks_skipped_range),
+            skipped_required_fields: load(&counters.chunks_skipped_required_fields),
+            skipped_bytes: load(&counters.skipped_compressed_bytes),
+            ..ScanTotals::default()
+        };
+        self.chunks_read.add(size(chunks));
+        self.skipped_range.add(size(skipped.skipped_range));
+        self.skipped_required_fields.add(size(skipped.skipped_required_fields));
+        self.skipped_bytes.add(size(skipped.skipped_bytes));
+        if let Some(live) = live {
+            live.add(skipped);
+        }
+        chunks
     }
 }
 
@@ -311,15 +336,43 @@ pub const CHUNKS_SKIPPED_RANGE: &str = "chunks_skipped_range";
 pub const CHUNKS_SKIPPED_REQUIRED_FIELDS: &str = "chunks_skipped_required_fields";
 pub const SKIPPED_BYTES: &str = "chunk_skipped_compressed_bytes";
 
-/// Records what a partition's plan read once it is done with.
+/// Records what a partition's plan read: into the query's live totals as it goes, into the
+/// scan's metrics and this node's once it is done with.
 struct Finished {
     plan: Arc<dyn ExecutionPlan>,
     scanned: Scanned,
+    live: Option<Arc<LiveTotals>>,
+    /// Chunks the plan reads (counted live when it is done).
+    chunks: u64,
+    /// Rows and bytes already added to the live totals.
+    reported: (u64, u64),
+}
+
+impl Finished {
+    /// Adds what the plan read since the last call to the live totals.
+    fn report(&mut self) -> (u64, u64) {
+        let (rows, bytes) = read_by(self.plan.as_ref());
+        if let Some(live) = &self.live {
+            live.add(ScanTotals {
+                rows: rows.saturating_sub(self.reported.0),
+                bytes: bytes.saturating_sub(self.reported.1),
+                ..ScanTotals::default()
+            });
+        }
+        self.reported = (rows.max(self.reported.0), bytes.max(self.reported.1));
+        (rows, bytes)
+    }
 }
 
 impl Drop for Finished {
     fn drop(&mut self) {
-        let (rows, bytes) = read_by(self.plan.as_ref());
+        let (rows, bytes) = self.report();
+        if let Some(live) = &self.live {
+            live.add(ScanTotals {
+                chunks_read: self.chunks,
+                ..ScanTotals::default()
+            });
+        }
         self.scanned.rows.add(usize::try_from(rows).unwrap_or(usize::MAX));
         self.scanned.bytes.add(usize::try_from(bytes).unwrap_or(usize::MAX));
         METRICS.query_scanned_rows.inc_by(rows);

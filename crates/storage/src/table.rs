@@ -373,8 +373,10 @@ impl datafusion::catalog::TableProvider for TrawlTable {
         let wanted: Vec<usize> = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let lazy = state.config().get_extension::<LazyScans>().is_some();
-        if lazy && matches!(self.segments, SegmentSource::Catalog(_)) {
+        let lazy = state.config().get_extension::<LazyScans>();
+        if let Some(lazy) = lazy
+            && matches!(self.segments, SegmentSource::Catalog(_))
+        {
             let spec = ScanSpec {
                 database: self.database.clone(),
                 table: self.name.clone(),
@@ -382,6 +384,7 @@ impl datafusion::catalog::TableProvider for TrawlTable {
                 projection: wanted,
                 filters: filters.to_vec(),
                 limit,
+                query: lazy.query.clone(),
             };
             let partitions = state.config().target_partitions();
             return Ok(Arc::new(SegmentScanExec::new(spec, segments, partitions)?));

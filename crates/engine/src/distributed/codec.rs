@@ -81,6 +81,9 @@ struct ScanProto {
     partitions: String,
     #[prost(string, optional, tag = "8")]
     worker: Option<String>,
+    /// The query's id, under which the scan counts what it reads as it reads.
+    #[prost(string, optional, tag = "9")]
+    query: Option<String>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -162,6 +165,7 @@ impl TrawlCodec {
             limit: spec.limit.map(|l| l as u64),
             partitions: serde_json::to_string(&partitions).map_err(|e| DataFusionError::External(Box::new(e)))?,
             worker: scan.worker().map(str::to_string),
+            query: spec.query.clone(),
         })
     }
 
@@ -186,6 +190,7 @@ impl TrawlCodec {
             projection,
             filters,
             limit: proto.limit.and_then(|l| usize::try_from(l).ok()),
+            query: proto.query,
         };
         let partitions = partitions
             .into_iter()

@@ -16,6 +16,7 @@
 
 mod codec;
 mod functions;
+mod live;
 mod routing;
 
 use std::collections::HashMap;
@@ -42,6 +43,8 @@ use trawl_storage::{LazyScans, TrawlTable};
 use url::Url;
 
 pub(crate) use codec::NotTransportable;
+pub use live::ScanProbe;
+pub(crate) use live::Watch;
 
 use crate::memory::{Limit, LimitedPool};
 
@@ -57,6 +60,10 @@ pub struct ClusterSettings {
     pub min_bytes: u64,
     /// …or at least this many segments.
     pub min_segments: usize,
+    /// How this node asks the others what a running query's scans read there, for its
+    /// progress reports (without one, only this node's part shows until the workers' tasks
+    /// end).
+    pub probe: Option<Arc<dyn ScanProbe>>,
 }
 
 /// The query nodes a query may use, kept current from meta's member list.
@@ -207,7 +214,7 @@ impl Distribution {
         })
         .with_runtime_env(Arc::clone(&runtime))
         .with_version(env!("CARGO_PKG_VERSION"));
-        let config = local.config().clone().with_extension(Arc::new(LazyScans));
+        let config = local.config().clone().with_extension(Arc::new(LazyScans::default()));
         let state = SessionStateBuilder::new_from_existing(local.clone())
             .with_config(config)
             .with_query_planner(Arc::new(TravelCheck))
@@ -250,13 +257,24 @@ impl Distribution {
         &self.worker
     }
 
+    /// Watches what the scans of `query` (a [`Spread::query`]) read on every live node.
+    pub(crate) fn watch(&self, query: &str) -> Option<Watch> {
+        let own = Url::parse(&self.settings.self_url).ok()?;
+        Some(Watch::start(
+            query.to_string(),
+            own,
+            self.workers.urls(),
+            self.settings.probe.clone(),
+        ))
+    }
+
     /// The session to plan `plan` in for spreading it over the query nodes, or why it stays
     /// here. `fanout_percent` limits the share of the query nodes it may use.
     pub(crate) async fn choose(
         &self,
         plan: &LogicalPlan,
         fanout_percent: Option<u8>,
-    ) -> Result<std::result::Result<(SessionState, Placement), Placement>> {
+    ) -> Result<std::result::Result<Spread, Placement>> {
         let live = self.workers.urls().len();
         let usable = match fanout_percent {
             Some(percent) => (live * usize::from(percent.min(100))).div_ceil(100).max(1),
@@ -281,13 +299,36 @@ impl Distribution {
         if usable < live {
             state.config_mut().set_distributed_max_tasks_per_stage(usable)?;
         }
+        let query = uuid::Uuid::now_v7().to_string();
+        state.config_mut().set_extension(Arc::new(LazyScans {
+            query: Some(query.clone()),
+        }));
         let placement = Placement::Distributed {
             workers: usable,
             segments,
             bytes,
         };
-        Ok(Ok((state, placement)))
+        Ok(Ok(Spread {
+            state,
+            placement,
+            query,
+        }))
     }
+}
+
+/// What the scans of the distributed query `query` read on this node so far (see
+/// [`Watch`]): what other nodes' [`ScanProbe`]s ask for.
+pub fn scanned_here(query: &str) -> trawl_storage::ScanTotals {
+    trawl_storage::live_scans::live(query)
+}
+
+/// A query to spread over the query nodes.
+pub(crate) struct Spread {
+    /// The session to plan it in.
+    pub(crate) state: SessionState,
+    pub(crate) placement: Placement,
+    /// The id its scans count what they read under ([`Watch`]).
+    pub(crate) query: String,
 }
 
 /// Segments and bytes the table scans of `plan` list (an optimized plan: its scans carry

@@ -341,14 +341,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         if !roles.single()
             && let Some(master) = &master
         {
+            let channels = std::sync::Arc::new(trawl_api::worker_channels::TokenChannels::new(&[(
+                trawl_auth::service::SERVICE_TOKEN_HEADER.to_string(),
+                master.token(),
+            )])?);
             let settings = trawl_engine::ClusterSettings {
                 self_url: advertise(args.query_bind),
-                channels: std::sync::Arc::new(trawl_api::worker_channels::TokenChannels::new(&[(
-                    trawl_auth::service::SERVICE_TOKEN_HEADER.to_string(),
-                    master.token(),
-                )])?),
+                channels: channels.clone(),
                 min_bytes: args.distribute_min_bytes,
                 min_segments: args.distribute_min_segments,
+                probe: Some(channels),
             };
             engine = engine.with_cluster(settings, query_nodes.clone())?;
             worker_routes = engine

@@ -1,0 +1,219 @@
+//! What the segment scans of each running distributed query read so far on this node.
+//!
+//! A distributed query's scans run on other nodes, whose plan metrics reach the node that
+//! coordinates it only when their tasks end. For its progress reports in the meantime, a
+//! [`crate::SegmentScanExec`] tagged with the query's id adds what it reads here as it reads,
+//! and the coordinator asks each node for its [`ScanTotals`] of the query (`live(query)`).
+//!
+//! Entries are kept for [`KEEP_FOR`] after their last change, so a coordinator asking late
+//! still sees what a finished scan read; at most [`MAX_QUERIES`] are kept.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long the totals of a query are kept after its scans last read something.
+pub const KEEP_FOR: Duration = Duration::from_secs(600);
+/// Most queries whose totals are kept (the oldest go first).
+pub const MAX_QUERIES: usize = 4096;
+
+/// What scans read: rows and compressed bytes of segments, chunks read and skipped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanTotals {
+    pub rows: u64,
+    pub bytes: u64,
+    pub chunks_read: u64,
+    pub skipped_range: u64,
+    pub skipped_required_fields: u64,
+    pub skipped_bytes: u64,
+}
+
+impl ScanTotals {
+    /// Field by field, the larger of the two.
+    pub fn max(self, other: ScanTotals) -> ScanTotals {
+        ScanTotals {
+            rows: self.rows.max(other.rows),
+            bytes: self.bytes.max(other.bytes),
+            chunks_read: self.chunks_read.max(other.chunks_read),
+            skipped_range: self.skipped_range.max(other.skipped_range),
+            skipped_required_fields: self.skipped_required_fields.max(other.skipped_required_fields),
+            skipped_bytes: self.skipped_bytes.max(other.skipped_bytes),
+        }
+    }
+
+    /// Field by field, the difference (never below zero).
+    pub fn minus(self, other: ScanTotals) -> ScanTotals {
+        ScanTotals {
+            rows: self.rows.saturating_sub(other.rows),
+            bytes: self.bytes.saturating_sub(other.bytes),
+            chunks_read: self.chunks_read.saturating_sub(other.chunks_read),
+            skipped_range: self.skipped_range.saturating_sub(other.skipped_range),
+            skipped_required_fields: self
+                .skipped_required_fields
+                .saturating_sub(other.skipped_required_fields),
+            skipped_bytes: self.skipped_bytes.saturating_sub(other.skipped_bytes),
+        }
+    }
+}
+
+impl std::ops::Add for ScanTotals {
+    type Output = ScanTotals;
+
+    fn add(self, other: ScanTotals) -> ScanTotals {
+        ScanTotals {
+            rows: self.rows.saturating_add(other.rows),
+            bytes: self.bytes.saturating_add(other.bytes),
+            chunks_read: self.chunks_read.saturating_add(other.chunks_read),
+            skipped_range: self.skipped_range.saturating_add(other.skipped_range),
+            skipped_required_fields: self
+                .skipped_required_fields
+                .saturating_add(other.skipped_required_fields),
+            skipped_bytes: self.skipped_bytes.saturating_add(other.skipped_bytes),
+        }
+    }
+}
+
+impl std::ops::AddAssign for ScanTotals {
+    fn add_assign(&mut self, other: ScanTotals) {
+        *self = *self + other;
+    }
+}
+
+/// The running totals of one query on this node.
+#[derive(Debug, Default)]
+pub struct LiveTotals {
+    rows: AtomicU64,
+    bytes: AtomicU64,
+    chunks_read: AtomicU64,
+    skipped_range: AtomicU64,
+    skipped_required_fields: AtomicU64,
+    skipped_bytes: AtomicU64,
+}
+
+impl LiveTotals {
+    pub fn add(&self, more: ScanTotals) {
+        let add = |counter: &AtomicU64, value: u64| {
+            if value > 0 {
+                counter.fetch_add(value, Ordering::Relaxed);
+            }
+        };
+        add(&self.rows, more.rows);
+        add(&self.bytes, more.bytes);
+        add(&self.chunks_read, more.chunks_read);
+        add(&self.skipped_range, more.skipped_range);
+        add(&self.skipped_required_fields, more.skipped_required_fields);
+        add(&self.skipped_bytes, more.skipped_bytes);
+    }
+
+    pub fn read(&self) -> ScanTotals {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        ScanTotals {
+            rows: load(&self.rows),
+            bytes: load(&self.bytes),
+            chunks_read: load(&self.chunks_read),
+            skipped_range: load(&self.skipped_range),
+            skipped_required_fields: load(&self.skipped_required_fields),
+            skipped_bytes: load(&self.skipped_bytes),
+        }
+    }
+}
+
+/// Totals by query id, with when each was last handed out.
+#[derive(Default)]
+struct Registry {
+    queries: HashMap<String, (Arc<LiveTotals>, Instant)>,
+}
+
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
+
+/// The totals of `query` on this node, to add to (created when new).
+pub fn totals_of(query: &str) -> Arc<LiveTotals> {
+    let Ok(mut registry) = REGISTRY.lock() else {
+        // A poisoned registry only costs progress reports.
+        return Arc::new(LiveTotals::default());
+    };
+    let now = Instant::now();
+    if let Some((totals, touched)) = registry.queries.get_mut(query) {
+        *touched = now;
+        return Arc::clone(totals);
+    }
+    registry
+        .queries
+        .retain(|_, (_, touched)| now.duration_since(*touched) < KEEP_FOR);
+    if registry.queries.len() >= MAX_QUERIES
+        && let Some(oldest) = registry
+            .queries
+            .iter()
+            .min_by_key(|(_, (_, touched))| *touched)
+            .map(|(id, _)| id.clone())
+    {
+        registry.queries.remove(&oldest);
+    }
+    let totals = Arc::new(LiveTotals::default());
+    registry.queries.insert(query.to_string(), (Arc::clone(&totals), now));
+    totals
+}
+
+/// What the scans of `query` read so far on this node (zero when none ran here).
+pub fn live(query: &str) -> ScanTotals {
+    REGISTRY
+        .lock()
+        .ok()
+        .and_then(|registry| registry.queries.get(query).map(|(totals, _)| totals.read()))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_add_up_per_query() {
+        let a = totals_of("live-scans-test-a");
+        a.add(ScanTotals {
+            rows: 10,
+            bytes: 100,
+            ..ScanTotals::default()
+        });
+        totals_of("live-scans-test-a").add(ScanTotals {
+            rows: 5,
+            chunks_read: 1,
+            ..ScanTotals::default()
+        });
+        let read = live("live-scans-test-a");
+        assert_eq!((read.rows, read.bytes, read.chunks_read), (15, 100, 1));
+        assert_eq!(live("live-scans-test-unknown"), ScanTotals::default());
+    }
+
+    #[test]
+    fn max_and_minus_are_field_by_field() {
+        let a = ScanTotals {
+            rows: 3,
+            bytes: 10,
+            ..ScanTotals::default()
+        };
+        let b = ScanTotals {
+            rows: 5,
+            bytes: 2,
+            ..ScanTotals::default()
+        };
+        assert_eq!(
+            a.max(b),
+            ScanTotals {
+                rows: 5,
+                bytes: 10,
+                ..ScanTotals::default()
+            }
+        );
+        assert_eq!(
+            a.minus(b),
+            ScanTotals {
+                rows: 0,
+                bytes: 8,
+                ..ScanTotals::default()
+            }
+        );
+        assert_eq!((a + b).rows, 8);
+    }
+}
