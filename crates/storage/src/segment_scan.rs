@@ -145,23 +145,27 @@ impl SegmentScanExec {
 }
 
 /// `segments` in `count` groups of about equal bytes (each group in time order).
-fn spread(mut segments: Vec<SegmentMeta>, count: usize) -> Vec<Vec<SegmentMeta>> {
-    let count = count.max(1);
-    let mut groups: Vec<(u64, Vec<SegmentMeta>)> = vec![(0, Vec::new()); count];
-    segments.sort_by_key(|s| std::cmp::Reverse(s.bytes));
-    for segment in segments {
-        if let Some(group) = groups.iter_mut().min_by_key(|g| g.0) {
-            group.0 += segment.bytes;
-            group.1.push(segment);
-        }
+fn spread(segments: Vec<SegmentMeta>, count: usize) -> Vec<Vec<SegmentMeta>> {
+    let sized = segments.into_iter().map(|s| (s.bytes, s)).collect();
+    let mut groups = balanced(sized, count.max(1));
+    for group in &mut groups {
+        group.sort_by_key(|s| s.min_time);
     }
     groups
-        .into_iter()
-        .map(|(_, mut group)| {
-            group.sort_by_key(|s| s.min_time);
-            group
-        })
-        .collect()
+}
+
+/// `items` (each with its size) in `count` groups of about equal total size: the largest
+/// first, each into the group smallest so far.
+pub(crate) fn balanced<T>(mut items: Vec<(u64, T)>, count: usize) -> Vec<Vec<T>> {
+    let mut groups: Vec<(u64, Vec<T>)> = (0..count).map(|_| (0, Vec::new())).collect();
+    items.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+    for (size, item) in items {
+        if let Some(group) = groups.iter_mut().min_by_key(|g| g.0) {
+            group.0 += size;
+            group.1.push(item);
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
 }
 
 impl DisplayAs for SegmentScanExec {

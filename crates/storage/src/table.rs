@@ -178,19 +178,11 @@ impl TrawlTable {
 
 impl TrawlTable {
     /// Spreads files over the scan partitions, balancing by bytes.
-    fn file_groups(&self, mut files: Vec<(u64, PartitionedFile)>) -> Vec<FileGroup> {
+    fn file_groups(&self, files: Vec<(u64, PartitionedFile)>) -> Vec<FileGroup> {
         let partitions = self.partitions.clamp(1, files.len().max(1));
-        let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); partitions];
-        files.sort_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
-        for (bytes, file) in files {
-            if let Some(group) = groups.iter_mut().min_by_key(|g| g.0) {
-                group.0 += bytes;
-                group.1.push(file);
-            }
-        }
-        groups
+        crate::segment_scan::balanced(files, partitions)
             .into_iter()
-            .map(|(_, files)| {
+            .map(|files| {
                 let rows = exact_rows(files.iter());
                 let group = FileGroup::new(files);
                 match rows {
