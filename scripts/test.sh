@@ -16,6 +16,11 @@ if [ -d "$CARGO_TARGET_DIR/debug/deps" ]; then
     ! -name '*.so' ! -name '*.rlib' ! -name '*.rmeta' ! -name '*.d' -mtime +0 -delete 2>/dev/null || true
 fi
 
+# The web UI's bundle (ui/dist, embedded in the binary) must be what ui/ builds.
+if [ "${TRAWL_SKIP_UI_CHECK:-0}" != "1" ]; then
+  bash ui/check.sh
+fi
+
 # A throwaway PostgreSQL server for the catalog suite, which runs on SQLite and PostgreSQL
 # (scripts/postgres.sh installs the server when it is missing).
 pg_dir="$(mktemp -d)"
@@ -35,6 +40,12 @@ if [ "${TRAWL_SKIP_E2E:-0}" != "1" ]; then
     echo "test.sh: installing golang-go (go tool pprof) for the profiling tests" >&2
     export DEBIAN_FRONTEND=noninteractive
     { apt-get install -y -q golang-go || { apt-get update -q && apt-get install -y -q golang-go; }; } >/dev/null
+  fi
+  # The web UI's tests drive Debian's Chromium.
+  if ! command -v chromium >/dev/null 2>&1; then
+    echo "test.sh: installing chromium for the web UI's tests" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/dev/null
   fi
   cargo build -p trawl
   TRAWL_BIN="$CARGO_TARGET_DIR/debug/trawl" bash tests/e2e/run.sh

@@ -222,6 +222,8 @@ struct ProgressiveFrames {
     row_counts: Vec<usize>,
     warnings: Vec<QueryWarning>,
     first: bool,
+    /// The latest progress report (cumulative).
+    progress: Option<Box<trawl_engine::Progress>>,
 }
 
 impl ProgressiveFrames {
@@ -234,6 +236,7 @@ impl ProgressiveFrames {
             row_counts: Vec::new(),
             warnings: Vec::new(),
             first: true,
+            progress: None,
         }
     }
 
@@ -298,10 +301,18 @@ impl ProgressiveFrames {
             }
             QueryEvent::Progress(progress) => {
                 if let Some((id, _, _)) = &self.table {
-                    frames.push(
-                        json!({"FrameType": "TableProgress", "TableId": id, "TableProgress": progress.percent()}),
-                    );
+                    // Beside ADX's percentage, what the scans read so far (Trawl's own keys;
+                    // clients skip keys they do not know).
+                    frames.push(json!({
+                        "FrameType": "TableProgress",
+                        "TableId": id,
+                        "TableProgress": progress.percent(),
+                        "RowsScanned": progress.rows_processed,
+                        "BytesScanned": progress.chunk_scanned_compressed_size,
+                        "ElapsedSeconds": progress.query_time_nanos as f64 / 1e9,
+                    }));
                 }
+                self.progress = Some(progress);
             }
             QueryEvent::TableFinished { .. } => {
                 if let Some((id, rows, _)) = self.table.take() {
@@ -325,6 +336,7 @@ impl ProgressiveFrames {
                     &self.row_counts,
                     &self.request_id,
                     self.started.elapsed(),
+                    self.progress.as_deref(),
                 ));
                 frames.push(json!({"FrameType": "DataSetCompletion", "HasErrors": false, "Cancelled": false}));
                 end = true;
@@ -548,6 +560,7 @@ fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duratio
         &row_counts,
         request_id,
         elapsed,
+        None,
     ));
     frames.push(json!({"FrameType": "DataSetCompletion", "HasErrors": false, "Cancelled": false}));
     Json::Array(frames)
@@ -561,6 +574,7 @@ fn completion_information(
     row_counts: &[usize],
     request_id: &str,
     elapsed: std::time::Duration,
+    scanned: Option<&trawl_engine::Progress>,
 ) -> Json {
     let now = trawl_common::time::format_datetime(trawl_common::time::now_nanos());
     let activity = uuid::Uuid::new_v4().to_string();
@@ -597,21 +611,30 @@ fn completion_information(
         ));
     }
     let result_rows: usize = row_counts.iter().sum();
-    rows.push(row(
-        6,
-        "Stats",
-        0,
-        "QueryResourceConsumption",
-        json!({
-            "ExecutionTime": elapsed.as_secs_f64(),
-            "ClientRequestId": request_id,
-            "dataset_statistics": row_counts.iter().map(|count| json!({
-                "table_row_count": count,
-                "table_size": 0,
-            })).collect::<Vec<_>>(),
-            "result_rows": result_rows,
-        }),
-    ));
+    let mut consumption = json!({
+        "ExecutionTime": elapsed.as_secs_f64(),
+        "ClientRequestId": request_id,
+        "dataset_statistics": row_counts.iter().map(|count| json!({
+            "table_row_count": count,
+            "table_size": 0,
+        })).collect::<Vec<_>>(),
+        "result_rows": result_rows,
+    });
+    if let Some(progress) = scanned {
+        // What the scans read, when the query was watched (progressive mode): rows as ADX
+        // names them, bytes and chunks (Parquet row groups) as Trawl's own keys.
+        let skipped =
+            progress.chunks_skipped_range + progress.chunks_skipped_bloom + progress.chunks_skipped_required_fields;
+        consumption["input_dataset_statistics"] = json!({
+            "rows": {"scanned": progress.rows_processed},
+            "bytes": {
+                "scanned": progress.chunk_scanned_compressed_size,
+                "skipped": progress.chunk_skipped_compressed_size,
+            },
+            "chunks": {"total": progress.chunks_total, "scanned": progress.chunks_scanned, "skipped": skipped},
+        });
+    }
+    rows.push(row(6, "Stats", 0, "QueryResourceConsumption", consumption));
     data_table(
         id,
         "QueryCompletionInformation",

@@ -72,6 +72,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
             max_body_bytes: 1 << 20,
             version: "test".into(),
             commit: "test".into(),
+            session_secret: None,
         },
     );
     gateway.register(now).await?;

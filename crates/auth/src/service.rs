@@ -33,13 +33,18 @@ impl std::fmt::Debug for MasterKeys {
 pub struct WeakMasterKey;
 
 fn derive(key: &str) -> String {
+    hex::encode(derive_bytes(key, LABEL))
+}
+
+/// HMAC-SHA256 of `label` under `key`.
+fn derive_bytes(key: &str, label: &[u8]) -> [u8; 32] {
     match Hmac::<Sha256>::new_from_slice(key.as_bytes()) {
         Ok(mut mac) => {
-            mac.update(LABEL);
-            hex::encode(mac.finalize().into_bytes())
+            mac.update(label);
+            mac.finalize().into_bytes().into()
         }
         // HMAC takes keys of any length; this cannot happen.
-        Err(_) => String::new(),
+        Err(_) => [0; 32],
     }
 }
 
@@ -58,6 +63,12 @@ impl MasterKeys {
     /// The token this service sends.
     pub fn token(&self) -> String {
         derive(&self.primary)
+    }
+
+    /// A secret for `purpose` derived from the primary key, the same on every service of the
+    /// cluster (such as the key gateways encrypt browser sessions with).
+    pub fn secret_for(&self, purpose: &[u8]) -> [u8; 32] {
+        derive_bytes(&self.primary, purpose)
     }
 
     /// Whether a presented token comes from the primary or the secondary key (constant time).

@@ -121,6 +121,8 @@ pub trait Directory: Send + Sync + std::fmt::Debug {
 
     async fn add_access_token(&self, token: &AccessTokenRecord) -> Result<()>;
     async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>>;
+    /// Revokes an access token (a sign-out); false when it was unknown or revoked already.
+    async fn revoke_access_token(&self, id: &str, at: i64) -> Result<bool>;
 
     async fn register_gateway_key(&self, key: &GatewayKeyRecord) -> Result<()>;
     async fn gateway_keys(&self) -> Result<Vec<GatewayKeyRecord>>;

@@ -148,6 +148,15 @@ impl Directory for SqlCatalog {
         Ok(done.rows_affected() == 1)
     }
 
+    async fn revoke_access_token(&self, id: &str, at: i64) -> Result<bool> {
+        let done = sqlx::query("UPDATE access_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+            .bind(at)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn restore_ingest_token(&self, id: &str, not_before: i64) -> Result<bool> {
         let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = NULL WHERE id = $1 AND revoked_at >= $2")
             .bind(id)

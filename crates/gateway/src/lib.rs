@@ -5,6 +5,7 @@
 //! service, which refuses anything unsigned.
 //!
 //! - [`server`]: the HTTP face on 9500: forwarding, `GET /api/gateway-keys`, probes.
+//! - [`session`]: browser sessions of the web UI (an encrypted cookie, an identity token).
 //! - [`upstreams`]: the query nodes it forwards to, round-robin, passing over dead ones.
 //!
 //! Tokens, passwords and signatures are `trawl_auth`'s; the gateway is a forwarder that uses
@@ -12,6 +13,7 @@
 
 pub mod grpc_reply;
 pub mod server;
+pub mod session;
 pub mod upstreams;
 
 pub use server::{Gateway, GatewayConfig};

@@ -15,13 +15,14 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 use trawl_auth::token::{self as auth, GatewayKey, Identity};
-use trawl_catalog::{Directory, GatewayKeyRecord, PrincipalKind};
+use trawl_catalog::{Directory, GatewayKeyRecord, Principal, PrincipalKind};
 use trawl_common::ErrorCode;
 use trawl_common::error::grpc_code;
 use trawl_common::metrics::{METRICS, label};
 
 use crate::grpc_reply::{grpc_refusal, is_grpc};
-use trawl_auth::accounts::{AuthError, Authenticator};
+use crate::session::{self, Sessions};
+use trawl_auth::accounts::{AuthError, Authenticator, issue_access_token};
 
 /// Gateway settings.
 #[derive(Debug, Clone)]
@@ -36,24 +37,28 @@ pub struct GatewayConfig {
     pub version: String,
     /// Reported by `/info`: the commit the binary was built from.
     pub commit: String,
+    /// What browser sessions are encrypted under (derived from the master key, the same on
+    /// every gateway); `None`: a random key, so sessions end when the gateway restarts.
+    pub session_secret: Option<[u8; 32]>,
 }
 
 /// The gateway; cheap to clone.
 #[derive(Clone)]
 pub struct Gateway {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    auth: Authenticator,
-    directory: Arc<dyn Directory>,
-    key: GatewayKey,
+pub(crate) struct Inner {
+    pub(crate) auth: Authenticator,
+    pub(crate) directory: Arc<dyn Directory>,
+    pub(crate) key: GatewayKey,
     config: GatewayConfig,
+    pub(crate) sessions: Sessions,
     http1: Client<HttpConnector, Full<Bytes>>,
     http2: Client<HttpConnector, Full<Bytes>>,
     ready: AtomicBool,
     /// Failed credential checks by account name and token id (see `throttle.rs`).
-    throttle: trawl_auth::throttle::Throttle,
+    pub(crate) throttle: trawl_auth::throttle::Throttle,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -81,8 +86,13 @@ impl Gateway {
     pub fn new(directory: Arc<dyn Directory>, key: GatewayKey, config: GatewayConfig) -> Gateway {
         let http1 = Client::builder(TokioExecutor::new()).build_http();
         let http2 = Client::builder(TokioExecutor::new()).http2_only(true).build_http();
+        let secret = config
+            .session_secret
+            .or_else(|| trawl_auth::random_bytes::<32>().ok())
+            .unwrap_or([0; 32]);
         Gateway {
             inner: Arc::new(Inner {
+                sessions: Sessions::new(secret),
                 auth: Authenticator::new(directory.clone()),
                 directory,
                 key,
@@ -142,6 +152,9 @@ impl Gateway {
             .route("/info", get(info))
             .route("/api/gateway-keys", get(gateway_keys))
             .route("/api/sign-in", post(sign_in))
+            .route("/api/ui/sign-in", post(session::sign_in))
+            .route("/api/ui/sign-out", post(session::sign_out))
+            .route("/api/ui/session", get(session::current))
             .route("/v1/rest/query", post(forward_same))
             .route("/v2/rest/query", post(forward_same))
             .route("/v1/rest/mgmt", post(forward_same))
@@ -150,6 +163,8 @@ impl Gateway {
             .route("/trawl.query.v1.QueryService/{method}", any(forward_same))
             .route("/trawl.meta.v1.MetaService/{method}", any(forward_same))
             .route("/grpc.reflection.v1.ServerReflection/{method}", any(forward_same))
+            // Every other path: the web UI's pages and files.
+            .merge(trawl_ui::router())
             .with_state(self.clone())
     }
 }
@@ -201,59 +216,13 @@ struct SignIn {
 /// 24 hours. Wrong names and wrong passwords get the same answer; service accounts sign in
 /// with tokens only.
 async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
-    let Ok(request) = serde_json::from_slice::<SignIn>(&body) else {
-        return refuse(
-            false,
-            ErrorCode::BadRequest,
-            "expected {\"name\": ..., \"password\": ...}",
-        );
-    };
-    let throttle = &gateway.inner.throttle;
-    let key = format!("name:{}", request.name.to_lowercase());
-    let started = std::time::Instant::now();
-    if let Err(retry_after) = throttle.check(&key, started) {
-        auth_failure("throttled");
-        return too_many_failures(false, retry_after);
-    }
-    let refused = || {
-        auth_failure("sign_in");
-        throttle.failed(&key, started);
-        refuse(false, ErrorCode::Unauthenticated, "the name or the password is wrong")
-    };
-    let directory = gateway.inner.directory.as_ref();
-    let principal = match directory.principal_by_name(&request.name).await {
+    let principal = match password_principal(&gateway, &body).await {
         Ok(principal) => principal,
-        Err(error) => {
-            tracing::error!(%error, "cannot look up an account");
-            return refuse(false, ErrorCode::Unavailable, "the account store is unavailable");
-        }
+        Err(refused) => return refused,
     };
-    let Some(principal) = principal else {
-        // As long as a real check, so timing does not tell which names exist.
-        let _ = trawl_auth::accounts::password_matches(&request.password, DECOY_HASH);
-        return refused();
-    };
-    if principal.kind != PrincipalKind::User {
-        return refuse(
-            false,
-            ErrorCode::Unauthenticated,
-            "this account is a service account: it signs in with tokens only",
-        );
-    }
-    let Some(hash) = principal.password_hash.as_deref() else {
-        return refuse(
-            false,
-            ErrorCode::Unauthenticated,
-            "this account does not sign in with a password",
-        );
-    };
-    if !trawl_auth::accounts::password_matches(&request.password, hash) {
-        return refused();
-    }
-    throttle.succeeded(&key);
     let now = trawl_common::time::now_nanos();
     let expires_at = now + SESSION_LIFETIME_SECS * 1_000_000_000;
-    match trawl_auth::accounts::issue_access_token(directory, &principal.id, Some(expires_at), now).await {
+    match issue_access_token(gateway.inner.directory.as_ref(), &principal.id, Some(expires_at), now).await {
         Ok(token) => Json(json!({
             "token": token,
             "expires_at": trawl_common::time::format_datetime(expires_at),
@@ -266,6 +235,67 @@ async fn sign_in(State(gateway): State<Gateway>, body: Bytes) -> Response {
             refuse(false, ErrorCode::Unavailable, "the account store is unavailable")
         }
     }
+}
+
+/// The user a `{name, password}` body names, if the password is theirs; otherwise the
+/// answer to send (wrong names and wrong passwords get the same one, failures are throttled
+/// per name).
+pub(crate) async fn password_principal(gateway: &Gateway, body: &[u8]) -> Result<Principal, Response> {
+    let Ok(request) = serde_json::from_slice::<SignIn>(body) else {
+        return Err(refuse(
+            false,
+            ErrorCode::BadRequest,
+            "expected {\"name\": ..., \"password\": ...}",
+        ));
+    };
+    let throttle = &gateway.inner.throttle;
+    let key = format!("name:{}", request.name.to_lowercase());
+    let started = std::time::Instant::now();
+    if let Err(retry_after) = throttle.check(&key, started) {
+        auth_failure("throttled");
+        return Err(too_many_failures(false, retry_after));
+    }
+    let refused = || {
+        auth_failure("sign_in");
+        throttle.failed(&key, started);
+        refuse(false, ErrorCode::Unauthenticated, "the name or the password is wrong")
+    };
+    let directory = gateway.inner.directory.as_ref();
+    let principal = match directory.principal_by_name(&request.name).await {
+        Ok(principal) => principal,
+        Err(error) => {
+            tracing::error!(%error, "cannot look up an account");
+            return Err(refuse(
+                false,
+                ErrorCode::Unavailable,
+                "the account store is unavailable",
+            ));
+        }
+    };
+    let Some(principal) = principal else {
+        // As long as a real check, so timing does not tell which names exist.
+        let _ = trawl_auth::accounts::password_matches(&request.password, DECOY_HASH);
+        return Err(refused());
+    };
+    if principal.kind != PrincipalKind::User {
+        return Err(refuse(
+            false,
+            ErrorCode::Unauthenticated,
+            "this account is a service account: it signs in with tokens only",
+        ));
+    }
+    let Some(hash) = principal.password_hash.as_deref() else {
+        return Err(refuse(
+            false,
+            ErrorCode::Unauthenticated,
+            "this account does not sign in with a password",
+        ));
+    };
+    if !trawl_auth::accounts::password_matches(&request.password, hash) {
+        return Err(refused());
+    }
+    throttle.succeeded(&key);
+    Ok(principal)
 }
 
 /// An argon2id hash of a random password, checked against when a name is unknown.
@@ -366,7 +396,7 @@ fn grpc_web_status(mut response: Response) -> Response {
 /// A refusal in the caller's protocol: a gRPC status, or an ADX error body; its status, gRPC
 /// code, ADX exception and `Retry-After` are the error code's (`trawl_common::ErrorCode`, the
 /// one mapping every face uses).
-fn refuse(grpc: bool, code: ErrorCode, message: &str) -> Response {
+pub(crate) fn refuse(grpc: bool, code: ErrorCode, message: &str) -> Response {
     let mut response = if grpc {
         grpc_refusal(code.grpc_code(), message)
     } else {
@@ -426,10 +456,21 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
         );
     }
     let now = trawl_common::time::now_nanos();
-    let authorization = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
+    // A browser session stands for a bearer token, on requests that carry the anti-forgery
+    // header (see `session.rs`).
+    let from_session = match request.headers().get(header::AUTHORIZATION) {
+        None if session::has_csrf_header(request.headers()) => inner
+            .sessions
+            .token(request.headers())
+            .map(|token| format!("Bearer {token}")),
+        _ => None,
+    };
+    let authorization = from_session.as_deref().or_else(|| {
+        request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+    });
     // Failed token checks are limited per client address (by token id, anyone who saw an id
     // could lock its owner out). Behind a proxy every client shares the proxy's address.
     let token_key = request
@@ -496,7 +537,11 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
     let mut headers = HeaderMap::with_capacity(parts.headers.len() + 7);
     for (name, value) in &parts.headers {
         let text = name.as_str();
-        if text.starts_with(auth::HEADER_PREFIX) || text == "authorization" || HOP_BY_HOP.contains(&text) {
+        if text.starts_with(auth::HEADER_PREFIX)
+            || text == "authorization"
+            || text == "cookie"
+            || HOP_BY_HOP.contains(&text)
+        {
             continue;
         }
         headers.append(name.clone(), value.clone());

@@ -72,6 +72,7 @@ async fn forwards_signed_requests_and_never_the_callers_identity_headers() -> Te
             max_body_bytes: 1 << 20,
             version: "test".into(),
             commit: "test".into(),
+            session_secret: None,
         },
     );
     assert!(!gateway.is_ready(), "not ready before its key is registered");
@@ -256,6 +257,7 @@ async fn a_query_node_that_cannot_be_reached_is_passed_over() -> TestResult {
             max_body_bytes: 1 << 20,
             version: "test".into(),
             commit: "test".into(),
+            session_secret: None,
         },
     );
     gateway.register(now).await?;

@@ -27,6 +27,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("trawl-proto", &[]),
     ("trawl-heap", &[]),
+    // The web UI's files: no Trawl code.
+    ("trawl-ui", &[]),
     ("trawl-intake", &["trawl-common", "trawl-proto"]),
     (
         "trawl-ingest",
@@ -58,6 +60,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-client",
             "trawl-catalog",
             "trawl-auth",
+            "trawl-ui",
         ],
     ),
     ("trawl-client", &["trawl-common"]),

@@ -419,6 +419,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     max_body_bytes: args.max_body_bytes,
                     version: info.version.clone(),
                     commit: info.commit.clone(),
+                    session_secret: master
+                        .as_ref()
+                        .map(|keys| keys.secret_for(trawl_gateway::session::SESSION_KEY_PURPOSE)),
                 },
             );
             servers.spawn(serve_http(

@@ -1,0 +1,218 @@
+"""The web UI in a real browser: Debian's Chromium, headless, driven by Playwright, against a
+running `trawl serve` (the gateway serves the UI at `/`). Sign-in with a local account, the
+editor's completion from the live schema and its error marks, a query's rows in the grid
+as `/v1/rest/query` answers them, cancel, sign-out, and the session cookie's rules.
+Screenshots go to $TRAWL_UI_ARTIFACTS (default: tests/e2e/artifacts/ui)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from trawl_e2e import cli, http_request, post_otlp_json_logs
+
+ARTIFACTS = Path(os.environ.get("TRAWL_UI_ARTIFACTS", Path(__file__).parent / "artifacts" / "ui"))
+USER, PASSWORD = "ada", "a long enough password"
+OBSERVER, OBSERVER_PASSWORD = "otto", "another long password"
+NOW_NS = time.time_ns()
+
+
+def chromium_path() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("no Chromium on PATH (tests/e2e/run.sh installs Debian's chromium)")
+
+
+@pytest.fixture(scope="module")
+def served(trawl, trawl_bin):
+    for name, password, role in ((USER, PASSWORD, "maintainer"), (OBSERVER, OBSERVER_PASSWORD, "observer")):
+        code, _, err = cli(trawl, trawl_bin, "user", "create", name, "--role", role, stdin=password + "\n")
+        assert code == 0, err
+    records = [
+        {
+            "timeUnixNano": str(NOW_NS - (60 - i) * 1_000_000_000),
+            "severityText": ["INFO", "WARN", "ERROR"][i % 3],
+            "body": {"stringValue": f"checkout step {i} took {i * 7} ms"},
+            "attributes": [{"key": "http.route", "value": {"stringValue": f"/api/{i % 4}"}}],
+        }
+        for i in range(60)
+    ]
+    status, body = post_otlp_json_logs(trawl, records, service="shop")
+    assert status == 200, body
+    trawl.wait_for_count("default", 60)
+    return trawl
+
+
+@pytest.fixture(scope="module")
+def browser():
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Page:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def sign_in(page: Page, server, name: str = USER, password: str = PASSWORD) -> None:
+    page.goto(server.gateway_url + "/")
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("who")).to_contain_text(name)
+    # The editor (Monaco with the Kusto language service) is up.
+    expect(page.locator(".monaco-editor")).to_be_visible(timeout=30_000)
+
+
+def set_query(page: Page, text: str) -> None:
+    page.locator(".monaco-editor").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+def grid_rows(page: Page) -> list[list[str]]:
+    rows = []
+    for row in page.get_by_test_id("result-grid").locator("[role=row][aria-rowindex]").all():
+        rows.append([cell.inner_text() for cell in row.locator("[role=gridcell]").all()])
+    return rows
+
+
+def v1_rows(server, kql: str) -> list[list]:
+    body = json.dumps({"db": "default", "csl": kql}).encode()
+    headers = {"Content-Type": "application/json", **server.query_auth}
+    status, _, answer = http_request(server.gateway_url + "/v1/rest/query", body, headers, "POST", 60)
+    assert status == 200, answer
+    return json.loads(answer)["Tables"][0]["Rows"]
+
+
+def test_a_wrong_password_is_refused_and_the_right_one_signs_in(served, page):
+    page.goto(served.gateway_url + "/")
+    page.get_by_label("Name").fill(USER)
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("the name or the password is wrong")
+    page.screenshot(path=str(ARTIFACTS / "sign-in.png"))
+    sign_in(page, served)
+    expect(page.get_by_test_id("who")).to_contain_text("maintainer")
+
+
+def test_a_query_shows_the_rows_the_api_answers(served, page):
+    sign_in(page, served)
+    kql = "default | summarize n = count() by severity_text | sort by severity_text asc"
+    set_query(page, kql)
+    page.get_by_test_id("time-range").select_option("all")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stats")).to_be_visible(timeout=30_000)
+    expected = [[str(cell) for cell in row] for row in v1_rows(served, kql)]
+    assert grid_rows(page) == expected
+    expect(page.get_by_role("tab")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "explore.png"))
+    # Ctrl+Enter runs too; the address is a share link with the query.
+    set_query(page, "default | take 7")
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_test_id("result-grid").locator("[role=row][aria-rowindex]")).to_have_count(7)
+    assert "take+7" in page.url or "take%207" in page.url
+
+
+def test_completion_offers_a_column_of_the_live_schema(served, page):
+    sign_in(page, served)
+    expect(page.get_by_test_id("schema")).to_contain_text("default")
+    # The language service has the live schema.
+    expect(page.get_by_test_id("editor")).to_have_attribute("data-schema", "default", timeout=30_000)
+    set_query(page, "default\n| where severity")
+    page.keyboard.press("Control+Space")
+    suggestions = page.locator(".suggest-widget .monaco-list-row")
+    expect(suggestions.first).to_be_visible(timeout=15_000)
+    expect(page.locator(".suggest-widget")).to_contain_text("severity_text")
+    page.screenshot(path=str(ARTIFACTS / "completion.png"))
+
+
+def test_a_syntax_error_shows_where_the_engine_found_it(served, page):
+    sign_in(page, served)
+    set_query(page, "default\n| where severity_text ==")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("error")).to_contain_text("expected")
+    # The engine's mark is on line 2 of the editor.
+    marker = page.locator(".monaco-editor .squiggly-error")
+    expect(marker.first).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "syntax-error.png"))
+
+
+def running_queries(server) -> float:
+    text = http_request(server.operator_url + "/metrics")[2].decode()
+    for line in text.splitlines():
+        if line.startswith("trawl_query_running "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def test_cancel_stops_the_query_on_the_server(served, page):
+    sign_in(page, served)
+    # Ten billion joined rows: it runs until cancelled.
+    set_query(
+        page,
+        "range a from 1 to 100000 step 1 | extend k = 1 "
+        "| join kind=inner (range b from 1 to 100000 step 1 | extend k = 1) on k | count",
+    )
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("progress")).to_be_visible()
+    deadline = time.monotonic() + 10
+    while running_queries(served) < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert running_queries(served) >= 1, "the query is not running on the server"
+    page.get_by_test_id("cancel").click()
+    expect(page.get_by_test_id("error")).to_contain_text("Cancelled")
+    deadline = time.monotonic() + 15
+    while running_queries(served) > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert running_queries(served) == 0, "the server kept running the cancelled query"
+
+
+def test_sign_out_ends_the_session(served, page):
+    sign_in(page, served, OBSERVER, OBSERVER_PASSWORD)
+    cookies = page.context.cookies()
+    session = next(c for c in cookies if c["name"] == "trawl_session")
+    assert session["httpOnly"] and session["sameSite"] == "Lax"
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    # The old cookie no longer works, even replayed.
+    status, _, _ = http_request(
+        served.gateway_url + "/api/ui/session", headers={"Cookie": f"trawl_session={session['value']}"}
+    )
+    assert status == 401
+
+
+def test_the_session_cookie_needs_the_anti_forgery_header(served, page):
+    sign_in(page, served)
+    cookie = next(c for c in page.context.cookies() if c["name"] == "trawl_session")["value"]
+    body = json.dumps({"db": "default", "csl": "default | count"}).encode()
+    headers = {"Content-Type": "application/json", "Cookie": f"trawl_session={cookie}"}
+    status, _, _ = http_request(served.gateway_url + "/v1/rest/query", body, headers, "POST", 30)
+    assert status == 401, "a request with only the cookie (a forged one) was accepted"
+    status, _, answer = http_request(
+        served.gateway_url + "/v1/rest/query", body, {**headers, "x-trawl-csrf": "1"}, "POST", 30
+    )
+    assert status == 200, answer
+    # Sign-in without the header is refused too (a forged sign-in).
+    status, _, _ = http_request(
+        served.gateway_url + "/api/ui/sign-in",
+        json.dumps({"name": USER, "password": PASSWORD}).encode(),
+        {"Content-Type": "application/json"},
+        "POST",
+    )
+    assert status == 403

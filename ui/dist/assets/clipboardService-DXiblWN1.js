@@ -1,0 +1,1 @@
+import{At as e}from"./editorContextKeys-C7NcKlte.js";var t=e(`clipboardService`);export{t};

@@ -1,0 +1,1 @@
+function e(e){return new Worker(`/assets/editor.worker-DEFT_Yb2.js`,{type:`module`,name:e?.name})}export{e as default};

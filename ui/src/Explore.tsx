@@ -1,0 +1,270 @@
+// The explore page: schema on the left, the KQL editor with its time range, Run and Cancel,
+// progress while a query runs, then the result tables as tabs with the query's statistics.
+
+import { useCallback, useEffect, useRef, useState } from "react";
+import { ApiError, mgmt, QueryAnswer, Progress, runQuery } from "./api";
+import { Editor, EditorHandle } from "./Editor";
+import { ResultGrid, TimeZone } from "./ResultGrid";
+import { Identity, signOut } from "./session";
+import { Schema, SchemaTree } from "./Schema";
+
+const RANGES: [string, string][] = [
+  ["15m", "Last 15 minutes"],
+  ["1h", "Last hour"],
+  ["4h", "Last 4 hours"],
+  ["12h", "Last 12 hours"],
+  ["24h", "Last 24 hours"],
+  ["7d", "Last 7 days"],
+  ["all", "All time"],
+  ["absolute", "Between…"],
+];
+
+interface Shared {
+  q?: string;
+  db?: string;
+  range?: string;
+  from?: string;
+  to?: string;
+}
+
+/** The query, database and time range in the page's address (a share link). */
+function readShared(): Shared {
+  const params = new URLSearchParams(window.location.search);
+  return {
+    q: params.get("q") ?? undefined,
+    db: params.get("db") ?? undefined,
+    range: params.get("range") ?? undefined,
+    from: params.get("from") ?? undefined,
+    to: params.get("to") ?? undefined,
+  };
+}
+
+function bytes(n?: number): string {
+  if (n === undefined) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
+}
+
+export function Explore({ identity, onSignedOut }: { identity: Identity; onSignedOut: () => void }) {
+  const shared = readShared();
+  const [database, setDatabase] = useState(shared.db ?? "default");
+  const [databases, setDatabases] = useState<string[]>([]);
+  const [schema, setSchema] = useState<Schema>();
+  const [range, setRange] = useState(shared.range ?? "1h");
+  const [from, setFrom] = useState(shared.from ?? "");
+  const [to, setTo] = useState(shared.to ?? "");
+  const [zone, setZone] = useState<TimeZone>("UTC");
+  const [running, setRunning] = useState(false);
+  const [started, setStarted] = useState(0);
+  const [elapsed, setElapsed] = useState(0);
+  const [progress, setProgress] = useState<Progress>();
+  const [answer, setAnswer] = useState<QueryAnswer>();
+  const [error, setError] = useState<string>();
+  const [tab, setTab] = useState(0);
+  const [answers, setAnswers] = useState(0);
+  const editor = useRef<EditorHandle>(null);
+  const abort = useRef<AbortController>();
+  const text = useRef(shared.q ?? `${database}\n| take 100`);
+
+  useEffect(() => {
+    mgmt(database, ".show databases")
+      .then((rows) => setDatabases(rows.map((r) => String(r.DatabaseName))))
+      .catch(() => setDatabases([database]));
+  }, []);
+
+  useEffect(() => {
+    setSchema(undefined);
+    mgmt(database, ".show database schema as json")
+      .then((rows) => setSchema(JSON.parse(String(rows[0]?.DatabaseSchema ?? "{}"))))
+      .catch((e) => setError(`Cannot read the schema: ${e.message}`));
+  }, [database]);
+
+  useEffect(() => {
+    if (!running) return;
+    const timer = window.setInterval(() => setElapsed(Date.now() - started), 100);
+    return () => window.clearInterval(timer);
+  }, [running, started]);
+
+  const share = useCallback(() => {
+    const params = new URLSearchParams({ q: editor.current?.value() ?? text.current, db: database, range });
+    if (range === "absolute") {
+      params.set("from", from);
+      params.set("to", to);
+    }
+    return `${window.location.origin}/?${params}`;
+  }, [database, range, from, to]);
+
+  const run = useCallback(async () => {
+    if (abort.current) return;
+    const csl = editor.current?.value() ?? text.current;
+    const controller = new AbortController();
+    abort.current = controller;
+    editor.current?.clearErrors();
+    setError(undefined);
+    setProgress(undefined);
+    setRunning(true);
+    const now = Date.now();
+    setStarted(now);
+    setElapsed(0);
+    window.history.replaceState(null, "", share());
+    const window_ =
+      range === "absolute"
+        ? { since: from ? new Date(from).toISOString() : undefined, until: to ? new Date(to).toISOString() : undefined }
+        : range === "all"
+          ? {}
+          : { since: range };
+    try {
+      const result = await runQuery({
+        db: database,
+        csl,
+        ...window_,
+        signal: controller.signal,
+        onProgress: setProgress,
+      });
+      setAnswer(result);
+      setAnswers((n) => n + 1);
+      setTab(0);
+    } catch (e: any) {
+      if (controller.signal.aborted) {
+        setError("Cancelled.");
+      } else {
+        setError(e.message ?? String(e));
+        if (e instanceof ApiError && e.message) editor.current?.showError(e.message, e.location);
+      }
+    } finally {
+      abort.current = undefined;
+      setRunning(false);
+      setElapsed(Date.now() - now);
+    }
+  }, [database, range, from, to, share]);
+
+  const cancel = () => abort.current?.abort();
+
+  const tables = answer?.tables ?? [];
+  const current = tables[Math.min(tab, Math.max(tables.length - 1, 0))];
+
+  return (
+    <div className="app">
+      <header className="top">
+        <span className="brand">Trawl</span>
+        <label>
+          Database{" "}
+          <select value={database} onChange={(e) => setDatabase(e.target.value)} data-testid="database">
+            {(databases.length ? databases : [database]).map((d) => (
+              <option key={d}>{d}</option>
+            ))}
+          </select>
+        </label>
+        <span className="spacer" />
+        <span className="who" data-testid="who">
+          {identity.name} · {identity.role}
+        </span>
+        <button
+          onClick={async () => {
+            await signOut().catch(() => undefined);
+            onSignedOut();
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <div className="main">
+        <SchemaTree schema={schema} database={database} onInsert={(name) => editor.current?.insert(name)} />
+        <section className="work">
+          <div className="toolbar">
+            <button className="primary" onClick={run} disabled={running} data-testid="run" title="Ctrl+Enter">
+              Run
+            </button>
+            <button onClick={cancel} disabled={!running} data-testid="cancel">
+              Cancel
+            </button>
+            <select value={range} onChange={(e) => setRange(e.target.value)} data-testid="time-range">
+              {RANGES.map(([value, label]) => (
+                <option key={value} value={value}>
+                  {label}
+                </option>
+              ))}
+            </select>
+            {range === "absolute" && (
+              <>
+                <input type="datetime-local" value={from} onChange={(e) => setFrom(e.target.value)} aria-label="From" />
+                <input type="datetime-local" value={to} onChange={(e) => setTo(e.target.value)} aria-label="To" />
+              </>
+            )}
+            <select value={zone} onChange={(e) => setZone(e.target.value as TimeZone)} aria-label="Time zone">
+              <option value="UTC">UTC</option>
+              <option value="local">Local time</option>
+            </select>
+            <button onClick={() => navigator.clipboard?.writeText(share()).catch(() => undefined)}>Copy link</button>
+          </div>
+          <Editor
+            ref={editor}
+            initial={text.current}
+            database={database}
+            schema={schema}
+            onRun={run}
+            onChange={(value) => (text.current = value)}
+          />
+          {running && (
+            <div className="progress" data-testid="progress">
+              <div className="bar" style={{ width: `${Math.min(progress?.percent ?? 0, 100)}%` }} />
+              <span>
+                {(elapsed / 1000).toFixed(1)} s
+                {progress?.rowsScanned !== undefined && ` · ${progress.rowsScanned.toLocaleString()} rows`}
+                {progress?.bytesScanned !== undefined && ` · ${bytes(progress.bytesScanned)}`}
+                {progress && ` · ${progress.percent.toFixed(0)} %`}
+              </span>
+            </div>
+          )}
+          {error && (
+            <div className="error" role="alert" data-testid="error">
+              {error}
+            </div>
+          )}
+          {answer && !running && (
+            <div className="results">
+              <div className="tabs" role="tablist">
+                {tables.map((table, i) => (
+                  <button
+                    key={table.id}
+                    role="tab"
+                    aria-selected={i === tab}
+                    className={i === tab ? "active" : ""}
+                    onClick={() => setTab(i)}
+                  >
+                    {table.name} ({table.rows.length.toLocaleString()})
+                  </button>
+                ))}
+                <span className="spacer" />
+                <span className="stats" data-testid="stats">
+                  {(answer.statistics.executionSeconds ?? elapsed / 1000).toFixed(3)} s
+                  {answer.statistics.rowsScanned !== undefined &&
+                    ` · ${answer.statistics.rowsScanned.toLocaleString()} rows scanned`}
+                  {answer.statistics.bytesScanned !== undefined && ` · ${bytes(answer.statistics.bytesScanned)}`}
+                  {answer.statistics.chunksSkipped !== undefined &&
+                    ` · ${answer.statistics.chunksSkipped}/${answer.statistics.chunksTotal} chunks pruned`}
+                </span>
+              </div>
+              {answer.warnings.map((w) => (
+                <div className="warning" key={w}>
+                  {w}
+                </div>
+              ))}
+              {current ? (
+                <ResultGrid key={`${answers}-${current.id}`} columns={current.columns} rows={current.rows} zone={zone} />
+              ) : (
+                <div className="empty">No result table.</div>
+              )}
+            </div>
+          )}
+        </section>
+      </div>
+    </div>
+  );
+}
