@@ -153,6 +153,56 @@ def test_a_syntax_error_shows_where_the_engine_found_it(served, page):
     page.screenshot(path=str(ARTIFACTS / "syntax-error.png"))
 
 
+@pytest.mark.parametrize(
+    "kql, kind, series",
+    [
+        ("default | summarize count() by bin(timestamp, 10s), severity_text | render timechart", "timechart", 3),
+        ("default | make-series n = count() default = 0 on timestamp from ago(10m) to now() step 10s by severity_text | render linechart",
+         "linechart", 3),
+        ("default | summarize count() by severity_text | render piechart with (title='By severity')", "piechart", 1),
+        ("default | summarize c = count() by tostring(attributes['http.route']), severity_text "
+         "| render columnchart with (kind=stacked)", "columnchart", 3),
+        ("default | extend ms = toint(extract('took ([0-9]+)', 1, tostring(body))) "
+         "| project timestamp, ms | render scatterchart", "scatterchart", 1),
+    ],
+)
+def test_render_draws_its_chart(served, page, kql, kind, series):
+    sign_in(page, served)
+    page.get_by_test_id("time-range").select_option("all")
+    set_query(page, kql)
+    page.get_by_test_id("run").click()
+    chart = page.get_by_test_id("chart")
+    expect(chart).to_have_attribute("data-kind", kind, timeout=30_000)
+    expect(chart.locator("canvas")).to_have_count(1)
+    expect(chart).to_have_attribute("data-series", str(series))
+    # The canvas is not blank: some pixels differ from the first one.
+    blank = page.evaluate(
+        """() => {
+            const canvas = document.querySelector('[data-testid=chart] canvas');
+            const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+            for (let i = 4; i < data.length; i += 4)
+                if (data[i] !== data[0] || data[i + 1] !== data[1] || data[i + 2] !== data[2]) return false;
+            return true;
+        }"""
+    )
+    assert not blank, f"the {kind} is blank"
+    page.screenshot(path=str(ARTIFACTS / f"chart-{kind}.png"))
+
+
+def test_card_and_the_table_chart_switch(served, page):
+    sign_in(page, served)
+    page.get_by_test_id("time-range").select_option("all")
+    set_query(page, "default | summarize total = count() | render card")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("card")).to_contain_text("60")
+    # Without render: a table first, a chart on request (over time when there is a datetime).
+    set_query(page, "default | summarize count() by bin(timestamp, 10s)")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("result-grid")).to_be_visible()
+    page.get_by_test_id("show-chart").click()
+    expect(page.get_by_test_id("chart")).to_have_attribute("data-kind", "timechart")
+
+
 def running_queries(server) -> float:
     text = http_request(server.operator_url + "/metrics")[2].decode()
     for line in text.splitlines():

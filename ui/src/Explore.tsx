@@ -7,6 +7,8 @@ import { Editor, EditorHandle } from "./Editor";
 import { ResultGrid, TimeZone } from "./ResultGrid";
 import { Identity, signOut } from "./session";
 import { Schema, SchemaTree } from "./Schema";
+import { Chart } from "./Chart";
+import { CHART_KINDS, ChartKind, guessKind, isChartKind, Visualization } from "./chart";
 
 const RANGES: [string, string][] = [
   ["15m", "Last 15 minutes"],
@@ -68,6 +70,8 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
   const [error, setError] = useState<string>();
   const [tab, setTab] = useState(0);
   const [answers, setAnswers] = useState(0);
+  const [view, setView] = useState<"table" | "chart">("table");
+  const [kind, setKind] = useState<ChartKind>("timechart");
   const editor = useRef<EditorHandle>(null);
   const abort = useRef<AbortController>();
   const text = useRef(shared.q ?? `${database}\n| take 100`);
@@ -130,6 +134,16 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
       setAnswer(result);
       setAnswers((n) => n + 1);
       setTab(0);
+      // A query that renders opens as its chart; the others as a table, with a chart a
+      // click away.
+      const rendered = (result.visualization as Visualization | undefined)?.Visualization;
+      if (isChartKind(rendered)) {
+        setKind(rendered);
+        setView("chart");
+      } else {
+        if (result.tables[0]) setKind(guessKind(result.tables[0]));
+        setView("table");
+      }
     } catch (e: any) {
       if (controller.signal.aborted) {
         setError("Cancelled.");
@@ -242,6 +256,25 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
                   </button>
                 ))}
                 <span className="spacer" />
+                <span className="view-switch">
+                  <button className={view === "table" ? "active" : ""} onClick={() => setView("table")}>
+                    Table
+                  </button>
+                  <button
+                    className={view === "chart" ? "active" : ""}
+                    onClick={() => setView("chart")}
+                    data-testid="show-chart"
+                  >
+                    Chart
+                  </button>
+                </span>
+                {view === "chart" && (
+                  <select value={kind} onChange={(e) => setKind(e.target.value as ChartKind)} aria-label="Chart kind">
+                    {CHART_KINDS.map((k) => (
+                      <option key={k}>{k}</option>
+                    ))}
+                  </select>
+                )}
                 <span className="stats" data-testid="stats">
                   {(answer.statistics.executionSeconds ?? elapsed / 1000).toFixed(3)} s
                   {answer.statistics.rowsScanned !== undefined &&
@@ -256,7 +289,14 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
                   {w}
                 </div>
               ))}
-              {current ? (
+              {current && view === "chart" ? (
+                <Chart
+                  key={`${answers}-${current.id}-${kind}`}
+                  table={current}
+                  kind={kind}
+                  visualization={(answer.visualization as Visualization | undefined) ?? {}}
+                />
+              ) : current ? (
                 <ResultGrid key={`${answers}-${current.id}`} columns={current.columns} rows={current.rows} zone={zone} />
               ) : (
                 <div className="empty">No result table.</div>

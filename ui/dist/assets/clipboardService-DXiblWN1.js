@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-C7NcKlte.js";var t=e(`clipboardService`);export{t};
