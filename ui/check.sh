@@ -7,6 +7,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 command -v npm >/dev/null 2>&1 || { echo "ui/check.sh: npm is missing (Node 20 or later)" >&2; exit 2; }
 npm ci --no-audit --no-fund --loglevel=error >/dev/null
+npx tsc --noEmit -p .
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 npx vite build --outDir "$scratch/dist" --emptyOutDir --logLevel error

@@ -120,7 +120,7 @@ def test_a_query_shows_the_rows_the_api_answers(served, page):
     expect(page.get_by_test_id("stats")).to_be_visible(timeout=30_000)
     expected = [[str(cell) for cell in row] for row in v1_rows(served, kql)]
     assert grid_rows(page) == expected
-    expect(page.get_by_role("tab")).to_have_count(1)
+    expect(page.locator(".results [role=tab]")).to_have_count(1)
     page.screenshot(path=str(ARTIFACTS / "explore.png"))
     # Ctrl+Enter runs too; the address is a share link with the query.
     set_query(page, "default | take 7")
@@ -266,3 +266,44 @@ def test_the_session_cookie_needs_the_anti_forgery_header(served, page):
         "POST",
     )
     assert status == 403
+
+
+def test_tabs_history_and_share_links(served, page):
+    sign_in(page, served)
+    set_query(page, "default | take 3")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("result-grid").locator("[role=row][aria-rowindex]")).to_have_count(3)
+    shared = page.url
+    # A second tab with its own query; the first keeps its own.
+    page.get_by_test_id("new-tab").click()
+    expect(page.get_by_test_id("query-tab")).to_have_count(2)
+    editor = page.locator(".main:not([hidden]) .monaco-editor")
+    expect(editor).to_be_visible(timeout=30_000)
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text("default | take 5")
+    page.keyboard.press("Control+Enter")
+    visible_rows = page.locator(".main:not([hidden]) [data-testid=result-grid] [role=row][aria-rowindex]")
+    expect(visible_rows).to_have_count(5)
+    page.get_by_test_id("query-tab").first.click()
+    expect(visible_rows).to_have_count(3)
+    # History holds both queries, newest first; picking one puts it back in the editor.
+    history = page.locator(".main:not([hidden]) [data-testid=history]")
+    options = history.locator("option")
+    expect(options).to_have_count(3)
+    assert "take 5" in options.nth(1).inner_text()
+    history.select_option(index=1)
+    expect(page.locator(".main:not([hidden]) .view-lines")).to_contain_text("take 5")
+    page.screenshot(path=str(ARTIFACTS / "tabs-history.png"))
+    # The share link opens the query in a tab of another browser session of the same user.
+    other = page.context.browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        second = other.new_page()
+        second.goto(shared)
+        second.get_by_label("Name").fill(USER)
+        second.get_by_label("Password").fill(PASSWORD)
+        second.get_by_role("button", name="Sign in").click()
+        expect(second.locator(".main:not([hidden]) .view-lines")).to_contain_text("take 3", timeout=30_000)
+    finally:
+        other.close()

@@ -53,8 +53,8 @@ interface Props {
 
 export const Editor = forwardRef<EditorHandle, Props>(function Editor(props, ref) {
   const host = useRef<HTMLDivElement>(null);
-  const editor = useRef<import("monaco-editor/esm/vs/editor/editor.api").editor.IStandaloneCodeEditor>();
-  const monacoRef = useRef<Monaco>();
+  const editor = useRef<import("monaco-editor/esm/vs/editor/editor.api").editor.IStandaloneCodeEditor | undefined>(undefined);
+  const monacoRef = useRef<Monaco | undefined>(undefined);
   const run = useRef(props.onRun);
   run.current = props.onRun;
   const change = useRef(props.onChange);

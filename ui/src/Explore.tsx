@@ -5,7 +5,8 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { ApiError, mgmt, QueryAnswer, Progress, runQuery } from "./api";
 import { Editor, EditorHandle } from "./Editor";
 import { ResultGrid, TimeZone } from "./ResultGrid";
-import { Identity, signOut } from "./session";
+import { Identity } from "./session";
+import { HistoryEntry, loadHistory, remember, TabState, titleOf } from "./tabs";
 import { Schema, SchemaTree } from "./Schema";
 import { Chart } from "./Chart";
 import { CHART_KINDS, ChartKind, guessKind, isChartKind, Visualization } from "./chart";
@@ -21,26 +22,6 @@ const RANGES: [string, string][] = [
   ["absolute", "Between…"],
 ];
 
-interface Shared {
-  q?: string;
-  db?: string;
-  range?: string;
-  from?: string;
-  to?: string;
-}
-
-/** The query, database and time range in the page's address (a share link). */
-function readShared(): Shared {
-  const params = new URLSearchParams(window.location.search);
-  return {
-    q: params.get("q") ?? undefined,
-    db: params.get("db") ?? undefined,
-    range: params.get("range") ?? undefined,
-    from: params.get("from") ?? undefined,
-    to: params.get("to") ?? undefined,
-  };
-}
-
 function bytes(n?: number): string {
   if (n === undefined) return "–";
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -53,14 +34,22 @@ function bytes(n?: number): string {
   return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
 }
 
-export function Explore({ identity, onSignedOut }: { identity: Identity; onSignedOut: () => void }) {
-  const shared = readShared();
-  const [database, setDatabase] = useState(shared.db ?? "default");
+interface Props {
+  identity: Identity;
+  tab: TabState;
+  /** Whether this tab is the one shown. */
+  active: boolean;
+  onChange: (change: Partial<TabState>) => void;
+}
+
+export function Explore({ identity, tab: saved, active, onChange }: Props) {
+  const [database, setDatabase] = useState(saved.db);
   const [databases, setDatabases] = useState<string[]>([]);
   const [schema, setSchema] = useState<Schema>();
-  const [range, setRange] = useState(shared.range ?? "1h");
-  const [from, setFrom] = useState(shared.from ?? "");
-  const [to, setTo] = useState(shared.to ?? "");
+  const [range, setRange] = useState(saved.range);
+  const [from, setFrom] = useState(saved.from ?? "");
+  const [to, setTo] = useState(saved.to ?? "");
+  const [history, setHistory] = useState<HistoryEntry[]>(() => loadHistory(identity.name));
   const [zone, setZone] = useState<TimeZone>("UTC");
   const [running, setRunning] = useState(false);
   const [started, setStarted] = useState(0);
@@ -73,8 +62,8 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
   const [view, setView] = useState<"table" | "chart">("table");
   const [kind, setKind] = useState<ChartKind>("timechart");
   const editor = useRef<EditorHandle>(null);
-  const abort = useRef<AbortController>();
-  const text = useRef(shared.q ?? `${database}\n| take 100`);
+  const abort = useRef<AbortController | undefined>(undefined);
+  const text = useRef(saved.query);
 
   useEffect(() => {
     mgmt(database, ".show databases")
@@ -88,6 +77,15 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
       .then((rows) => setSchema(JSON.parse(String(rows[0]?.DatabaseSchema ?? "{}"))))
       .catch((e) => setError(`Cannot read the schema: ${e.message}`));
   }, [database]);
+
+  // Other tabs add to the history too.
+  useEffect(() => {
+    if (active) setHistory(loadHistory(identity.name));
+  }, [active, identity.name]);
+
+  useEffect(() => {
+    onChange({ db: database, range, from: from || undefined, to: to || undefined });
+  }, [database, range, from, to]);
 
   useEffect(() => {
     if (!running) return;
@@ -117,6 +115,8 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
     setStarted(now);
     setElapsed(0);
     window.history.replaceState(null, "", share());
+    onChange({ query: csl, title: titleOf(csl) });
+    setHistory(remember(identity.name, { query: csl, db: database, range, at: now }));
     const window_ =
       range === "absolute"
         ? { since: from ? new Date(from).toISOString() : undefined, until: to ? new Date(to).toISOString() : undefined }
@@ -164,34 +164,15 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
   const current = tables[Math.min(tab, Math.max(tables.length - 1, 0))];
 
   return (
-    <div className="app">
-      <header className="top">
-        <span className="brand">Trawl</span>
-        <label>
-          Database{" "}
-          <select value={database} onChange={(e) => setDatabase(e.target.value)} data-testid="database">
-            {(databases.length ? databases : [database]).map((d) => (
-              <option key={d}>{d}</option>
-            ))}
-          </select>
-        </label>
-        <span className="spacer" />
-        <span className="who" data-testid="who">
-          {identity.name} · {identity.role}
-        </span>
-        <button
-          onClick={async () => {
-            await signOut().catch(() => undefined);
-            onSignedOut();
-          }}
-        >
-          Sign out
-        </button>
-      </header>
-      <div className="main">
+    <div className="main" hidden={!active}>
         <SchemaTree schema={schema} database={database} onInsert={(name) => editor.current?.insert(name)} />
         <section className="work">
           <div className="toolbar">
+            <select value={database} onChange={(e) => setDatabase(e.target.value)} data-testid="database" aria-label="Database">
+              {(databases.length ? databases : [database]).map((d) => (
+                <option key={d}>{d}</option>
+              ))}
+            </select>
             <button className="primary" onClick={run} disabled={running} data-testid="run" title="Ctrl+Enter">
               Run
             </button>
@@ -216,6 +197,26 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
               <option value="local">Local time</option>
             </select>
             <button onClick={() => navigator.clipboard?.writeText(share()).catch(() => undefined)}>Copy link</button>
+            <select
+              value=""
+              aria-label="History"
+              data-testid="history"
+              onChange={(e) => {
+                const entry = history[Number(e.target.value)];
+                if (!entry) return;
+                editor.current?.setValue(entry.query);
+                text.current = entry.query;
+                setDatabase(entry.db);
+                setRange(entry.range);
+              }}
+            >
+              <option value="">History ({history.length})</option>
+              {history.map((entry, i) => (
+                <option key={`${entry.at}-${i}`} value={i} title={entry.query}>
+                  {new Date(entry.at).toLocaleString()} · {entry.db} · {entry.query.replace(/\s+/g, " ").slice(0, 80)}
+                </option>
+              ))}
+            </select>
           </div>
           <Editor
             ref={editor}
@@ -304,7 +305,6 @@ export function Explore({ identity, onSignedOut }: { identity: Identity; onSigne
             </div>
           )}
         </section>
-      </div>
     </div>
   );
 }

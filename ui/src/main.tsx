@@ -2,7 +2,7 @@ import { StrictMode, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { currentIdentity, Identity } from "./session";
 import { SignIn } from "./SignIn";
-import { Explore } from "./Explore";
+import { Workspace } from "./Workspace";
 import "./style.css";
 
 function App() {
@@ -18,7 +18,7 @@ function App() {
   if (error) return <div className="fatal">Cannot reach Trawl: {error}</div>;
   if (identity === undefined) return <div className="loading">Loading…</div>;
   if (identity === null) return <SignIn onSignedIn={load} />;
-  return <Explore identity={identity} onSignedOut={() => setIdentity(null)} />;
+  return <Workspace identity={identity} onSignedOut={() => setIdentity(null)} />;
 }
 
 const root = document.getElementById("root");

@@ -12,7 +12,7 @@ export interface Identity {
 
 const RELOAD_BEFORE_SECS = 5 * 60;
 
-function base64url(text: string): Uint8Array {
+function base64url(text: string): Uint8Array<ArrayBuffer> {
   const padded = text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4);
   const binary = atob(padded);
   return Uint8Array.from(binary, (c) => c.charCodeAt(0));

@@ -1,0 +1,1 @@
+import{At as e}from"./editorContextKeys-B6goBXSK.js";var t=e(`clipboardService`);export{t};

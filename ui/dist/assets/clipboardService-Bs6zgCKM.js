@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-02dj8B2p.js";var t=e(`clipboardService`);export{t};
