@@ -7,6 +7,7 @@ Screenshots go to $TRAWL_UI_ARTIFACTS (default: tests/e2e/artifacts/ui)."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import time
@@ -307,3 +308,24 @@ def test_tabs_history_and_share_links(served, page):
         expect(second.locator(".main:not([hidden]) .view-lines")).to_contain_text("take 3", timeout=30_000)
     finally:
         other.close()
+
+
+def test_log_results_show_their_volume_and_a_drag_zooms(served, page):
+    sign_in(page, served)
+    page.get_by_test_id("time-range").select_option("all")
+    set_query(page, "default | where body has 'checkout' | take 10")
+    page.get_by_test_id("run").click()
+    volume = page.get_by_test_id("volume")
+    expect(volume).to_have_attribute("data-bins", re.compile(r"^[1-9]"), timeout=30_000)
+    expect(volume.locator("canvas")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "volume.png"))
+    # Drag across the middle of the histogram: the range becomes absolute and the query runs.
+    box = volume.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=8)
+    page.mouse.up()
+    expect(page.get_by_test_id("time-range")).to_have_value("absolute")
+    expect(page.get_by_label("From")).not_to_have_value("")
+    expect(page.get_by_test_id("stats")).to_be_visible()

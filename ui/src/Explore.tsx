@@ -9,7 +9,8 @@ import { Identity } from "./session";
 import { HistoryEntry, loadHistory, remember, TabState, titleOf } from "./tabs";
 import { Schema, SchemaTree } from "./Schema";
 import { Chart } from "./Chart";
-import { CHART_KINDS, ChartKind, guessKind, isChartKind, Visualization } from "./chart";
+import { Volume } from "./Volume";
+import { CHART_KINDS, ChartKind, guessKind, isChartKind, parseTime, Visualization } from "./chart";
 
 const RANGES: [string, string][] = [
   ["15m", "Last 15 minutes"],
@@ -21,6 +22,21 @@ const RANGES: [string, string][] = [
   ["all", "All time"],
   ["absolute", "Between…"],
 ];
+
+/** The first and last `timestamp` of a result's rows, in milliseconds. */
+function extentOf(table: { columns: { name: string }[]; rows: unknown[][] }): [number, number] | undefined {
+  const index = table.columns.findIndex((c) => c.name === "timestamp");
+  if (index < 0) return undefined;
+  let low = Infinity;
+  let high = -Infinity;
+  for (const row of table.rows) {
+    const t = parseTime(row[index]);
+    if (Number.isNaN(t)) continue;
+    low = Math.min(low, t);
+    high = Math.max(high, t);
+  }
+  return low <= high ? [low, high] : undefined;
+}
 
 function bytes(n?: number): string {
   if (n === undefined) return "–";
@@ -61,6 +77,8 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
   const [answers, setAnswers] = useState(0);
   const [view, setView] = useState<"table" | "chart">("table");
   const [kind, setKind] = useState<ChartKind>("timechart");
+  const [lastRun, setLastRun] = useState<{ csl: string; db: string; range: string; since?: string; until?: string }>();
+  const [zoomed, setZoomed] = useState(0);
   const editor = useRef<EditorHandle>(null);
   const abort = useRef<AbortController | undefined>(undefined);
   const text = useRef(saved.query);
@@ -123,6 +141,7 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
         : range === "all"
           ? {}
           : { since: range };
+    setLastRun({ csl, db: database, range, ...window_ });
     try {
       const result = await runQuery({
         db: database,
@@ -159,6 +178,22 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
   }, [database, range, from, to, share]);
 
   const cancel = () => abort.current?.abort();
+
+  // A drag across the volume histogram narrows the time range and runs again.
+  useEffect(() => {
+    if (zoomed > 0) run();
+  }, [zoomed]);
+  const zoom = (start: Date, end: Date) => {
+    const local = (d: Date) => new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+    setRange("absolute");
+    setFrom(local(start));
+    setTo(local(end));
+    setZoomed((n) => n + 1);
+  };
+  const isLogResult = (table?: { columns: { name: string; type: string }[] }) =>
+    !!table &&
+    table.columns.some((c) => c.name === "timestamp" && c.type === "datetime") &&
+    table.columns.some((c) => c.name === "severity_text");
 
   const tables = answer?.tables ?? [];
   const current = tables[Math.min(tab, Math.max(tables.length - 1, 0))];
@@ -290,6 +325,18 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
                   {w}
                 </div>
               ))}
+              {lastRun && view === "table" && isLogResult(tables[0]) && (
+                <Volume
+                  key={answers}
+                  query={lastRun.csl}
+                  db={lastRun.db}
+                  range={lastRun.range}
+                  since={lastRun.since}
+                  until={lastRun.until}
+                  extent={extentOf(tables[0])}
+                  onZoom={zoom}
+                />
+              )}
               {current && view === "chart" ? (
                 <Chart
                   key={`${answers}-${current.id}-${kind}`}

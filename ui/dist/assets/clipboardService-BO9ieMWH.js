@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-B6goBXSK.js";var t=e(`clipboardService`);export{t};
