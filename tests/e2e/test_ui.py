@@ -329,3 +329,65 @@ def test_log_results_show_their_volume_and_a_drag_zooms(served, page):
     expect(page.get_by_test_id("time-range")).to_have_value("absolute")
     expect(page.get_by_label("From")).not_to_have_value("")
     expect(page.get_by_test_id("stats")).to_be_visible()
+
+
+TRACE = "5b8efff798038103d269b633813fc60c"
+
+
+def post_trace(server) -> None:
+    start = NOW_NS - 30_000_000_000
+    ms = 1_000_000
+
+    def span(span_id, parent, name, service, begin, end, error=False):
+        body = {
+            "traceId": TRACE, "spanId": span_id, "name": name, "kind": 2,
+            "startTimeUnixNano": str(start + begin * ms), "endTimeUnixNano": str(start + end * ms),
+            "attributes": [{"key": "step", "value": {"stringValue": name}}],
+        }  # fmt: skip
+        if parent:
+            body["parentSpanId"] = parent
+        if error:
+            body["status"] = {"code": 2, "message": "card declined"}
+        return {
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+            "scopeSpans": [{"spans": [body]}],
+        }
+
+    # Posted out of order: the view puts children under their parents.
+    payload = {"resourceSpans": [
+        span("cccccccccccccccc", "bbbbbbbbbbbbbbbb", "db query", "payments", 40, 90),
+        span("aaaaaaaaaaaaaaaa", None, "GET /checkout", "web", 0, 200),
+        span("bbbbbbbbbbbbbbbb", "aaaaaaaaaaaaaaaa", "charge card", "payments", 20, 150, error=True),
+    ]}  # fmt: skip
+    status, _, answer = http_request(
+        server.otlp_http_url + "/v1/traces", json.dumps(payload).encode(),
+        {"Content-Type": "application/json", **server.ingest_auth}, "POST",
+    )  # fmt: skip
+    assert status == 200, answer
+    logs = [{
+        "timeUnixNano": str(start + 60 * ms), "severityText": "ERROR", "traceId": TRACE,
+        "spanId": "bbbbbbbbbbbbbbbb", "body": {"stringValue": "payment provider said no"},
+    }]  # fmt: skip
+    assert post_otlp_json_logs(server, logs, service="payments")[0] == 200
+
+
+def test_the_trace_view_shows_the_spans_in_order_with_their_logs(served, page):
+    post_trace(served)
+    served.wait_for_count(f"default | where trace_id == '{TRACE}'", 4)
+    sign_in(page, served)
+    page.get_by_test_id("time-range").select_option("all")
+    set_query(page, f"default | where trace_id == '{TRACE}' | project timestamp, trace_id, span_name")
+    page.get_by_test_id("run").click()
+    page.get_by_test_id("result-grid").locator("[role=gridcell]").nth(1).click()
+    page.get_by_test_id("open-trace").click()
+    spans = page.get_by_test_id("span")
+    expect(spans).to_have_count(3, timeout=30_000)
+    assert [s.get_attribute("data-span-name") for s in spans.all()] == ["GET /checkout", "charge card", "db query"]
+    failed = spans.nth(1).locator(".span-row")
+    expect(failed).to_have_class(re.compile("failed"))
+    expect(spans.nth(1).get_by_test_id("span-log")).to_contain_text("payment provider said no")
+    failed.click()
+    detail = page.get_by_test_id("span-detail")
+    expect(detail).to_contain_text("card declined")
+    expect(detail).to_contain_text('"step": "charge card"')
+    page.screenshot(path=str(ARTIFACTS / "trace.png"))

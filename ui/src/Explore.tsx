@@ -10,6 +10,7 @@ import { HistoryEntry, loadHistory, remember, TabState, titleOf } from "./tabs";
 import { Schema, SchemaTree } from "./Schema";
 import { Chart } from "./Chart";
 import { Volume } from "./Volume";
+import { TraceView } from "./TraceView";
 import { CHART_KINDS, ChartKind, guessKind, isChartKind, parseTime, Visualization } from "./chart";
 
 const RANGES: [string, string][] = [
@@ -22,6 +23,13 @@ const RANGES: [string, string][] = [
   ["all", "All time"],
   ["absolute", "Between…"],
 ];
+
+/** The table a query reads: its first word when the schema has such a table, else `default`. */
+function sourceTable(query: string, schema: Schema | undefined, database: string): string {
+  const first = /^\s*([A-Za-z_][A-Za-z0-9_]*)/.exec(query)?.[1];
+  const tables = Object.keys(schema?.Databases?.[database]?.Tables ?? {});
+  return first && tables.includes(first) ? first : "default";
+}
 
 /** The first and last `timestamp` of a result's rows, in milliseconds. */
 function extentOf(table: { columns: { name: string }[]; rows: unknown[][] }): [number, number] | undefined {
@@ -79,6 +87,7 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
   const [kind, setKind] = useState<ChartKind>("timechart");
   const [lastRun, setLastRun] = useState<{ csl: string; db: string; range: string; since?: string; until?: string }>();
   const [zoomed, setZoomed] = useState(0);
+  const [trace, setTrace] = useState<string>();
   const editor = useRef<EditorHandle>(null);
   const abort = useRef<AbortController | undefined>(undefined);
   const text = useRef(saved.query);
@@ -277,7 +286,16 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
               {error}
             </div>
           )}
-          {answer && !running && (
+          {trace && (
+            <TraceView
+              key={trace}
+              traceId={trace}
+              db={lastRun?.db ?? database}
+              table={sourceTable(lastRun?.csl ?? text.current, schema, database)}
+              onClose={() => setTrace(undefined)}
+            />
+          )}
+          {answer && !running && !trace && (
             <div className="results">
               <div className="tabs" role="tablist">
                 {tables.map((table, i) => (
@@ -345,7 +363,13 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
                   visualization={(answer.visualization as Visualization | undefined) ?? {}}
                 />
               ) : current ? (
-                <ResultGrid key={`${answers}-${current.id}`} columns={current.columns} rows={current.rows} zone={zone} />
+                <ResultGrid
+                  key={`${answers}-${current.id}`}
+                  columns={current.columns}
+                  rows={current.rows}
+                  zone={zone}
+                  onOpenTrace={setTrace}
+                />
               ) : (
                 <div className="empty">No result table.</div>
               )}

@@ -42,9 +42,11 @@ interface Props {
   columns: Column[];
   rows: unknown[][];
   zone: TimeZone;
+  /** Opens the trace view of a trace id cell. */
+  onOpenTrace?: (traceId: string) => void;
 }
 
-export function ResultGrid({ columns, rows, zone }: Props) {
+export function ResultGrid({ columns, rows, zone, onOpenTrace }: Props) {
   const [sort, setSort] = useState<{ column: number; descending: boolean }>();
   const [widths, setWidths] = useState<number[]>(() => columns.map((c) => (c.type === "datetime" ? 220 : 160)));
   const [scrollTop, setScrollTop] = useState(0);
@@ -154,6 +156,11 @@ export function ResultGrid({ columns, rows, zone }: Props) {
             >
               Copy row
             </button>
+            {onOpenTrace && columns[selected.column]?.name === "trace_id" && typeof selectedValue === "string" && selectedValue && (
+              <button onClick={() => onOpenTrace(selectedValue)} data-testid="open-trace">
+                Open trace
+              </button>
+            )}
             <button onClick={() => setSelected(undefined)} aria-label="Close">
               ×
             </button>

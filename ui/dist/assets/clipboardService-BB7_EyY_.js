@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-BcKgd1Ix.js";var t=e(`clipboardService`);export{t};

@@ -1,0 +1,1 @@
+import{At as e}from"./editorContextKeys-C6o24G_p.js";var t=e(`clipboardService`);export{t};
