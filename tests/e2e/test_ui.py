@@ -331,6 +331,23 @@ def test_log_results_show_their_volume_and_a_drag_zooms(served, page):
     expect(page.get_by_test_id("stats")).to_be_visible()
 
 
+def test_context_shows_the_lines_around_a_log_row(served, page):
+    sign_in(page, served)
+    page.get_by_test_id("time-range").select_option("all")
+    set_query(page, "default | where body has 'checkout' | sort by timestamp asc | take 40")
+    page.get_by_test_id("run").click()
+    row = page.get_by_test_id("result-grid").locator('[role=row][aria-rowindex="22"]')
+    expect(row).to_contain_text("checkout step 20 ")
+    row.locator("[role=gridcell]").first.click()
+    page.get_by_test_id("show-context").click()
+    lines = page.get_by_test_id("context-line")
+    expect(lines).to_have_count(21, timeout=30_000)
+    texts = lines.all_inner_texts()
+    assert "checkout step 10 " in texts[0] and "checkout step 30 " in texts[-1], texts
+    expect(page.locator(".context li.this-line")).to_contain_text("checkout step 20 ")
+    page.screenshot(path=str(ARTIFACTS / "context.png"))
+
+
 TRACE = "5b8efff798038103d269b633813fc60c"
 
 

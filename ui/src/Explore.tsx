@@ -11,6 +11,7 @@ import { Schema, SchemaTree } from "./Schema";
 import { Chart } from "./Chart";
 import { Volume } from "./Volume";
 import { TraceView } from "./TraceView";
+import { Context } from "./Context";
 import { CHART_KINDS, ChartKind, guessKind, isChartKind, parseTime, Visualization } from "./chart";
 
 const RANGES: [string, string][] = [
@@ -23,6 +24,14 @@ const RANGES: [string, string][] = [
   ["all", "All time"],
   ["absolute", "Between…"],
 ];
+
+function resourceKey(row: Record<string, unknown>, key: string): string | undefined {
+  const resource = row.resource as Record<string, unknown> | undefined;
+  const value = resource && typeof resource === "object" ? resource[key] : undefined;
+  return value === undefined || value === null ? undefined : String(value);
+}
+const serviceOf = (row: Record<string, unknown>) => resourceKey(row, "service.name");
+const hostOf = (row: Record<string, unknown>) => resourceKey(row, "host.name");
 
 /** The table a query reads: its first word when the schema has such a table, else `default`. */
 function sourceTable(query: string, schema: Schema | undefined, database: string): string {
@@ -88,6 +97,7 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
   const [lastRun, setLastRun] = useState<{ csl: string; db: string; range: string; since?: string; until?: string }>();
   const [zoomed, setZoomed] = useState(0);
   const [trace, setTrace] = useState<string>();
+  const [context, setContext] = useState<Record<string, unknown>>();
   const editor = useRef<EditorHandle>(null);
   const abort = useRef<AbortController | undefined>(undefined);
   const text = useRef(saved.query);
@@ -295,7 +305,20 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
               onClose={() => setTrace(undefined)}
             />
           )}
-          {answer && !running && !trace && (
+          {context && !trace && (
+            <Context
+              key={JSON.stringify(context)}
+              table={sourceTable(lastRun?.csl ?? text.current, schema, database)}
+              db={lastRun?.db ?? database}
+              timestamp={String(context.timestamp)}
+              service={serviceOf(context)}
+              host={hostOf(context)}
+              body={context.body}
+              zone={zone}
+              onClose={() => setContext(undefined)}
+            />
+          )}
+          {answer && !running && !trace && !context && (
             <div className="results">
               <div className="tabs" role="tablist">
                 {tables.map((table, i) => (
@@ -369,6 +392,7 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
                   rows={current.rows}
                   zone={zone}
                   onOpenTrace={setTrace}
+                  onContext={setContext}
                 />
               ) : (
                 <div className="empty">No result table.</div>

@@ -44,9 +44,11 @@ interface Props {
   zone: TimeZone;
   /** Opens the trace view of a trace id cell. */
   onOpenTrace?: (traceId: string) => void;
+  /** Shows the lines around a log row (given as column name → value). */
+  onContext?: (row: Record<string, unknown>) => void;
 }
 
-export function ResultGrid({ columns, rows, zone, onOpenTrace }: Props) {
+export function ResultGrid({ columns, rows, zone, onOpenTrace, onContext }: Props) {
   const [sort, setSort] = useState<{ column: number; descending: boolean }>();
   const [widths, setWidths] = useState<number[]>(() => columns.map((c) => (c.type === "datetime" ? 220 : 160)));
   const [scrollTop, setScrollTop] = useState(0);
@@ -159,6 +161,14 @@ export function ResultGrid({ columns, rows, zone, onOpenTrace }: Props) {
             {onOpenTrace && columns[selected.column]?.name === "trace_id" && typeof selectedValue === "string" && selectedValue && (
               <button onClick={() => onOpenTrace(selectedValue)} data-testid="open-trace">
                 Open trace
+              </button>
+            )}
+            {onContext && columns.some((c) => c.name === "timestamp") && columns.some((c) => c.name === "body") && (
+              <button
+                onClick={() => onContext(Object.fromEntries(columns.map((c, i) => [c.name, selectedRow[i]])))}
+                data-testid="show-context"
+              >
+                Context
               </button>
             )}
             <button onClick={() => setSelected(undefined)} aria-label="Close">

@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-C6o24G_p.js";var t=e(`clipboardService`);export{t};
