@@ -44,6 +44,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=3, help="runs per question and node count (median)")
     parser.add_argument("--pin", action="store_true", help="pin query node i to core i mod cores")
     parser.add_argument("--keep", action="store_true", help="leave the cluster up")
+    parser.add_argument("--reuse", action="store_true",
+                        help="query the cluster a run with --keep left up (its cluster.env), without loading")
+    parser.add_argument("--questions", help="comma-separated question ids (default: all)")
     return parser.parse_args()
 
 
@@ -56,9 +59,10 @@ class Cluster:
         subprocess.run(["bash", str(CLUSTER), *args, "--dir", str(self.state / "cluster")],
                        cwd=self.state, check=True, env={**os.environ, "TRAWL_BIN": TRAWL_BIN})  # fmt: skip
 
-    def up(self, pin: bool) -> None:
-        self.script("up", "--query-nodes", "3", "--merge-interval-secs", "5",
-                    "--query-arg=--distribute-min-bytes=0", "--query-arg=--distribute-min-segments=0")  # fmt: skip
+    def up(self, pin: bool, reuse: bool = False) -> None:
+        if not reuse:
+            self.script("up", "--query-nodes", "3", "--merge-interval-secs", "5",
+                        "--query-arg=--distribute-min-bytes=0", "--query-arg=--distribute-min-segments=0")  # fmt: skip
         for line in (self.state / "cluster.env").read_text().splitlines():
             key, _, value = line.partition("=")
             self.env[key] = " ".join(shlex.split(value))
@@ -116,12 +120,15 @@ def main() -> None:
     args = parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(args.dir)
-    cluster.up(args.pin)
+    cluster.up(args.pin, args.reuse)
     try:
-        manifest = load(cluster, args)
+        manifest = generator_manifest(args.seed, args.logs, args.spans) if args.reuse else load(cluster, args)
         params = parameters(manifest)
         results = []
+        wanted = set(args.questions.split(",")) if args.questions else None
         for question in QUESTIONS:
+            if wanted and question.id not in wanted:
+                continue
             kql = fill(question.kql, params)
             for nodes, fanout in FANOUT.items():
                 cluster.query(kql, fanout)  # warm

@@ -1,7 +1,11 @@
 //! Which worker reads which segment: rendezvous (highest random weight) hashing of the
-//! segment id against each worker's URL. Every segment goes to the worker with its highest
-//! weight, so each worker's local cache holds a stable share of the segments; when a worker
-//! joins or leaves, only the segments whose highest weight was (or becomes) that worker move.
+//! segment id against each worker's URL, with bounded loads. A segment goes to the worker
+//! with its highest weight, so each worker's local cache holds a stable share of the
+//! segments; when a worker joins or leaves, mostly the segments whose highest weight was (or
+//! becomes) that worker move. Segments differ in size (merged ones are large), so pure
+//! hashing can leave one worker most of the bytes: a worker already holding its fair share
+//! of the scan's bytes (plus [`SLACK_PERCENT`]) passes a segment on to the next in that
+//! segment's ranking ([`assign`]).
 //!
 //! Three handlers of the distributed planner use it: how many tasks a scan wants (one per
 //! worker the query may use), the per-task copies of the scan (each with its worker's
@@ -64,6 +68,40 @@ pub(crate) fn owner(key: &str, workers: &[Url]) -> Option<usize> {
         .map(|(index, _)| index)
 }
 
+/// How far above an even share of a scan's bytes a worker may go before segments move to
+/// their next-ranked worker.
+pub(crate) const SLACK_PERCENT: u64 = 10;
+
+/// The segments of each of `workers` (same order). Largest first, each goes to the first
+/// worker of its rendezvous ranking whose bytes stay within the cap: an even share plus
+/// [`SLACK_PERCENT`], never less than the largest segment. Deterministic for a given list.
+pub(crate) fn assign<'a>(segments: impl Iterator<Item = &'a SegmentMeta>, workers: &[Url]) -> Vec<Vec<SegmentMeta>> {
+    let mut shares: Vec<Vec<SegmentMeta>> = vec![Vec::new(); workers.len()];
+    if workers.is_empty() {
+        return shares;
+    }
+    let mut segments: Vec<&SegmentMeta> = segments.collect();
+    segments.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.id.cmp(&b.id)));
+    let total: u64 = segments.iter().map(|s| s.bytes).sum();
+    let even = total / workers.len() as u64;
+    let largest = segments.first().map_or(0, |s| s.bytes);
+    let cap = (even + even * SLACK_PERCENT / 100).max(largest);
+    let mut loads = vec![0u64; workers.len()];
+    for segment in segments {
+        let mut ranking: Vec<usize> = (0..workers.len()).collect();
+        ranking.sort_by_key(|&i| std::cmp::Reverse(weight(&segment.id, workers[i].as_str())));
+        let index = ranking
+            .iter()
+            .copied()
+            .find(|&i| loads[i] + segment.bytes <= cap)
+            .or_else(|| (0..workers.len()).min_by_key(|&i| loads[i]))
+            .unwrap_or(0);
+        loads[index] += segment.bytes;
+        shares[index].push(segment.clone());
+    }
+    shares
+}
+
 /// `count` of `workers` for a scan of `table`: all of them when it asks for as many, else
 /// those with the highest weights for the table (the same ones each time).
 fn chosen(table: &str, mut workers: Vec<Url>, count: usize) -> Vec<Url> {
@@ -107,12 +145,7 @@ fn split(
         return Err(DataFusionError::Execution("no query node is available".into()));
     }
     let workers = chosen(&scan.spec().table, workers, tasks.max(1));
-    let mut shares: Vec<Vec<SegmentMeta>> = vec![Vec::new(); workers.len()];
-    for segment in scan.segments() {
-        if let Some(index) = owner(&segment.id, &workers) {
-            shares[index].push(segment.clone());
-        }
-    }
+    let shares = assign(scan.segments(), &workers);
     // The planner settled on `tasks` copies; fewer workers than tasks share them round-robin.
     let mut variants: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(tasks);
     let mut shares = shares.into_iter().zip(&workers).collect::<Vec<_>>();
@@ -216,6 +249,55 @@ mod tests {
             let after = owner(id, &four).unwrap_or(0);
             assert!(after == before || after == 3, "segment {id} moved between old workers");
         }
+    }
+
+    fn segment(id: String, bytes: u64) -> SegmentMeta {
+        SegmentMeta {
+            id: id.clone(),
+            database: "d".into(),
+            table: "t".into(),
+            path: id,
+            min_time: 0,
+            max_time: 0,
+            rows: 1,
+            bytes,
+            columns: Vec::new(),
+            merge_level: 0,
+            state: trawl_catalog::SegmentState::Live,
+            created_at: 0,
+            tombstoned_at: None,
+            signal: None,
+        }
+    }
+
+    #[test]
+    fn bytes_split_evenly_even_when_segments_differ_in_size() {
+        // 40 segments from 1 to ~200 MB (merged ones are large), as a table has them.
+        let segments: Vec<SegmentMeta> = (0..40u64)
+            .map(|i| segment(format!("{i:032x}"), 1_000_000 + weight(&i.to_string(), "size") % 200_000_000))
+            .collect();
+        let three = urls(3);
+        let shares = assign(segments.iter(), &three);
+        let total: u64 = segments.iter().map(|s| s.bytes).sum();
+        for share in &shares {
+            let bytes: u64 = share.iter().map(|s| s.bytes).sum();
+            assert!(bytes * 100 <= total * 37, "one worker reads {bytes} of {total} bytes");
+        }
+        assert_eq!(shares.iter().map(Vec::len).sum::<usize>(), 40);
+        // Still mostly where rendezvous puts them (cache affinity).
+        let at_owner = shares
+            .iter()
+            .enumerate()
+            .map(|(w, share)| share.iter().filter(|s| owner(&s.id, &three) == Some(w)).count())
+            .sum::<usize>();
+        assert!(at_owner >= 24, "only {at_owner} of 40 segments stay with their rendezvous owner");
+        // The same list gives the same assignment.
+        assert_eq!(assign(segments.iter(), &three), shares);
+        // One segment larger than an even share goes whole to one worker.
+        let lopsided = vec![segment("big".into(), 900), segment("a".into(), 50), segment("b".into(), 50)];
+        let shares = assign(lopsided.iter(), &three);
+        assert_eq!(shares.iter().map(Vec::len).sum::<usize>(), 3);
+        assert!(shares.iter().any(|s| s.len() == 1 && s[0].id == "big"));
     }
 
     #[test]
