@@ -90,6 +90,7 @@ export function layout(table: ResultTable, kind: ChartKind, vis: Visualization):
   const index = (name: string) => table.columns.findIndex((c) => c.name === name);
   const columns = table.columns;
   if (columns.length === 0) return "the result has no columns";
+  if (table.rows.length === 0) return "the result is empty";
   const timeLike = kind === "timechart";
   let x = vis.XColumn ? index(vis.XColumn) : -1;
   if (vis.XColumn && x < 0) return `xcolumn ${vis.XColumn} is not a column of the result`;

@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-xj6GED3j.js";var t=e(`clipboardService`);export{t};
