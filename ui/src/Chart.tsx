@@ -7,7 +7,8 @@ import { cardValue, chartOption, ChartKind, Visualization } from "./chart";
 
 let loading: Promise<typeof import("echarts/core")> | undefined;
 
-function loadCharts() {
+/** ECharts with the charts and components Trawl draws with, registered once. */
+export function loadCharts() {
   loading ??= (async () => {
     const [core, charts, components, renderers] = await Promise.all([
       import("echarts/core"),
@@ -25,6 +26,8 @@ function loadCharts() {
       components.LegendComponent,
       components.TitleComponent,
       components.DataZoomComponent,
+      components.BrushComponent,
+      components.ToolboxComponent,
       renderers.CanvasRenderer,
     ]);
     return core;

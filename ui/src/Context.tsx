@@ -2,21 +2,17 @@
 // host, the line itself highlighted.
 
 import { useEffect, useState } from "react";
-import { runQuery } from "./api";
+import { kqlString, runQuery } from "./api";
 import { formatCell, TimeZone } from "./ResultGrid";
 
 const LINES = 10;
-
-function literal(text: string): string {
-  return `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
-}
 
 /** The KQL of the context of the line at `timestamp` (ADX datetime text). */
 export function contextQuery(table: string, timestamp: string, service?: string, host?: string): string {
   const at = `datetime(${timestamp})`;
   const same = [
-    service !== undefined ? `tostring(resource['service.name']) == ${literal(service)}` : undefined,
-    host !== undefined ? `tostring(resource['host.name']) == ${literal(host)}` : undefined,
+    service !== undefined ? `tostring(resource['service.name']) == ${kqlString(service)}` : undefined,
+    host !== undefined ? `tostring(resource['host.name']) == ${kqlString(host)}` : undefined,
   ].filter(Boolean);
   const filter = same.length ? `| where ${same.join(" and ")}\n` : "";
   return (

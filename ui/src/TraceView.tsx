@@ -3,7 +3,7 @@
 // trace's log lines beside the span that wrote them.
 
 import { useEffect, useMemo, useState } from "react";
-import { runQuery } from "./api";
+import { kqlString, runQuery } from "./api";
 import { parseTime } from "./chart";
 
 interface Span {
@@ -28,10 +28,6 @@ interface LogLine {
   body: string;
 }
 
-/** A KQL string literal. */
-function literal(text: string): string {
-  return `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
-}
 
 /** Spans in tree order (each after its parent, siblings by start), with their depth. */
 export function treeOrder(spans: Span[]): Span[] {
@@ -74,7 +70,7 @@ export function TraceView({ traceId, table, db, onClose }: { traceId: string; ta
     const controller = new AbortController();
     runQuery({
       db,
-      csl: `${table}\n| where trace_id == ${literal(traceId)}\n| take 20000`,
+      csl: `${table}\n| where trace_id == ${kqlString(traceId)}\n| take 20000`,
       signal: controller.signal,
     })
       .then((answer) => {

@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from "react";
 import { runQuery } from "./api";
 import { parseTime } from "./chart";
+import { loadCharts } from "./Chart";
 
 const SPANS: Record<string, [string, number]> = {
   "15m": ["10s", 10_000],
@@ -90,20 +91,7 @@ export function Volume({ query, db, range, since, until, extent, onZoom }: Props
           bins.set(at, bin);
         }
         const times = [...bins.keys()].sort((a, b) => a - b);
-        const echarts = await import("echarts/core");
-        const [charts, components, renderers] = await Promise.all([
-          import("echarts/charts"),
-          import("echarts/components"),
-          import("echarts/renderers"),
-        ]);
-        echarts.use([
-          charts.BarChart,
-          components.GridComponent,
-          components.TooltipComponent,
-          components.BrushComponent,
-          components.ToolboxComponent,
-          renderers.CanvasRenderer,
-        ]);
+        const echarts = await loadCharts();
         if (controller.signal.aborted || !host.current) return;
         chart = echarts.init(host.current);
         chart.setOption({

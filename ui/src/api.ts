@@ -39,6 +39,11 @@ async function errorOf(response: Response): Promise<ApiError> {
   }
 }
 
+/** `text` as a KQL string literal. */
+export function kqlString(text: string): string {
+  return `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+}
+
 export async function call(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.set(CSRF_HEADER, "1");

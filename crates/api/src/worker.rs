@@ -41,8 +41,8 @@ async fn require_service_token(State(keys): State<Arc<MasterKeys>>, request: Req
     }
 }
 
-/// What the scans of a running distributed query read on this node so far
-/// , for its coordinator's progress reports.
+/// What the scans of a running distributed query read on this node so far, for its
+/// coordinator's progress reports.
 struct LiveScans;
 
 #[tonic::async_trait]

@@ -41,6 +41,16 @@ impl Authenticator {
 
     /// The principal an `Authorization` header's access token belongs to.
     pub async fn principal(&self, authorization: Option<&str>, now: i64) -> Result<Principal, AuthError> {
+        Ok(self.principal_until(authorization, now).await?.0)
+    }
+
+    /// As [`Authenticator::principal`], with when the token expires (Unix nanoseconds;
+    /// `None`: never).
+    pub async fn principal_until(
+        &self,
+        authorization: Option<&str>,
+        now: i64,
+    ) -> Result<(Principal, Option<i64>), AuthError> {
         let text = bearer(authorization).ok_or(AuthError::Missing)?;
         let token = parse_token(text).ok_or(AuthError::Invalid)?;
         if token.kind != TokenKind::Access {
@@ -57,10 +67,12 @@ impl Authenticator {
         if record.expires_at.is_some_and(|expires| expires <= now) {
             return Err(AuthError::Expired);
         }
-        self.directory
+        let principal = self
+            .directory
             .principal(&record.principal_id)
             .await?
-            .ok_or(AuthError::Invalid)
+            .ok_or(AuthError::Invalid)?;
+        Ok((principal, record.expires_at))
     }
 
     /// The record of a live ingest token given as `text` (the bearer token, or the password

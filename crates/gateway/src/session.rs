@@ -185,8 +185,8 @@ pub(crate) async fn current(State(gateway): State<Gateway>, headers: HeaderMap) 
     let Some(token) = inner.sessions.token(&headers) else {
         return refuse(false, ErrorCode::Unauthenticated, "not signed in");
     };
-    let principal = match inner.auth.principal(Some(&format!("Bearer {token}")), now).await {
-        Ok(principal) => principal,
+    let (principal, expires_at) = match inner.auth.principal_until(Some(&format!("Bearer {token}")), now).await {
+        Ok(found) => found,
         Err(AuthError::Unavailable(error)) => {
             tracing::error!(%error, "cannot check a browser session");
             return refuse(false, ErrorCode::Unavailable, "the account store is unavailable");
@@ -199,7 +199,7 @@ pub(crate) async fn current(State(gateway): State<Gateway>, headers: HeaderMap) 
             );
         }
     };
-    let ends = session_end(&gateway, &token).await.unwrap_or(now);
+    let ends = expires_at.unwrap_or(now + SESSION_SECS * 1_000_000_000);
     let (now_secs, ends_secs) = (now.div_euclid(1_000_000_000), ends.div_euclid(1_000_000_000));
     let identity = identity_token(&inner.key, &principal, now_secs, ends_secs);
     let mut response = Json(json!({
@@ -211,13 +211,6 @@ pub(crate) async fn current(State(gateway): State<Gateway>, headers: HeaderMap) 
     .into_response();
     no_store(&mut response);
     response
-}
-
-/// When the session whose token is `token` ends (Unix nanoseconds).
-async fn session_end(gateway: &Gateway, token: &str) -> Option<i64> {
-    let parsed = parse_token(token)?;
-    let record = gateway.inner.directory.access_token(&parsed.id).await.ok()??;
-    record.expires_at
 }
 
 /// `POST /api/ui/sign-out` (with [`CSRF_HEADER`]): ends the session (its token is revoked)

@@ -263,7 +263,9 @@ impl ExecutionPlan for SegmentScanExec {
                 reported: (0, 0),
             };
             let stream = futures::stream::iter(streams).flatten().map(move |batch| {
-                done.report();
+                if done.live.is_some() {
+                    done.report();
+                }
                 batch
             });
             Ok::<_, DataFusionError>(stream.boxed())

@@ -274,7 +274,12 @@ mod tests {
     fn bytes_split_evenly_even_when_segments_differ_in_size() {
         // 40 segments from 1 to ~200 MB (merged ones are large), as a table has them.
         let segments: Vec<SegmentMeta> = (0..40u64)
-            .map(|i| segment(format!("{i:032x}"), 1_000_000 + weight(&i.to_string(), "size") % 200_000_000))
+            .map(|i| {
+                segment(
+                    format!("{i:032x}"),
+                    1_000_000 + weight(&i.to_string(), "size") % 200_000_000,
+                )
+            })
             .collect();
         let three = urls(3);
         let shares = assign(segments.iter(), &three);
@@ -290,11 +295,18 @@ mod tests {
             .enumerate()
             .map(|(w, share)| share.iter().filter(|s| owner(&s.id, &three) == Some(w)).count())
             .sum::<usize>();
-        assert!(at_owner >= 24, "only {at_owner} of 40 segments stay with their rendezvous owner");
+        assert!(
+            at_owner >= 24,
+            "only {at_owner} of 40 segments stay with their rendezvous owner"
+        );
         // The same list gives the same assignment.
         assert_eq!(assign(segments.iter(), &three), shares);
         // One segment larger than an even share goes whole to one worker.
-        let lopsided = vec![segment("big".into(), 900), segment("a".into(), 50), segment("b".into(), 50)];
+        let lopsided = vec![
+            segment("big".into(), 900),
+            segment("a".into(), 50),
+            segment("b".into(), 50),
+        ];
         let shares = assign(lopsided.iter(), &three);
         assert_eq!(shares.iter().map(Vec::len).sum::<usize>(), 3);
         assert!(shares.iter().any(|s| s.len() == 1 && s[0].id == "big"));

@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-Cn4Rj2_Z.js";var t=e(`clipboardService`);export{t};
