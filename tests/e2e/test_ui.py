@@ -6,9 +6,12 @@ Screenshots go to $TRAWL_UI_ARTIFACTS (default: tests/e2e/artifacts/ui)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import os
+import uuid
 import shutil
 import time
 from pathlib import Path
@@ -21,6 +24,7 @@ from trawl_e2e import cli, http_request, post_otlp_json_logs
 ARTIFACTS = Path(os.environ.get("TRAWL_UI_ARTIFACTS", Path(__file__).parent / "artifacts" / "ui"))
 USER, PASSWORD = "ada", "a long enough password"
 OBSERVER, OBSERVER_PASSWORD = "otto", "another long password"
+ADMIN, ADMIN_PASSWORD = "ivy", "the admin's long password"
 # When the module's data was sent (set by the fixture: the suite may collect this module long
 # before it runs it, and queries look back from now).
 NOW_NS = time.time_ns()
@@ -38,7 +42,8 @@ def chromium_path() -> str:
 def served(trawl, trawl_bin):
     global NOW_NS
     NOW_NS = time.time_ns()
-    for name, password, role in ((USER, PASSWORD, "maintainer"), (OBSERVER, OBSERVER_PASSWORD, "observer")):
+    accounts = ((USER, PASSWORD, "maintainer"), (OBSERVER, OBSERVER_PASSWORD, "observer"), (ADMIN, ADMIN_PASSWORD, "admin"))
+    for name, password, role in accounts:
         code, _, err = cli(trawl, trawl_bin, "user", "create", name, "--role", role, stdin=password + "\n")
         assert code == 0, err
     records = [
@@ -412,3 +417,169 @@ def test_the_trace_view_shows_the_spans_in_order_with_their_logs(served, page):
     expect(detail).to_contain_text("card declined")
     expect(detail).to_contain_text('"step": "charge card"')
     page.screenshot(path=str(ARTIFACTS / "trace.png"))
+
+
+def bearer_of(server, name: str, password: str) -> dict[str, str]:
+    body = json.dumps({"name": name, "password": password}).encode()
+    status, _, answer = http_request(server.gateway_url + "/api/sign-in", body, {"Content-Type": "application/json"}, "POST")
+    assert status == 200, answer
+    return {"Authorization": f"Bearer {json.loads(answer)['token']}"}
+
+
+def test_export_downloads_the_rows_the_api_answers(served, page):
+    sign_in(page, served)
+    kql = "default | summarize n = count(), last = max(timestamp) by severity_text | sort by severity_text asc"
+    set_query(page, kql)
+    page.get_by_test_id("time-range").select_option("all")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("export-csv")).to_be_visible(timeout=30_000)
+    with page.expect_download() as download:
+        page.get_by_test_id("export-csv").click()
+    text = Path(download.value.path()).read_text()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["severity_text", "n", "last"]
+    expected = [[str(cell) for cell in row] for row in v1_rows(served, kql)]
+    assert rows[1:] == expected
+    with page.expect_download() as download:
+        page.get_by_test_id("export-json").click()
+    objects = json.loads(Path(download.value.path()).read_text())
+    assert [[o["severity_text"], o["n"], o["last"]] for o in objects] == v1_rows(served, kql)
+    # The run is its user's: a bearer token of the same user reads it, another user's does
+    # not find it, and no credentials at all is 401.
+    href = page.get_by_test_id("export-csv").get_attribute("href")
+    url = served.gateway_url + href
+    status, headers, answer = http_request(url, None, bearer_of(served, USER, PASSWORD), "GET")
+    assert status == 200 and answer.decode() == text
+    assert "attachment" in headers.get("content-disposition", headers.get("Content-Disposition", ""))
+    status, _, answer = http_request(url, None, bearer_of(served, OBSERVER, OBSERVER_PASSWORD), "GET")
+    assert status == 404, answer
+    status, _, _ = http_request(url, None, {}, "GET")
+    assert status == 401
+
+
+def test_an_observer_cannot_open_the_admin_page(served, page):
+    sign_in(page, served, OBSERVER, OBSERVER_PASSWORD)
+    expect(page.get_by_test_id("open-admin")).to_have_count(0)
+    response = page.goto(served.gateway_url + "/admin")
+    assert response is not None and response.status == 403
+    expect(page.get_by_test_id("forbidden")).to_be_visible(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "admin-forbidden.png"))
+    # The meta service refuses the page's calls as well (gRPC-web: 403).
+    status = page.evaluate(
+        """async () => {
+            const response = await fetch('/trawl.meta.v1.MetaService/ListPrincipals', {
+                method: 'POST', credentials: 'same-origin',
+                headers: {'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1', 'x-trawl-csrf': '1'},
+                body: new Uint8Array([0, 0, 0, 0, 0]),
+            });
+            return response.status;
+        }"""
+    )
+    assert status == 403
+
+
+def test_the_admin_page_makes_accounts_and_shows_new_tokens_once(served, page):
+    sign_in(page, served, ADMIN, ADMIN_PASSWORD)
+    page.get_by_test_id("open-admin").click()
+    accounts = page.get_by_test_id("accounts")
+    expect(accounts).to_contain_text(USER, timeout=30_000)
+    robot = f"robot-{uuid.uuid4().hex[:6]}"
+    form = page.get_by_role("form", name="New account")
+    form.get_by_label("Name").fill(robot)
+    form.get_by_label("Kind").select_option("service_account")
+    form.get_by_label("Role").select_option("observer")
+    form.get_by_role("button", name="Create").click()
+    row = accounts.get_by_test_id("account").filter(has_text=robot)
+    expect(row).to_contain_text("service account")
+    row.get_by_role("button", name="Tokens").click()
+    page.get_by_test_id("create-access-token").click()
+    token = page.get_by_test_id("new-token").inner_text(timeout=15_000)
+    page.screenshot(path=str(ARTIFACTS / "admin.png"))
+    # The token works, with the role it was given.
+    body = json.dumps({"db": "default", "csl": "default | count"}).encode()
+    status, _, answer = http_request(
+        served.gateway_url + "/v1/rest/query", body,
+        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}, "POST",
+    )
+    assert status == 200, answer
+    # An ingest token made here routes data to its table.
+    ingest = page.get_by_test_id("ingest-tokens")
+    form = page.get_by_role("form", name="New ingest token")
+    form.get_by_label("Token name").fill(f"ui-{robot}")
+    form.get_by_label("Table").fill("from_admin_page")
+    ingest.get_by_test_id("create-ingest-token").click()
+    ingest_token = ingest.get_by_test_id("new-token").inner_text(timeout=15_000)
+    assert ingest_token.startswith("trawl_it_")
+    record = {"timeUnixNano": str(time.time_ns()), "body": {"stringValue": "from the admin page"}}
+    status, _, answer = http_request(
+        served.otlp_http_url + "/v1/logs",
+        json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {ingest_token}"},
+        "POST",
+    )
+    assert status == 200, answer
+    assert served.wait_for_count("from_admin_page", 1) == 1
+    # Changing a role shows at once.
+    row.get_by_label(f"Role of {robot}").select_option("maintainer")
+    expect(row.get_by_label(f"Role of {robot}")).to_have_value("maintainer")
+
+
+def test_a_saved_query_reopens_from_the_library(served, page):
+    sign_in(page, served)
+    name = f"errors by route {uuid.uuid4().hex[:4]}"
+    kql = "default | where severity_text == 'ERROR' | summarize n = count() by tostring(attributes['http.route'])"
+    set_query(page, kql)
+    page.get_by_test_id("time-range").select_option("all")
+    page.get_by_test_id("save-query").click()
+    page.get_by_test_id("save-name").fill(name)
+    page.get_by_test_id("save-folder").fill("checkout / errors")
+    page.screenshot(path=str(ARTIFACTS / "save-query.png"))
+    page.get_by_test_id("save-confirm").click()
+    expect(page.get_by_role("status")).to_contain_text("checkout/errors")
+    # Another user finds it in the library and opens it in a new tab.
+    page.context.clear_cookies()
+    sign_in(page, served, OBSERVER, OBSERVER_PASSWORD)
+    tabs_before = page.get_by_test_id("query-tab").count()
+    page.get_by_test_id("open-library").click()
+    library = page.get_by_test_id("library")
+    library.get_by_label("Search the library").fill("route checkout")
+    expect(library.get_by_test_id("saved-query")).to_have_count(1)
+    expect(library).to_contain_text("checkout/errors")
+    page.screenshot(path=str(ARTIFACTS / "library.png"))
+    library.get_by_role("button", name=name).click()
+    expect(page.get_by_test_id("query-tab")).to_have_count(tabs_before + 1)
+    main = page.locator(".main:not([hidden])")
+    main.get_by_test_id("run").click()
+    grid = main.get_by_test_id("result-grid")
+    expect(grid.locator("[role=row][aria-rowindex]")).to_have_count(len(v1_rows(served, kql)), timeout=30_000)
+    # The saved range came along (all time).
+    expect(main.get_by_test_id("time-range")).to_have_value("all")
+
+
+def test_an_empty_database_shows_how_to_send_data(served, trawl_bin, page):
+    database = f"fresh{uuid.uuid4().hex[:6]}"
+    code, _, err = cli(served, trawl_bin, "database", "create", database)
+    assert code == 0, err
+    sign_in(page, served)
+    page.goto(served.gateway_url + f"/?q={database}&db={database}&range=all")
+    main = page.locator(".main:not([hidden])")
+    onboarding = main.get_by_test_id("onboarding")
+    expect(onboarding).to_be_visible(timeout=30_000)
+    expect(onboarding).to_contain_text(":4317")
+    onboarding.get_by_test_id("onboarding-create-token").click()
+    token = onboarding.get_by_test_id("onboarding-token").locator("code").inner_text(timeout=15_000)
+    assert token.startswith("trawl_it_")
+    # The snippets carry the new token.
+    expect(onboarding.locator("pre").first).to_contain_text(token)
+    page.screenshot(path=str(ARTIFACTS / "onboarding.png"))
+    record = {"timeUnixNano": str(time.time_ns()), "body": {"stringValue": "first data"}}
+    status, _, answer = http_request(
+        served.otlp_http_url + "/v1/logs",
+        json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        "POST",
+    )
+    assert status == 200, answer
+    onboarding.get_by_role("button", name="look again").click()
+    expect(main.get_by_test_id("schema")).to_contain_text("logs", timeout=30_000)
+    expect(main.get_by_test_id("onboarding")).to_have_count(0)

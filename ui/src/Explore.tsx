@@ -1,8 +1,8 @@
 // The explore page: schema on the left, the KQL editor with its time range, Run and Cancel,
 // progress while a query runs, then the result tables as tabs with the query's statistics.
 
-import { useCallback, useEffect, useRef, useState } from "react";
-import { ApiError, mgmt, QueryAnswer, Progress, runQuery } from "./api";
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
+import { ApiError, exportUrl, mgmt, QueryAnswer, Progress, runQuery } from "./api";
 import { Editor, EditorHandle } from "./Editor";
 import { ResultGrid, TimeZone } from "./ResultGrid";
 import { Identity } from "./session";
@@ -12,6 +12,9 @@ import { Chart } from "./Chart";
 import { Volume } from "./Volume";
 import { TraceView } from "./TraceView";
 import { Context } from "./Context";
+// The meta service's client (gRPC-web) loads only when one of these opens.
+const Onboarding = lazy(() => import("./Onboarding").then((m) => ({ default: m.Onboarding })));
+const SaveDialog = lazy(() => import("./Library").then((m) => ({ default: m.SaveDialog })));
 import { CHART_KINDS, ChartKind, guessKind, isChartKind, parseTime, Visualization } from "./chart";
 
 const RANGES: [string, string][] = [
@@ -98,6 +101,9 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
   const [zoomed, setZoomed] = useState(0);
   const [trace, setTrace] = useState<string>();
   const [context, setContext] = useState<Record<string, unknown>>();
+  const [saving, setSaving] = useState<{ query: string; db: string; range: string }>();
+  const [notice, setNotice] = useState<string>();
+  const [schemaVersion, setSchemaVersion] = useState(0);
   const editor = useRef<EditorHandle>(null);
   const abort = useRef<AbortController | undefined>(undefined);
   const text = useRef(saved.query);
@@ -113,7 +119,7 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
     mgmt(database, ".show database schema as json")
       .then((rows) => setSchema(JSON.parse(String(rows[0]?.DatabaseSchema ?? "{}"))))
       .catch((e) => setError(`Cannot read the schema: ${e.message}`));
-  }, [database]);
+  }, [database, schemaVersion]);
 
   // Other tabs add to the history too.
   useEffect(() => {
@@ -168,6 +174,7 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
         ...window_,
         signal: controller.signal,
         onProgress: setProgress,
+        keepRun: true,
       });
       setAnswer(result);
       setAnswers((n) => n + 1);
@@ -251,6 +258,13 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
               <option value="local">Local time</option>
             </select>
             <button onClick={() => navigator.clipboard?.writeText(share()).catch(() => undefined)}>Copy link</button>
+            <button
+              onClick={() => setSaving({ query: editor.current?.value() ?? text.current, db: database, range })}
+              data-testid="save-query"
+              title="Save to the query library"
+            >
+              Save
+            </button>
             <select
               value=""
               aria-label="History"
@@ -295,6 +309,27 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
             <div className="error" role="alert" data-testid="error">
               {error}
             </div>
+          )}
+          {notice && (
+            <div className="notice" role="status" onClick={() => setNotice(undefined)}>
+              {notice}
+            </div>
+          )}
+          {saving && (
+            <Suspense fallback={null}>
+            <SaveDialog
+              draft={saving}
+              onClose={(saved) => {
+                setSaving(undefined);
+                if (saved) setNotice(`Saved “${saved.name}” to the library${saved.folder ? ` in ${saved.folder}` : ""}.`);
+              }}
+            />
+            </Suspense>
+          )}
+          {!answer && !running && schema && Object.keys(schema.Databases?.[database]?.Tables ?? {}).length === 0 && (
+            <Suspense fallback={null}>
+              <Onboarding identity={identity} database={database} onRefresh={() => setSchemaVersion((n) => n + 1)} />
+            </Suspense>
           )}
           {trace && (
             <TraceView
@@ -351,6 +386,26 @@ export function Explore({ identity, tab: saved, active, onChange }: Props) {
                       <option key={k}>{k}</option>
                     ))}
                   </select>
+                )}
+                {answer.runId && current && (
+                  <span className="export" aria-label="Export">
+                    <a
+                      className="button"
+                      href={exportUrl(answer.runId, "csv", tables.indexOf(current))}
+                      download
+                      data-testid="export-csv"
+                    >
+                      CSV
+                    </a>
+                    <a
+                      className="button"
+                      href={exportUrl(answer.runId, "json", tables.indexOf(current))}
+                      download
+                      data-testid="export-json"
+                    >
+                      JSON
+                    </a>
+                  </span>
                 )}
                 <span className="stats" data-testid="stats">
                   {(answer.statistics.executionSeconds ?? elapsed / 1000).toFixed(3)} s

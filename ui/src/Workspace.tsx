@@ -1,10 +1,11 @@
 // The signed-in page: the header with its query tabs (each with its own query, database and
 // time range, kept in the browser) and the explore page of each tab.
 
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { Explore } from "./Explore";
 import { Identity, signOut } from "./session";
 import { loadTabs, newTab, saveTabs, TabState } from "./tabs";
+const Library = lazy(() => import("./Library").then((m) => ({ default: m.Library })));
 
 /** A tab from a share link (`?q=…&db=…&range=…`), if the address has one. */
 function sharedTab(): TabState | undefined {
@@ -20,7 +21,16 @@ function sharedTab(): TabState | undefined {
   });
 }
 
-export function Workspace({ identity, onSignedOut }: { identity: Identity; onSignedOut: () => void }) {
+export function Workspace({
+  identity,
+  onSignedOut,
+  onAdmin,
+}: {
+  identity: Identity;
+  onSignedOut: () => void;
+  onAdmin: () => void;
+}) {
+  const [library, setLibrary] = useState(false);
   const [tabs, setTabs] = useState<TabState[]>(() => {
     const saved = loadTabs(identity.name);
     const shared = sharedTab();
@@ -35,6 +45,11 @@ export function Workspace({ identity, onSignedOut }: { identity: Identity; onSig
     setTabs((current) => current.map((t) => (t.id === id ? { ...t, ...change } : t)));
   const add = () => {
     const tab = newTab({ db: tabs.find((t) => t.id === active)?.db });
+    setTabs((current) => [...current, tab]);
+    setActive(tab.id);
+  };
+  const open = (partial: Partial<TabState>) => {
+    const tab = newTab({ ...partial, db: partial.db || tabs.find((t) => t.id === active)?.db });
     setTabs((current) => [...current, tab]);
     setActive(tab.id);
   };
@@ -67,6 +82,14 @@ export function Workspace({ identity, onSignedOut }: { identity: Identity; onSig
           </button>
         </nav>
         <span className="spacer" />
+        <button onClick={() => setLibrary((shown) => !shown)} data-testid="open-library" aria-pressed={library}>
+          Library
+        </button>
+        {(identity.role === "admin" || identity.role === "maintainer") && (
+          <button onClick={onAdmin} data-testid="open-admin">
+            Admin
+          </button>
+        )}
         <span className="who" data-testid="who">
           {identity.name} · {identity.role}
         </span>
@@ -79,6 +102,23 @@ export function Workspace({ identity, onSignedOut }: { identity: Identity; onSig
           Sign out
         </button>
       </header>
+      {library && (
+        <Suspense fallback={null}>
+        <Library
+          identity={identity}
+          onClose={() => setLibrary(false)}
+          onOpen={(saved) => {
+            open({
+              query: saved.query,
+              db: saved.database || undefined,
+              range: saved.timeRange || undefined,
+              title: saved.name.length > 24 ? `${saved.name.slice(0, 23)}…` : saved.name,
+            });
+            setLibrary(false);
+          }}
+        />
+        </Suspense>
+      )}
       {tabs.map((tab) => (
         <Explore
           key={tab.id}

@@ -97,6 +97,8 @@ export interface Statistics {
 }
 
 export interface QueryAnswer {
+  /** The kept run, for export (`GET /api/runs/<id>`), when the query asked to keep it. */
+  runId?: string;
   tables: ResultTable[];
   visualization?: Record<string, unknown>;
   statistics: Statistics;
@@ -110,6 +112,13 @@ export interface QueryOptions {
   until?: string;
   signal?: AbortSignal;
   onProgress?: (progress: Progress) => void;
+  /** Keep the result on the server for export. */
+  keepRun?: boolean;
+}
+
+/** Where a kept run's table downloads as CSV or JSON. */
+export function exportUrl(runId: string, format: "csv" | "json", table: number): string {
+  return `/api/runs/${encodeURIComponent(runId)}?format=${format}&table=${table}`;
 }
 
 /** Runs a query in the progressive v2 mode: one frame per line, progress as it runs. */
@@ -118,6 +127,7 @@ export async function runQuery(options: QueryOptions): Promise<QueryAnswer> {
   // The time window: ISO 8601 or relative (`1h`), as the time-range picker sets it.
   if (options.since) queryOptions.query_datetimescope_from = options.since;
   if (options.until) queryOptions.query_datetimescope_to = options.until;
+  if (options.keepRun) queryOptions.trawl_keep_run = true;
   const body = { db: options.db, csl: options.csl, properties: { Options: queryOptions } };
   const response = await call("/v2/rest/query", {
     method: "POST",
@@ -126,7 +136,12 @@ export async function runQuery(options: QueryOptions): Promise<QueryAnswer> {
   });
   const reader = response.body?.getReader();
   if (!reader) throw new ApiError(0, "the answer has no body");
-  const answer: QueryAnswer = { tables: [], statistics: {}, warnings: [] };
+  const answer: QueryAnswer = {
+    runId: response.headers.get("x-trawl-run-id") ?? undefined,
+    tables: [],
+    statistics: {},
+    warnings: [],
+  };
   const open = new Map<number, ResultTable>();
   const decoder = new TextDecoder();
   let buffered = "";

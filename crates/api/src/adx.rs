@@ -136,7 +136,15 @@ pub async fn v1_mgmt(
 
 /// `POST /v2/rest/query`: the v2 frame array (DataSetHeader, QueryProperties, the result
 /// tables, QueryCompletionInformation, DataSetCompletion).
-pub async fn v2_query(State(state): State<QueryState>, headers: HeaderMap, body: Bytes) -> Response {
+///
+/// With the request option `trawl_keep_run: true` the result is kept for export
+/// (`runs.rs`): the response names the run in `x-trawl-run-id`.
+pub async fn v2_query(
+    State(state): State<QueryState>,
+    identity: Option<axum::Extension<trawl_auth::token::Identity>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let started = std::time::Instant::now();
     let result = async {
         let body = AdxBody::parse(&body)?;
@@ -145,17 +153,76 @@ pub async fn v2_query(State(state): State<QueryState>, headers: HeaderMap, body:
             .pointer("/Options/results_progressive_enabled")
             .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true"));
         let request_id = client_request_id(&headers);
+        let keeper = state
+            .runs
+            .clone()
+            .filter(|_| crate::runs::keep_requested(&properties))
+            .map(|store| RunKeeper {
+                store,
+                run: crate::runs::Run {
+                    id: crate::runs::new_id(),
+                    owner: identity.as_ref().map(|i| i.username.clone()).unwrap_or_default(),
+                    database: database(&state, &body),
+                    query: body.csl.clone(),
+                    created_at: String::new(),
+                    tables: Vec::new(),
+                },
+            });
         if progressive {
-            return progressive_response(&state, &body, request_id, started).await;
+            return progressive_response(&state, &body, request_id, started, keeper).await;
         }
-        let output = run(&state, &body).await?;
-        Ok::<_, TrawlError>(json_response(
-            StatusCode::OK,
-            &v2_frames(&output, &request_id, started.elapsed()),
-        ))
+        let mut output = run(&state, &body).await?;
+        let run_id = match keeper {
+            Some(mut keeper) => {
+                for table in &output.tables {
+                    let rows = table.json_rows().into_iter().map(Json::Array).collect();
+                    keeper.add(&table.name, &table.columns, rows);
+                }
+                let id = keeper.run.id.clone();
+                if let Some(warning) = keeper.keep().await {
+                    output.warnings.push(warning);
+                }
+                Some(id)
+            }
+            None => None,
+        };
+        let mut response = json_response(StatusCode::OK, &v2_frames(&output, &request_id, started.elapsed()));
+        if let Some(id) = run_id {
+            let (name, value) = crate::runs::id_header(&id);
+            response.headers_mut().insert(name, value);
+        }
+        Ok::<_, TrawlError>(response)
     }
     .await;
     result.unwrap_or_else(|error| AdxError(error).into_response())
+}
+
+/// A run being kept for export: its tables as they finish, stored when the query ends.
+struct RunKeeper {
+    store: std::sync::Arc<crate::runs::RunStore>,
+    run: crate::runs::Run,
+}
+
+impl RunKeeper {
+    fn add(&mut self, name: &str, columns: &[(String, KqlType)], rows: Vec<Json>) {
+        self.run.tables.push(crate::runs::RunTable::new(name, columns, rows));
+    }
+
+    /// Stores the run; a failure becomes a warning (the query itself succeeded).
+    async fn keep(mut self) -> Option<QueryWarning> {
+        self.run.created_at = trawl_common::time::format_datetime(trawl_common::time::now_nanos());
+        match self.store.keep(&self.run).await {
+            Ok(()) => None,
+            Err(error) => {
+                tracing::warn!(%error, run = %self.run.id, "cannot keep a run for export");
+                Some(QueryWarning {
+                    kind: "RunNotKept".into(),
+                    message: format!("the result cannot be exported: {}", error.message),
+                    location: None,
+                })
+            }
+        }
+    }
 }
 
 /// Progressive mode: frames stream as the query runs. The response starts once planning
@@ -167,6 +234,7 @@ async fn progressive_response(
     body: &AdxBody,
     request_id: String,
     started: std::time::Instant,
+    keeper: Option<RunKeeper>,
 ) -> Result<Response, TrawlError> {
     let request = request(state, body)?;
     let properties = body.properties()?;
@@ -178,7 +246,8 @@ async fn progressive_response(
         fanout_nodes_percent: fanout_nodes_percent(&properties)?,
     };
     let mut events = state.engine.run(request, options);
-    let mut streamer = ProgressiveFrames::new(request_id, started);
+    let run_id = keeper.as_ref().map(|k| k.run.id.clone());
+    let mut streamer = ProgressiveFrames::new(request_id, started, keeper);
     let head = loop {
         match events.next_event().await {
             Some(QueryEvent::Failed(error)) => return Err(error),
@@ -187,17 +256,34 @@ async fn progressive_response(
             None => return Err(TrawlError::internal("the query ended without an answer")),
         }
     };
-    let rest = events.map(move |event| streamer.on_event(event));
+    // The run is kept before the last frames go out, so a client that saw the query end can
+    // export it at once.
+    let rest = futures::stream::unfold((events, streamer), |(mut events, mut streamer)| async move {
+        let event = events.next().await?;
+        if matches!(event, QueryEvent::Finished)
+            && let Some(keeper) = streamer.keeper.take()
+            && let Some(warning) = keeper.keep().await
+        {
+            streamer.warnings.push(warning);
+        }
+        let text = streamer.on_event(event);
+        Some((text, (events, streamer)))
+    });
     let chunks = futures::stream::iter([head])
         .chain(rest)
         .filter(|text| std::future::ready(!text.is_empty()))
         .map(|text| Ok::<_, std::convert::Infallible>(Bytes::from(text)));
-    Ok((
+    let mut response = (
         StatusCode::OK,
         [(axum::http::header::CONTENT_TYPE, "application/json; charset=utf-8")],
         axum::body::Body::from_stream(chunks),
     )
-        .into_response())
+        .into_response();
+    if let Some(id) = run_id {
+        let (name, value) = crate::runs::id_header(&id);
+        response.headers_mut().insert(name, value);
+    }
+    Ok(response)
 }
 
 /// Appends `batch`'s rows as v2 cells.
@@ -219,6 +305,10 @@ struct ProgressiveFrames {
     next_id: usize,
     /// The table being read: its id, rows so far and column types.
     table: Option<(usize, Vec<Json>, Vec<KqlType>)>,
+    /// The name and columns of the table being read, when the run is kept.
+    kept_header: Option<(String, Vec<(String, KqlType)>)>,
+    /// Keeps the run for export, when asked.
+    keeper: Option<RunKeeper>,
     row_counts: Vec<usize>,
     warnings: Vec<QueryWarning>,
     first: bool,
@@ -227,12 +317,14 @@ struct ProgressiveFrames {
 }
 
 impl ProgressiveFrames {
-    fn new(request_id: String, started: std::time::Instant) -> ProgressiveFrames {
+    fn new(request_id: String, started: std::time::Instant, keeper: Option<RunKeeper>) -> ProgressiveFrames {
         ProgressiveFrames {
             request_id,
             started,
             next_id: 1,
             table: None,
+            kept_header: None,
+            keeper,
             row_counts: Vec::new(),
             warnings: Vec::new(),
             first: true,
@@ -276,6 +368,9 @@ impl ProgressiveFrames {
                     "TableName": name,
                     "Columns": v2_columns(&named),
                 }));
+                if self.keeper.is_some() {
+                    self.kept_header = Some((name.clone(), columns.clone()));
+                }
                 self.table = Some((id, Vec::new(), columns.into_iter().map(|(_, t)| t).collect()));
             }
             QueryEvent::Rows(batch) => {
@@ -318,6 +413,9 @@ impl ProgressiveFrames {
                 if let Some((id, rows, _)) = self.table.take() {
                     let count = rows.len();
                     self.row_counts.push(count);
+                    if let (Some(keeper), Some((name, columns))) = (&mut self.keeper, self.kept_header.take()) {
+                        keeper.add(&name, &columns, rows.clone());
+                    }
                     frames.push(json!({
                         "FrameType": "TableFragment",
                         "TableFragmentType": "DataReplace",

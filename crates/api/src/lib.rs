@@ -8,6 +8,7 @@
 //! - [`query_grpc`]: `QueryService.ExecuteQuery` on the same port.
 //! - [`operator`]: the operator port 9511 (`/metrics`).
 //! - [`probes`]: `/health`, `/health/ready`, `/info`, served on every HTTP port.
+//! - [`runs`]: results kept for export (`GET /api/runs/{id}`).
 //! - [`problem`]: RFC 7807 problem details, the error body of the query service.
 
 pub mod adx;
@@ -30,6 +31,7 @@ pub mod probes;
 pub mod problem;
 pub mod query_grpc;
 pub mod query_http;
+pub mod runs;
 pub mod signed;
 pub mod state;
 pub mod timeline;

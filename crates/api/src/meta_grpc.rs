@@ -23,7 +23,8 @@ use trawl_auth::service::{MasterKeys, SERVICE_TOKEN_HEADER};
 use trawl_auth::signatures::SignatureCheck;
 use trawl_auth::token::{Identity, Role};
 use trawl_catalog::{
-    Change, Directory, GatewayKeyRecord, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind, SignalTables,
+    Change, Directory, GatewayKeyRecord, Library, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind,
+    SavedQuery, SignalTables,
 };
 use trawl_proto::meta as pb;
 use trawl_proto::meta::meta_service_server::{MetaService, MetaServiceServer};
@@ -45,6 +46,8 @@ pub enum Caller {
 pub struct MetaState {
     pub directory: Arc<dyn Directory>,
     pub objects: Arc<dyn Objects>,
+    /// Saved queries.
+    pub library: Arc<dyn Library>,
     pub signatures: Arc<SignatureCheck>,
     pub master: MasterKeys,
     /// How long a deleted object can be restored.
@@ -58,6 +61,7 @@ pub fn router(state: MetaState) -> Result<axum::Router, tonic_reflection::server
     let api = MetaApi {
         directory: state.directory.clone(),
         objects: state.objects.clone(),
+        library: state.library.clone(),
         restore_window: state.restore_window,
         registry: state.registry.clone(),
     };
@@ -117,6 +121,7 @@ use trawl_gateway::grpc_reply::grpc_refusal as refuse;
 struct MetaApi {
     directory: Arc<dyn Directory>,
     objects: Arc<dyn Objects>,
+    library: Arc<dyn Library>,
     restore_window: std::time::Duration,
     registry: Arc<Registry>,
 }
@@ -273,6 +278,44 @@ fn retention_nanos(seconds: u64) -> Result<Option<i64>, Status> {
 
 /// Shortest password accepted.
 const MIN_PASSWORD_LEN: usize = 8;
+
+/// Longest query text (and description) a saved query holds.
+const MAX_SAVED_QUERY_BYTES: usize = 64 << 10;
+
+/// The name of the signed-in caller; saved queries belong to users and service accounts,
+/// not to cluster services.
+fn signed_user(caller: &Caller) -> Result<&str, Status> {
+    match caller {
+        Caller::Signed(identity) => Ok(&identity.username),
+        _ => Err(Status::permission_denied("saved queries belong to signed-in callers")),
+    }
+}
+
+/// A folder path with its parts trimmed and empty parts dropped (`" a//b/ "` is `a/b`).
+fn normalized_folder(text: &str) -> Result<String, Status> {
+    let parts: Vec<&str> = text.split('/').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if parts.len() > 16 || parts.iter().any(|p| p.chars().count() > 100) {
+        return Err(Status::invalid_argument(
+            "a folder is at most 16 levels of at most 100 characters",
+        ));
+    }
+    Ok(parts.join("/"))
+}
+
+fn saved_query_message(q: &SavedQuery) -> pb::SavedQuery {
+    pb::SavedQuery {
+        id: q.id.clone(),
+        name: q.name.clone(),
+        folder: q.folder.clone(),
+        query: q.query.clone(),
+        database: q.database.clone(),
+        time_range: q.time_range.clone(),
+        description: q.description.clone(),
+        owner: q.owner.clone(),
+        created_at: q.created_at,
+        updated_at: q.updated_at,
+    }
+}
 
 impl MetaApi {
     async fn principal_named(&self, name: &str) -> Result<Principal, Status> {
@@ -618,7 +661,8 @@ impl MetaService for MetaApi {
         &self,
         request: tonic::Request<pb::ListPrincipalsRequest>,
     ) -> Result<GrpcResponse<pb::ListPrincipalsResponse>, Status> {
-        caller(&request)?;
+        let caller = caller(&request)?;
+        needs(&caller, CATALOG_CHANGERS, "listing users and service accounts")?;
         let principals = self.directory.principals().await.map_err(internal)?;
         Ok(GrpcResponse::new(pb::ListPrincipalsResponse {
             principals: principals.iter().map(principal_message).collect(),
@@ -700,6 +744,151 @@ impl MetaService for MetaApi {
             token,
             expires_at: expires_at.unwrap_or(0),
         }))
+    }
+
+    async fn list_access_tokens(
+        &self,
+        request: tonic::Request<pb::ListAccessTokensRequest>,
+    ) -> Result<GrpcResponse<pb::ListAccessTokensResponse>, Status> {
+        let caller = caller(&request)?;
+        let body = request.into_inner();
+        if !is_self(&caller, &body.name) {
+            needs(&caller, &[Role::Admin], "listing another account's tokens")?;
+        }
+        let principal = self.principal_named(&body.name).await?;
+        let tokens = self.directory.access_tokens_of(&principal.id).await.map_err(internal)?;
+        Ok(GrpcResponse::new(pb::ListAccessTokensResponse {
+            tokens: tokens
+                .iter()
+                .map(|t| pb::AccessToken {
+                    id: t.id.clone(),
+                    expires_at: t.expires_at.unwrap_or(0),
+                    created_at: t.created_at,
+                    revoked_at: t.revoked_at.unwrap_or(0),
+                })
+                .collect(),
+        }))
+    }
+
+    async fn revoke_access_token(
+        &self,
+        request: tonic::Request<pb::RevokeAccessTokenRequest>,
+    ) -> Result<GrpcResponse<pb::Empty>, Status> {
+        let caller = caller(&request)?;
+        let body = request.into_inner();
+        let unknown = || Status::not_found(format!("no live access token '{}'", body.id));
+        let token = self
+            .directory
+            .access_token(&body.id)
+            .await
+            .map_err(internal)?
+            .ok_or_else(unknown)?;
+        let owner = self.directory.principal(&token.principal_id).await.map_err(internal)?;
+        if !owner.as_ref().is_some_and(|p| is_self(&caller, &p.name)) {
+            needs(&caller, &[Role::Admin], "revoking another account's token")?;
+        }
+        let now = trawl_common::time::now_nanos();
+        if !self
+            .directory
+            .revoke_access_token(&body.id, now)
+            .await
+            .map_err(internal)?
+        {
+            return Err(unknown());
+        }
+        Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn list_saved_queries(
+        &self,
+        request: tonic::Request<pb::Empty>,
+    ) -> Result<GrpcResponse<pb::ListSavedQueriesResponse>, Status> {
+        signed_user(&caller(&request)?)?;
+        let queries = self.library.saved_queries().await.map_err(internal)?;
+        Ok(GrpcResponse::new(pb::ListSavedQueriesResponse {
+            queries: queries.iter().map(saved_query_message).collect(),
+        }))
+    }
+
+    async fn save_query(
+        &self,
+        request: tonic::Request<pb::SavedQuery>,
+    ) -> Result<GrpcResponse<pb::SavedQuery>, Status> {
+        let caller = caller(&request)?;
+        let user = signed_user(&caller)?;
+        let body = request.into_inner();
+        let name = body.name.trim();
+        if name.is_empty() || name.chars().count() > 200 {
+            return Err(Status::invalid_argument(
+                "a saved query needs a name of 1-200 characters",
+            ));
+        }
+        if body.query.trim().is_empty() || body.query.len() > MAX_SAVED_QUERY_BYTES {
+            return Err(Status::invalid_argument(format!(
+                "a saved query needs a query of 1 to {MAX_SAVED_QUERY_BYTES} bytes"
+            )));
+        }
+        let folder = normalized_folder(&body.folder)?;
+        if body.description.len() > MAX_SAVED_QUERY_BYTES || body.time_range.len() > 64 || body.database.len() > 256 {
+            return Err(Status::invalid_argument(
+                "the description, time range or database of the saved query is too long",
+            ));
+        }
+        let now = trawl_common::time::now_nanos();
+        let existing = match body.id.as_str() {
+            "" => None,
+            id => Some(
+                self.library
+                    .saved_query(id)
+                    .await
+                    .map_err(internal)?
+                    .ok_or_else(|| Status::not_found(format!("no saved query '{id}'")))?,
+            ),
+        };
+        if let Some(existing) = &existing
+            && existing.owner != user
+        {
+            needs(&caller, CATALOG_CHANGERS, "changing another user's saved query")?;
+        }
+        let saved = SavedQuery {
+            id: existing
+                .as_ref()
+                .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), |e| e.id.clone()),
+            name: name.to_string(),
+            folder,
+            query: body.query,
+            database: body.database.trim().to_string(),
+            time_range: body.time_range.trim().to_string(),
+            description: body.description,
+            owner: existing.as_ref().map_or_else(|| user.to_string(), |e| e.owner.clone()),
+            created_at: existing.as_ref().map_or(now, |e| e.created_at),
+            updated_at: now,
+        };
+        self.library.save_query(&saved).await.map_err(internal)?;
+        Ok(GrpcResponse::new(saved_query_message(&saved)))
+    }
+
+    async fn delete_saved_query(
+        &self,
+        request: tonic::Request<pb::DeleteSavedQueryRequest>,
+    ) -> Result<GrpcResponse<pb::Empty>, Status> {
+        let caller = caller(&request)?;
+        let user = signed_user(&caller)?.to_string();
+        let id = request.into_inner().id;
+        let unknown = || Status::not_found(format!("no saved query '{id}'"));
+        let existing = self
+            .library
+            .saved_query(&id)
+            .await
+            .map_err(internal)?
+            .ok_or_else(unknown)?;
+        if existing.owner != user {
+            needs(&caller, CATALOG_CHANGERS, "deleting another user's saved query")?;
+        }
+        if !self.library.delete_saved_query(&id).await.map_err(internal)? {
+            return Err(unknown());
+        }
+        Ok(GrpcResponse::new(pb::Empty {}))
     }
 
     async fn who_am_i(&self, request: tonic::Request<pb::Empty>) -> Result<GrpcResponse<pb::Principal>, Status> {

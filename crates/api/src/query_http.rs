@@ -61,6 +61,7 @@ pub fn router(state: QueryState) -> Router {
         .route("/v1/rest/query", post(crate::adx::v1_query))
         .route("/v1/rest/mgmt", post(crate::adx::v1_mgmt))
         .route("/v2/rest/query", post(crate::adx::v2_query))
+        .route("/api/runs/{id}", get(crate::runs::export))
         .with_state(state)
         .merge(grpc)
         .merge(probes)

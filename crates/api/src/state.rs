@@ -69,4 +69,6 @@ pub struct QueryState {
     pub objects: Option<Arc<dyn trawl_catalog::Objects>>,
     /// How long a dropped table can be restored.
     pub restore_window: std::time::Duration,
+    /// Where results kept for export go; `None`: none are kept.
+    pub runs: Option<Arc<crate::runs::RunStore>>,
 }

@@ -36,7 +36,8 @@ struct Setup {
 async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let sqlite = Arc::new(SqlCatalog::in_memory().await?);
     let directory: Arc<dyn Directory> = sqlite.clone();
-    let objects: Arc<dyn trawl_catalog::Objects> = sqlite;
+    let objects: Arc<dyn trawl_catalog::Objects> = sqlite.clone();
+    let library: Arc<dyn trawl_catalog::Library> = sqlite;
     let now = trawl_common::time::now_nanos();
     let mut tokens = Vec::new();
     for (name, role) in [("adm", Role::Admin), ("obs", Role::Observer)] {
@@ -57,6 +58,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
     let meta_url = serve(trawl_api::meta_grpc::router(MetaState {
         directory: directory.clone(),
         objects,
+        library,
         signatures: SignatureCheck::new(directory.clone()),
         master: master.clone(),
         restore_window: std::time::Duration::from_secs(3600),
@@ -415,5 +417,114 @@ async fn grpc_web_callers_get_403_for_a_refused_change() -> TestResult {
     // A data frame with the created table, then the trailer frame with grpc-status 0.
     let text = String::from_utf8_lossy(&body);
     assert!(text.contains("web") && text.contains("grpc-status:0"), "{text}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_query_library_and_access_tokens_follow_their_owners() -> TestResult {
+    let setup = setup().await?;
+    let mut gateway = client(&setup.gateway_url).await?;
+    // Anyone signed in saves and lists; the folder is tidied.
+    let saved = gateway
+        .save_query(bearer(
+            &setup.observer_token,
+            pb::SavedQuery {
+                name: "errors".into(),
+                folder: " team// web ".into(),
+                query: "logs | where severity_text == 'ERROR'".into(),
+                time_range: "1h".into(),
+                ..pb::SavedQuery::default()
+            },
+        )?)
+        .await?
+        .into_inner();
+    assert_eq!((saved.owner.as_str(), saved.folder.as_str()), ("obs", "team/web"));
+    assert_eq!(saved.id.len(), 32);
+    let listed = gateway
+        .list_saved_queries(bearer(&setup.admin_token, pb::Empty {})?)
+        .await?
+        .into_inner()
+        .queries;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].query, saved.query);
+    let empty = gateway
+        .save_query(bearer(&setup.observer_token, pb::SavedQuery::default())?)
+        .await;
+    assert_eq!(empty.err().map(|s| s.code()), Some(tonic::Code::InvalidArgument));
+    // Its owner changes it; an admin may too, and the owner stays.
+    let renamed = gateway
+        .save_query(bearer(
+            &setup.admin_token,
+            pb::SavedQuery {
+                name: "all errors".into(),
+                ..saved.clone()
+            },
+        )?)
+        .await?
+        .into_inner();
+    assert_eq!((renamed.name.as_str(), renamed.owner.as_str()), ("all errors", "obs"));
+    assert_eq!(renamed.created_at, saved.created_at);
+    let unknown = gateway
+        .delete_saved_query(bearer(
+            &setup.observer_token,
+            pb::DeleteSavedQueryRequest { id: "0".repeat(32) },
+        )?)
+        .await;
+    assert_eq!(unknown.err().map(|s| s.code()), Some(tonic::Code::NotFound));
+    gateway
+        .delete_saved_query(bearer(
+            &setup.observer_token,
+            pb::DeleteSavedQueryRequest { id: saved.id.clone() },
+        )?)
+        .await?;
+
+    // Accounts are listed for admins and maintainers only.
+    let denied = gateway
+        .list_principals(bearer(&setup.observer_token, pb::ListPrincipalsRequest {})?)
+        .await;
+    assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));
+    // Tokens: yours, or anyone's for an admin; revoked tokens stop working.
+    let made = gateway
+        .create_access_token(bearer(
+            &setup.admin_token,
+            pb::CreateAccessTokenRequest {
+                name: "obs".into(),
+                expires_in_seconds: 0,
+            },
+        )?)
+        .await?
+        .into_inner();
+    let tokens = gateway
+        .list_access_tokens(bearer(
+            &setup.observer_token,
+            pb::ListAccessTokensRequest { name: "obs".into() },
+        )?)
+        .await?
+        .into_inner()
+        .tokens;
+    assert_eq!(tokens.len(), 2);
+    assert!(tokens.iter().any(|t| t.id == made.id && t.revoked_at == 0));
+    let denied = gateway
+        .list_access_tokens(bearer(
+            &setup.observer_token,
+            pb::ListAccessTokensRequest { name: "adm".into() },
+        )?)
+        .await;
+    assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));
+    gateway
+        .revoke_access_token(bearer(
+            &setup.admin_token,
+            pb::RevokeAccessTokenRequest { id: made.id.clone() },
+        )?)
+        .await?;
+    let refused = gateway.who_am_i(bearer(&made.token, pb::Empty {})?).await;
+    assert_eq!(refused.err().map(|s| s.code()), Some(tonic::Code::Unauthenticated));
+    let again = gateway
+        .revoke_access_token(bearer(
+            &setup.admin_token,
+            pb::RevokeAccessTokenRequest { id: made.id },
+        )?)
+        .await;
+    assert_eq!(again.err().map(|s| s.code()), Some(tonic::Code::NotFound));
     Ok(())
 }

@@ -66,6 +66,7 @@ async fn server(rows: usize, slots: usize) -> Result<Server, Box<dyn std::error:
         signatures: None,
         objects: None,
         restore_window: std::time::Duration::from_secs(3600),
+        runs: None,
     };
     let router = trawl_api::query_http::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

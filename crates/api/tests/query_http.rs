@@ -53,6 +53,7 @@ async fn port() -> Result<Port, Box<dyn std::error::Error>> {
         signatures: None,
         objects: None,
         restore_window: std::time::Duration::from_secs(3600),
+        runs: None,
     };
     Ok(Port {
         _dir: dir,

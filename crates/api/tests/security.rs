@@ -49,6 +49,7 @@ fn query_router(setup: &Setup) -> Result<axum::Router, Box<dyn std::error::Error
         signatures: Some(SignatureCheck::new(setup.directory.clone())),
         objects: None,
         restore_window: std::time::Duration::from_secs(3600),
+        runs: None,
     };
     Ok(trawl_api::query_http::router(state))
 }

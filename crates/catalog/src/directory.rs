@@ -121,6 +121,8 @@ pub trait Directory: Send + Sync + std::fmt::Debug {
 
     async fn add_access_token(&self, token: &AccessTokenRecord) -> Result<()>;
     async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>>;
+    /// The access tokens of a principal, newest first (revoked and expired ones too).
+    async fn access_tokens_of(&self, principal_id: &str) -> Result<Vec<AccessTokenRecord>>;
     /// Revokes an access token (a sign-out); false when it was unknown or revoked already.
     async fn revoke_access_token(&self, id: &str, at: i64) -> Result<bool>;
 

@@ -11,6 +11,7 @@
 
 pub mod directory;
 mod faulty;
+pub mod library;
 mod model;
 pub mod objects;
 mod sql;
@@ -21,6 +22,7 @@ pub use directory::{
     AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
 };
 pub use faulty::FaultyCatalog;
+pub use library::{Library, SavedQuery};
 pub use model::{ColumnInfo, OperationRecord, SegmentMeta, SegmentState, TableInfo, TimeRange};
 pub use objects::{Change, ObjectKind, ObjectRecord, Objects};
 pub use sql::{Dialect, SqlCatalog, is_postgres_url};

@@ -197,7 +197,8 @@ impl SqlCatalog {
         let schema = SCHEMA
             .iter()
             .chain(crate::sql_directory::SCHEMA)
-            .chain(crate::sql_objects::SCHEMA);
+            .chain(crate::sql_objects::SCHEMA)
+            .chain(crate::library::SCHEMA);
         for statement in schema {
             sqlx::query(*statement).execute(&mut *tx).await?;
         }

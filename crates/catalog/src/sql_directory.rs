@@ -74,6 +74,17 @@ fn ingest_token(row: &AnyRow) -> Result<IngestTokenRecord> {
     })
 }
 
+fn access_token(row: &AnyRow) -> Result<AccessTokenRecord> {
+    Ok(AccessTokenRecord {
+        id: row.try_get("id")?,
+        principal_id: row.try_get("principal_id")?,
+        secret_hash: row.try_get("secret_hash")?,
+        expires_at: row.try_get("expires_at")?,
+        created_at: row.try_get("created_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+    })
+}
+
 fn principal(row: &AnyRow) -> Result<Principal> {
     let kind: String = row.try_get("kind")?;
     let role: String = row.try_get("role")?;
@@ -246,21 +257,28 @@ impl Directory for SqlCatalog {
     }
 
     async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>> {
-        let Some(row) = sqlx::query("SELECT * FROM access_tokens WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(AccessTokenRecord {
-            id: row.try_get("id")?,
-            principal_id: row.try_get("principal_id")?,
-            secret_hash: row.try_get("secret_hash")?,
-            expires_at: row.try_get("expires_at")?,
-            created_at: row.try_get("created_at")?,
-            revoked_at: row.try_get("revoked_at")?,
-        }))
+        sqlx::query(
+            "SELECT id, principal_id, secret_hash, expires_at, created_at, revoked_at FROM access_tokens WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(access_token)
+        .transpose()
+    }
+
+    async fn access_tokens_of(&self, principal_id: &str) -> Result<Vec<AccessTokenRecord>> {
+        sqlx::query(
+            "SELECT id, principal_id, secret_hash, expires_at, created_at, revoked_at FROM access_tokens
+             WHERE principal_id = $1 ORDER BY created_at DESC",
+        )
+        .bind(principal_id)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(access_token)
+        .collect()
     }
 
     async fn register_gateway_key(&self, key: &GatewayKeyRecord) -> Result<()> {

@@ -155,8 +155,10 @@ impl Gateway {
             .route("/api/ui/sign-in", post(session::sign_in))
             .route("/api/ui/sign-out", post(session::sign_out))
             .route("/api/ui/session", get(session::current))
+            .route("/admin", get(session::admin_page))
             .route("/v1/rest/query", post(forward_same))
             .route("/v2/rest/query", post(forward_same))
+            .route("/api/runs/{id}", get(forward_same))
             .route("/v1/rest/mgmt", post(forward_same))
             .route("/api/grpc/{*method}", any(forward_grpc))
             // Stubs generated from the .proto call the bare method path; it is the same.
@@ -350,6 +352,8 @@ fn route_of(path: &str) -> &'static str {
         "v2"
     } else if path.starts_with("/trawl.meta.") {
         "meta"
+    } else if path.starts_with("/api/runs/") {
+        "runs"
     } else {
         "grpc"
     }
@@ -357,7 +361,7 @@ fn route_of(path: &str) -> &'static str {
 
 /// Whether a request to `path` only reads (a query), so running it twice changes nothing.
 fn reads_only(path: &str) -> bool {
-    matches!(route_of(path), "v1" | "v2") || path.starts_with("/trawl.query.")
+    matches!(route_of(path), "v1" | "v2" | "runs") || path.starts_with("/trawl.query.")
 }
 
 /// The services a path may go to, in the order to try them: meta for its methods and
@@ -459,7 +463,7 @@ async fn forward_any(gateway: &Gateway, target: String, request: Request) -> Res
     // A browser session stands for a bearer token, on requests that carry the anti-forgery
     // header (see `session.rs`).
     let from_session = match request.headers().get(header::AUTHORIZATION) {
-        None if session::has_csrf_header(request.headers()) => inner
+        None if session::has_csrf_header(request.headers()) || session::is_download(&request) => inner
             .sessions
             .token(request.headers())
             .map(|token| format!("Bearer {token}")),

@@ -26,6 +26,7 @@ use trawl_auth::accounts::{AuthError, issue_access_token};
 use trawl_auth::token::{GatewayKey, parse_token};
 use trawl_catalog::directory::Principal;
 use trawl_common::ErrorCode;
+use trawl_common::role::Role;
 
 use crate::server::{Gateway, password_principal, refuse};
 
@@ -127,6 +128,14 @@ pub fn has_csrf_header(headers: &HeaderMap) -> bool {
     headers.contains_key(CSRF_HEADER)
 }
 
+/// Whether a request is a download of a kept run (`GET /api/runs/{id}`), which the session
+/// cookie authenticates without the anti-forgery header: it changes nothing, and what it
+/// answers goes to the signed-in browser only (another origin cannot read it), so a plain
+/// link can download it.
+pub fn is_download<B>(request: &axum::http::Request<B>) -> bool {
+    request.method() == axum::http::Method::GET && request.uri().path().starts_with("/api/runs/")
+}
+
 /// The identity token of `principal`: a JWT (`EdDSA`) signed by `key`, valid from `now`
 /// (Unix seconds) for [`IDENTITY_SECS`] but never past `session_ends` (Unix seconds).
 pub fn identity_token(key: &GatewayKey, principal: &Principal, now: i64, session_ends: i64) -> String {
@@ -215,6 +224,30 @@ pub(crate) async fn current(State(gateway): State<Gateway>, headers: HeaderMap) 
 
 /// `POST /api/ui/sign-out` (with [`CSRF_HEADER`]): ends the session (its token is revoked)
 /// and clears the cookie.
+/// `GET /admin`: the admin page is for admins and maintainers. Anyone else signed in gets
+/// the page with 403 (it then says why); someone not signed in gets it to sign in.
+pub(crate) async fn admin_page(State(gateway): State<Gateway>, headers: HeaderMap) -> Response {
+    let inner = &gateway.inner;
+    let now = trawl_common::time::now_nanos();
+    let allowed = match inner.sessions.token(&headers) {
+        None => true,
+        Some(token) => match inner.auth.principal(Some(&format!("Bearer {token}")), now).await {
+            Ok(principal) => matches!(principal.role, Role::Admin | Role::Maintainer),
+            Err(AuthError::Unavailable(error)) => {
+                tracing::error!(%error, "cannot check a browser session");
+                return refuse(false, ErrorCode::Unavailable, "the account store is unavailable");
+            }
+            // An ended session signs in again.
+            Err(_) => true,
+        },
+    };
+    let mut page = trawl_ui::page(&headers).await;
+    if !allowed {
+        *page.status_mut() = StatusCode::FORBIDDEN;
+    }
+    page
+}
+
 pub(crate) async fn sign_out(State(gateway): State<Gateway>, headers: HeaderMap) -> Response {
     if !has_csrf_header(&headers) {
         return csrf_refusal();

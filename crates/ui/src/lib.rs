@@ -33,6 +33,11 @@ pub fn present() -> bool {
     Files::get("index.html").is_some()
 }
 
+/// The app's page (`index.html`), as any page path gets it.
+pub async fn page(headers: &HeaderMap) -> Response {
+    serve(Method::GET, Uri::from_static("/"), headers.clone()).await
+}
+
 async fn serve(method: Method, uri: Uri, headers: HeaderMap) -> Response {
     if method != Method::GET && method != Method::HEAD {
         return (StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD are served here").into_response();

@@ -302,7 +302,7 @@ mod tests {
         // The same list gives the same assignment.
         assert_eq!(assign(segments.iter(), &three), shares);
         // One segment larger than an even share goes whole to one worker.
-        let lopsided = vec![
+        let lopsided = [
             segment("big".into(), 900),
             segment("a".into(), 50),
             segment("b".into(), 50),

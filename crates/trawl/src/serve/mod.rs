@@ -262,6 +262,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => sql.clone(),
     };
     let directory: Arc<dyn Directory> = sql.clone();
+    let library: Arc<dyn trawl_catalog::Library> = sql.clone();
     let objects: Arc<dyn Objects> = sql;
     // The default table exists from the first start, so queries answer before data arrives
     // (idempotent: every member of a cluster may make sure of it).
@@ -321,6 +322,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let router = trawl_api::meta_grpc::router(MetaState {
             directory: directory.clone(),
             objects: objects.clone(),
+            library,
             signatures: SignatureCheck::new(directory.clone()),
             master,
             restore_window: Duration::from_secs(args.restore_window_secs),
@@ -365,6 +367,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             signatures: Some(SignatureCheck::new(directory.clone())),
             objects: Some(objects.clone()),
             restore_window: Duration::from_secs(args.restore_window_secs),
+            runs: Some(std::sync::Arc::new(trawl_api::runs::RunStore::new(
+                store.object_store(),
+            ))),
         };
         let mut router = trawl_api::query_http::router(query_state);
         if let Some(worker) = worker_routes {

@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-8jd3xrkT.js";var t=e(`clipboardService`);export{t};
