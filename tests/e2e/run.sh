@@ -77,6 +77,12 @@ fi
 TRAWL_S3_SERVER_BIN="$(bash "$repo/scripts/s3s-fs.sh")" || die "cannot install s3s-fs"
 export TRAWL_S3_SERVER_BIN
 
+# A real OpenID Connect provider for the SSO browser tests (oidc-provider from npm).
+if command -v npm >/dev/null 2>&1; then
+    TRAWL_OIDC_PROVIDER_DIR="$(bash "$repo/scripts/oidc-provider.sh")" || die "cannot install the test OpenID provider"
+    export TRAWL_OIDC_PROVIDER_DIR
+fi
+
 cd "$repo"
 export PYTHONDONTWRITEBYTECODE=1
 # Arguments go to pytest; the whole of tests/e2e runs unless a test path or node id is given.

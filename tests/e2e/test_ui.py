@@ -10,18 +10,17 @@ import csv
 import io
 import json
 import re
-import os
 import uuid
-import shutil
 import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
+from browser_helpers import ARTIFACTS, browser, page  # noqa: F401 (fixtures)
+from browser_helpers import sign_in as sign_in_as
 from trawl_e2e import cli, http_request, post_otlp_json_logs
 
-ARTIFACTS = Path(os.environ.get("TRAWL_UI_ARTIFACTS", Path(__file__).parent / "artifacts" / "ui"))
 USER, PASSWORD = "ada", "a long enough password"
 OBSERVER, OBSERVER_PASSWORD = "otto", "another long password"
 ADMIN, ADMIN_PASSWORD = "ivy", "the admin's long password"
@@ -30,12 +29,8 @@ ADMIN, ADMIN_PASSWORD = "ivy", "the admin's long password"
 NOW_NS = time.time_ns()
 
 
-def chromium_path() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("no Chromium on PATH (tests/e2e/run.sh installs Debian's chromium)")
+def sign_in(page: Page, server, name: str = USER, password: str = PASSWORD) -> None:
+    sign_in_as(page, server, name, password)
 
 
 @pytest.fixture(scope="module")
@@ -59,33 +54,6 @@ def served(trawl, trawl_bin):
     assert status == 200, body
     trawl.wait_for_count("default", 60)
     return trawl
-
-
-@pytest.fixture(scope="module")
-def browser():
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser) -> Page:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    yield page
-    context.close()
-
-
-def sign_in(page: Page, server, name: str = USER, password: str = PASSWORD) -> None:
-    page.goto(server.gateway_url + "/")
-    page.get_by_label("Name").fill(name)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_test_id("who")).to_contain_text(name)
-    # The editor (Monaco with the Kusto language service) is up.
-    expect(page.locator(".monaco-editor")).to_be_visible(timeout=30_000)
 
 
 def set_query(page: Page, text: str) -> None:

@@ -3,7 +3,7 @@
 // tokens of users and service accounts, ingest tokens. A new token's text shows once.
 
 import { Fragment, useEffect, useState } from "react";
-import type { AccessToken, IngestToken, Principal } from "./gen/trawl/meta/v1/meta_pb";
+import type { AccessToken, IngestToken, Principal, SsoSettings } from "./gen/trawl/meta/v1/meta_pb";
 import { describe, meta, when } from "./meta";
 import { Identity } from "./session";
 
@@ -123,6 +123,7 @@ function Accounts({ identity, onError }: { identity: Identity; onError: (e: stri
     e.preventDefault();
     try {
       if (kind === "user") await meta.createUser({ name, role, password });
+      else if (kind === "sso") await meta.createUser({ name, role, sso: true });
       else await meta.createServiceAccount({ name, role });
       setName("");
       setPassword("");
@@ -134,6 +135,15 @@ function Accounts({ identity, onError }: { identity: Identity; onError: (e: stri
   const grant = async (who: string, newRole: string) => {
     try {
       await meta.grantRole({ name: who, role: newRole });
+      load();
+    } catch (e) {
+      onError(describe(e));
+    }
+  };
+  const switchToSso = async (who: string) => {
+    if (!window.confirm(`${who} will sign in through SSO only: the password is removed (sessions and role stay).`)) return;
+    try {
+      await meta.switchToSso({ name: who });
       load();
     } catch (e) {
       onError(describe(e));
@@ -157,6 +167,7 @@ function Accounts({ identity, onError }: { identity: Identity; onError: (e: stri
             <th>Name</th>
             <th>Kind</th>
             <th>Role</th>
+            <th>Signs in with</th>
             <th>Created</th>
             <th />
           </tr>
@@ -178,11 +189,17 @@ function Accounts({ identity, onError }: { identity: Identity; onError: (e: stri
                     p.role
                   )}
                 </td>
+                <td data-testid="sign-in-method">{p.signIn === "sso" ? "SSO" : p.signIn}</td>
                 <td>{when(p.createdAt)}</td>
                 <td>
-                  {isAdmin && p.kind === "user" && (
+                  {isAdmin && p.signIn === "password" && (
                     <button className="small" onClick={() => reset(p.name)}>
                       Reset password
+                    </button>
+                  )}
+                  {isAdmin && p.signIn === "password" && (
+                    <button className="small" onClick={() => switchToSso(p.name)}>
+                      Switch to SSO
                     </button>
                   )}
                   <button className="small" onClick={() => setOpen(open === p.id ? undefined : p.id)}>
@@ -192,7 +209,7 @@ function Accounts({ identity, onError }: { identity: Identity; onError: (e: stri
               </tr>
               {open === p.id && (
                 <tr>
-                  <td colSpan={5}>
+                  <td colSpan={6}>
                     <Tokens principal={p} isAdmin={isAdmin} onError={onError} />
                   </td>
                 </tr>
@@ -206,6 +223,7 @@ function Accounts({ identity, onError }: { identity: Identity; onError: (e: stri
           <input placeholder="name" value={name} onChange={(e) => setName(e.target.value)} required aria-label="Name" />
           <select value={kind} onChange={(e) => setKind(e.target.value)} aria-label="Kind">
             <option value="user">user (password)</option>
+            <option value="sso">user (SSO)</option>
             <option value="service_account">service account (tokens)</option>
           </select>
           <select value={role} onChange={(e) => setRole(e.target.value)} aria-label="Role">
@@ -228,6 +246,104 @@ function Accounts({ identity, onError }: { identity: Identity; onError: (e: stri
           </button>
         </form>
       )}
+    </section>
+  );
+}
+
+function Sso({ onError }: { onError: (e: string) => void }) {
+  const [settings, setSettings] = useState<SsoSettings>();
+  const [secret, setSecret] = useState("");
+  const [saved, setSaved] = useState(false);
+  useEffect(() => {
+    meta
+      .getSsoSettings({})
+      .then(setSettings)
+      .catch((e) => onError(describe(e)));
+  }, []);
+  if (!settings) return null;
+  const field = (key: "issuer" | "clientId" | "redirectUrl" | "scopes" | "usernameClaim" | "label", label: string, hint = "") => (
+    <label>
+      {label}
+      <input
+        value={settings[key]}
+        placeholder={hint}
+        onChange={(e) => {
+          setSaved(false);
+          setSettings({ ...settings, [key]: e.target.value });
+        }}
+        aria-label={label}
+      />
+    </label>
+  );
+  const save = async (e: React.FormEvent) => {
+    e.preventDefault();
+    try {
+      const answer = await meta.setSsoSettings({ ...settings, clientSecret: secret });
+      setSettings(answer);
+      setSecret("");
+      setSaved(true);
+    } catch (e) {
+      onError(describe(e));
+    }
+  };
+  const callback = `${window.location.origin}/api/ui/sso/callback`;
+  return (
+    <section className="admin-section sso-settings" data-testid="sso">
+      <h3>Single sign-on (OpenID Connect)</h3>
+      <p className="muted">
+        Register Trawl with the identity provider as a confidential client with the redirect URL <code>{callback}</code>{" "}
+        (authorization code flow with PKCE). Accounts sign in one way only: a user with a password is refused SSO.
+      </p>
+      <form onSubmit={save} aria-label="SSO settings">
+        <div className="grid2">
+          {field("issuer", "Issuer URL", "https://login.example.com/realms/main")}
+          {field("clientId", "Client id")}
+          <label>
+            Client secret
+            <input
+              type="password"
+              value={secret}
+              placeholder={settings.clientSecretSet ? "stored (leave empty to keep)" : ""}
+              onChange={(e) => setSecret(e.target.value)}
+              aria-label="Client secret"
+            />
+          </label>
+          {field("redirectUrl", "Redirect URL", callback)}
+          {field("scopes", "Scopes", "openid profile email")}
+          {field("usernameClaim", "Account name claim", "preferred_username, then email")}
+          <label>
+            Accounts made at the first SSO sign-in
+            <select
+              value={settings.newUserRole}
+              onChange={(e) => setSettings({ ...settings, newUserRole: e.target.value })}
+              aria-label="New account role"
+            >
+              <option value="">none: an admin makes them</option>
+              {ROLES.map((r) => (
+                <option key={r} value={r}>
+                  with the role {r}
+                </option>
+              ))}
+            </select>
+          </label>
+          {field("label", "Button text", "Sign in with SSO")}
+        </div>
+        <div className="row">
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={settings.enabled}
+              onChange={(e) => setSettings({ ...settings, enabled: e.target.checked })}
+              aria-label="SSO on"
+            />
+            On
+          </label>
+          <button className="primary" type="submit" data-testid="save-sso">
+            Save
+          </button>
+          {saved && <span role="status">Saved.</span>}
+        </div>
+      </form>
     </section>
   );
 }
@@ -336,6 +452,7 @@ export function Admin({ identity, onBack }: { identity: Identity; onBack: () => 
           )}
           <Accounts identity={identity} onError={setError} />
           <IngestTokens onError={setError} />
+          {identity.role === "admin" && <Sso onError={setError} />}
         </>
       )}
     </div>

@@ -24,7 +24,7 @@ use trawl_auth::signatures::SignatureCheck;
 use trawl_auth::token::{Identity, Role};
 use trawl_catalog::{
     Change, Directory, GatewayKeyRecord, Library, ObjectKind, ObjectRecord, Objects, Principal, PrincipalKind,
-    SavedQuery, SignalTables,
+    SavedQuery, SignalTables, SsoSettings,
 };
 use trawl_proto::meta as pb;
 use trawl_proto::meta::meta_service_server::{MetaService, MetaServiceServer};
@@ -177,6 +177,7 @@ fn principal_message(p: &Principal) -> pb::Principal {
         kind: p.kind.as_str().to_string(),
         role: p.role.as_str().to_string(),
         created_at: p.created_at,
+        sign_in: p.sign_in().to_string(),
     }
 }
 
@@ -302,6 +303,22 @@ fn normalized_folder(text: &str) -> Result<String, Status> {
     Ok(parts.join("/"))
 }
 
+/// SSO settings for an answer: the secret stays inside.
+fn sso_message(s: &SsoSettings) -> pb::SsoSettings {
+    pb::SsoSettings {
+        enabled: s.enabled,
+        issuer: s.issuer.clone(),
+        client_id: s.client_id.clone(),
+        client_secret: String::new(),
+        client_secret_set: !s.client_secret.is_empty(),
+        redirect_url: s.redirect_url.clone(),
+        scopes: s.scopes.clone(),
+        username_claim: s.username_claim.clone(),
+        new_user_role: s.new_user_role.clone(),
+        label: s.label.clone(),
+    }
+}
+
 fn saved_query_message(q: &SavedQuery) -> pb::SavedQuery {
     pb::SavedQuery {
         id: q.id.clone(),
@@ -337,6 +354,14 @@ impl MetaApi {
         valid_name(&body.name, "the name")?;
         let role = role_argument(&body.role)?;
         let password_hash = match kind {
+            PrincipalKind::User if body.sso => {
+                if !body.password.is_empty() {
+                    return Err(Status::invalid_argument(
+                        "an SSO user has no password: an account signs in one way only",
+                    ));
+                }
+                None
+            }
             PrincipalKind::User => {
                 if body.password.chars().count() < MIN_PASSWORD_LEN {
                     return Err(Status::invalid_argument(format!(
@@ -353,6 +378,7 @@ impl MetaApi {
             kind,
             role,
             password_hash,
+            sso_subject: None,
             created_at: trawl_common::time::now_nanos(),
         };
         if !self.directory.add_principal(&principal).await.map_err(internal)? {
@@ -700,6 +726,12 @@ impl MetaService for MetaApi {
                 body.name
             )));
         }
+        if principal.password_hash.is_none() {
+            return Err(Status::failed_precondition(format!(
+                "'{}' signs in with SSO: an account signs in one way only",
+                body.name
+            )));
+        }
         if body.password.chars().count() < MIN_PASSWORD_LEN {
             return Err(Status::invalid_argument(format!(
                 "a password needs at least {MIN_PASSWORD_LEN} characters"
@@ -797,6 +829,69 @@ impl MetaService for MetaApi {
             return Err(unknown());
         }
         Ok(GrpcResponse::new(pb::Empty {}))
+    }
+
+    async fn switch_to_sso(
+        &self,
+        request: tonic::Request<pb::SwitchToSsoRequest>,
+    ) -> Result<GrpcResponse<pb::Principal>, Status> {
+        let caller = caller(&request)?;
+        needs(&caller, &[Role::Admin], "switching an account to SSO")?;
+        let body = request.into_inner();
+        let mut principal = self.principal_named(&body.name).await?;
+        if principal.kind != PrincipalKind::User {
+            return Err(Status::failed_precondition(format!(
+                "'{}' is a service account: it signs in with tokens only",
+                body.name
+            )));
+        }
+        self.directory.switch_to_sso(&principal.id).await.map_err(internal)?;
+        principal.password_hash = None;
+        Ok(GrpcResponse::new(principal_message(&principal)))
+    }
+
+    async fn get_sso_settings(
+        &self,
+        request: tonic::Request<pb::Empty>,
+    ) -> Result<GrpcResponse<pb::SsoSettings>, Status> {
+        needs(&caller(&request)?, &[Role::Admin], "reading the SSO settings")?;
+        let settings = trawl_auth::sso::stored_settings(self.directory.as_ref())
+            .await
+            .map_err(internal)?
+            .unwrap_or_default();
+        Ok(GrpcResponse::new(sso_message(&settings)))
+    }
+
+    async fn set_sso_settings(
+        &self,
+        request: tonic::Request<pb::SsoSettings>,
+    ) -> Result<GrpcResponse<pb::SsoSettings>, Status> {
+        needs(&caller(&request)?, &[Role::Admin], "changing the SSO settings")?;
+        let body = request.into_inner();
+        let stored = trawl_auth::sso::stored_settings(self.directory.as_ref())
+            .await
+            .map_err(internal)?
+            .unwrap_or_default();
+        let settings = SsoSettings {
+            enabled: body.enabled,
+            issuer: body.issuer.trim().trim_end_matches('/').to_string(),
+            client_id: body.client_id.trim().to_string(),
+            client_secret: if body.client_secret.is_empty() {
+                stored.client_secret
+            } else {
+                body.client_secret
+            },
+            redirect_url: body.redirect_url.trim().to_string(),
+            scopes: body.scopes.trim().to_string(),
+            username_claim: body.username_claim.trim().to_string(),
+            new_user_role: body.new_user_role.trim().to_string(),
+            label: body.label.trim().to_string(),
+        };
+        trawl_auth::sso::check_settings(&settings).map_err(Status::invalid_argument)?;
+        trawl_auth::sso::store_settings(self.directory.as_ref(), &settings)
+            .await
+            .map_err(internal)?;
+        Ok(GrpcResponse::new(sso_message(&settings)))
     }
 
     async fn list_saved_queries(

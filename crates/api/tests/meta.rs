@@ -49,6 +49,7 @@ async fn setup() -> Result<Setup, Box<dyn std::error::Error>> {
                 kind: PrincipalKind::ServiceAccount,
                 role,
                 password_hash: None,
+                sso_subject: None,
                 created_at: now,
             })
             .await?;
@@ -275,6 +276,7 @@ async fn roles_decide_who_changes_what() -> TestResult {
         name: "bot".into(),
         role: "maintainer".into(),
         password: String::new(),
+        sso: false,
     };
     let denied = gateway
         .create_service_account(bearer(&setup.observer_token, account.clone())?)
@@ -324,6 +326,7 @@ async fn roles_decide_who_changes_what() -> TestResult {
         name: "ann".into(),
         role: "observer".into(),
         password: "long enough".into(),
+        sso: false,
     };
     let denied = gateway.create_user(bearer(&bot_token, user)?).await;
     assert_eq!(denied.err().map(|s| s.code()), Some(tonic::Code::PermissionDenied));

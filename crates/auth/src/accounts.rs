@@ -198,6 +198,7 @@ mod tests {
                 kind: PrincipalKind::ServiceAccount,
                 role: Role::Observer,
                 password_hash: None,
+                sso_subject: None,
                 created_at: 0,
             })
             .await?;

@@ -6,6 +6,7 @@
 //! - [`accounts`]: issuing and checking access and ingest tokens, passwords, roles.
 //! - [`signatures`]: the query service's check of gateway signatures against published keys.
 //! - [`service`]: tokens services derive from the master key to call each other.
+//! - [`sso`]: sign-in through an OpenID Connect provider (code flow with PKCE).
 //! - [`throttle`]: failed attempts per credential, and the wait they earn.
 //!
 //! How a refusal reaches the wire is `trawl_common::ErrorCode`'s.
@@ -13,6 +14,7 @@
 pub mod accounts;
 pub mod service;
 pub mod signatures;
+pub mod sso;
 pub mod throttle;
 pub mod token;
 

@@ -73,10 +73,56 @@ pub struct Principal {
     pub name: String,
     pub kind: PrincipalKind,
     pub role: Role,
-    /// argon2id PHC string, for users that sign in with a password.
+    /// argon2id PHC string, for users that sign in with a password. A user without one signs
+    /// in through the identity provider (SSO).
     pub password_hash: Option<String>,
+    /// The identity provider's `issuer` and `sub` (`issuer#sub`) once an SSO user has signed
+    /// in: later sign-ins must come from the same identity.
+    pub sso_subject: Option<String>,
     pub created_at: i64,
 }
+
+impl Principal {
+    /// How the principal signs in: `password`, `sso` or `token` (service accounts).
+    pub fn sign_in(&self) -> &'static str {
+        match (self.kind, &self.password_hash) {
+            (PrincipalKind::ServiceAccount, _) => "token",
+            (PrincipalKind::User, Some(_)) => "password",
+            (PrincipalKind::User, None) => "sso",
+        }
+    }
+}
+
+/// Single sign-on through an OpenID Connect provider (stored in the catalog under
+/// [`SSO_SETTINGS_KEY`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SsoSettings {
+    pub enabled: bool,
+    /// The provider's issuer URL (its discovery document is under
+    /// `/.well-known/openid-configuration`).
+    pub issuer: String,
+    pub client_id: String,
+    pub client_secret: String,
+    /// Where the provider sends the browser back; empty: the gateway's own
+    /// `/api/ui/sso/callback` on the host the browser used.
+    pub redirect_url: String,
+    /// Space-separated; empty: `openid profile email`.
+    pub scopes: String,
+    /// The ID token claim that names the account; empty: `preferred_username`, then `email`.
+    pub username_claim: String,
+    /// The role of an account made at its first SSO sign-in; empty: no account is made (an
+    /// admin creates SSO accounts first).
+    pub new_user_role: String,
+    /// The sign-in button's text; empty: "Sign in with SSO".
+    pub label: String,
+}
+
+/// The catalog setting that holds [`SsoSettings`] (JSON).
+pub const SSO_SETTINGS_KEY: &str = "sso";
+/// The catalog setting recording that the deployment's `--oidc-*` flags were imported (they
+/// are read at the first start only).
+pub const SSO_IMPORTED_KEY: &str = "sso.imported";
 
 /// An access token of a principal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +164,10 @@ pub trait Directory: Send + Sync + std::fmt::Debug {
     async fn principals(&self) -> Result<Vec<Principal>>;
     async fn set_role(&self, id: &str, role: Role) -> Result<bool>;
     async fn set_password_hash(&self, id: &str, hash: &str) -> Result<bool>;
+    /// Makes a user sign in through SSO: the password goes; tokens and role stay.
+    async fn switch_to_sso(&self, id: &str) -> Result<bool>;
+    /// Links an SSO user to the provider's identity (`issuer#sub`).
+    async fn set_sso_subject(&self, id: &str, subject: &str) -> Result<bool>;
 
     async fn add_access_token(&self, token: &AccessTokenRecord) -> Result<()>;
     async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>>;
@@ -125,6 +175,13 @@ pub trait Directory: Send + Sync + std::fmt::Debug {
     async fn access_tokens_of(&self, principal_id: &str) -> Result<Vec<AccessTokenRecord>>;
     /// Revokes an access token (a sign-out); false when it was unknown or revoked already.
     async fn revoke_access_token(&self, id: &str, at: i64) -> Result<bool>;
+
+    /// A service setting (JSON text), if set.
+    async fn setting(&self, key: &str) -> Result<Option<String>>;
+    async fn set_setting(&self, key: &str, value: &str, now: i64) -> Result<()>;
+    /// Sets a setting unless it is set already; false when it was (one process of a cluster
+    /// wins).
+    async fn add_setting(&self, key: &str, value: &str, now: i64) -> Result<bool>;
 
     async fn register_gateway_key(&self, key: &GatewayKeyRecord) -> Result<()>;
     async fn gateway_keys(&self) -> Result<Vec<GatewayKeyRecord>>;

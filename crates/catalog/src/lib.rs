@@ -19,7 +19,8 @@ mod sql_directory;
 mod sql_objects;
 
 pub use directory::{
-    AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SignalTables,
+    AccessTokenRecord, Directory, GatewayKeyRecord, IngestTokenRecord, Principal, PrincipalKind, SSO_IMPORTED_KEY,
+    SSO_SETTINGS_KEY, SignalTables, SsoSettings,
 };
 pub use faulty::FaultyCatalog;
 pub use library::{Library, SavedQuery};

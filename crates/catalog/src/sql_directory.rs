@@ -35,6 +35,10 @@ pub(crate) const SCHEMA: &[&str] = &[
         expires_at BIGINT,
         created_at BIGINT NOT NULL,
         revoked_at BIGINT)",
+    "CREATE TABLE IF NOT EXISTS settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS gateway_keys (
         key_id TEXT PRIMARY KEY,
         public_key TEXT NOT NULL,
@@ -46,11 +50,18 @@ fn corrupt(what: &str, value: &str) -> CatalogError {
 }
 
 /// Columns added to tables of older catalog files: (table, column, statement adding it).
-pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[(
-    "ingest_tokens",
-    "signal_tables",
-    "ALTER TABLE ingest_tokens ADD COLUMN signal_tables TEXT",
-)];
+pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    (
+        "ingest_tokens",
+        "signal_tables",
+        "ALTER TABLE ingest_tokens ADD COLUMN signal_tables TEXT",
+    ),
+    (
+        "principals",
+        "sso_subject",
+        "ALTER TABLE principals ADD COLUMN sso_subject TEXT",
+    ),
+];
 
 /// A token row; statements name their columns, so one prepared before a column was added never
 /// reads a different shape.
@@ -94,6 +105,7 @@ fn principal(row: &AnyRow) -> Result<Principal> {
         kind: PrincipalKind::parse(&kind).ok_or_else(|| corrupt("principal kind", &kind))?,
         role: Role::parse(&role).ok_or_else(|| corrupt("role", &role))?,
         password_hash: row.try_get("password_hash")?,
+        sso_subject: row.try_get("sso_subject")?,
         created_at: row.try_get("created_at")?,
     })
 }
@@ -179,7 +191,8 @@ impl Directory for SqlCatalog {
 
     async fn add_principal(&self, p: &Principal) -> Result<bool> {
         let done = sqlx::query(
-            "INSERT INTO principals (id, name, kind, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+            "INSERT INTO principals (id, name, kind, role, password_hash, sso_subject, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (name) DO NOTHING",
         )
         .bind(&p.id)
@@ -187,6 +200,7 @@ impl Directory for SqlCatalog {
         .bind(p.kind.as_str())
         .bind(p.role.as_str())
         .bind(&p.password_hash)
+        .bind(&p.sso_subject)
         .bind(p.created_at)
         .execute(&self.pool)
         .await?;
@@ -237,6 +251,57 @@ impl Directory for SqlCatalog {
             .bind(id)
             .execute(&self.pool)
             .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn switch_to_sso(&self, id: &str) -> Result<bool> {
+        let done = sqlx::query("UPDATE principals SET password_hash = NULL WHERE id = $1 AND kind = 'user'")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn set_sso_subject(&self, id: &str, subject: &str) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE principals SET sso_subject = $1 WHERE id = $2 AND kind = 'user' AND password_hash IS NULL",
+        )
+        .bind(subject)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn setting(&self, key: &str) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn set_setting(&self, key: &str, value: &str, now: i64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO settings (key, value, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(key)
+        .bind(value)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn add_setting(&self, key: &str, value: &str, now: i64) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO settings (key, value, updated_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING",
+        )
+        .bind(key)
+        .bind(value)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -292,6 +292,7 @@ mod tests {
             kind: PrincipalKind::User,
             role: Role::Observer,
             password_hash: None,
+            sso_subject: None,
             created_at: 1,
         };
         assert!(directory.add_principal(&ann).await?);
@@ -305,6 +306,29 @@ mod tests {
             directory.principal_by_name("ann").await?.map(|p| p.role),
             Some(Role::Maintainer)
         );
+        // A password user switched to SSO keeps its role; its identity links once.
+        assert!(directory.set_password_hash("p1", "$argon2id$x").await?);
+        assert!(
+            !directory.set_sso_subject("p1", "https://idp#1").await?,
+            "a password user has no SSO identity"
+        );
+        assert!(directory.switch_to_sso("p1").await?);
+        assert!(directory.set_sso_subject("p1", "https://idp#1").await?);
+        let switched = directory.principal("p1").await?;
+        assert_eq!(
+            switched
+                .as_ref()
+                .map(|p| (p.sign_in(), p.role, p.sso_subject.as_deref())),
+            Some(("sso", Role::Maintainer, Some("https://idp#1")))
+        );
+        // Settings: set, replaced, and added only once.
+        assert_eq!(directory.setting("sso").await?, None);
+        directory.set_setting("sso", "{}", 1).await?;
+        directory.set_setting("sso", "{\"enabled\":true}", 2).await?;
+        assert_eq!(directory.setting("sso").await?.as_deref(), Some("{\"enabled\":true}"));
+        assert!(directory.add_setting("sso.imported", "1", 3).await?);
+        assert!(!directory.add_setting("sso.imported", "2", 4).await?);
+        assert_eq!(directory.setting("sso.imported").await?.as_deref(), Some("1"));
         let access = AccessTokenRecord {
             id: "8899aabbccddeeff".into(),
             principal_id: "p1".into(),

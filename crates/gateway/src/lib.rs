@@ -14,6 +14,7 @@
 pub mod grpc_reply;
 pub mod server;
 pub mod session;
+pub mod sso;
 pub mod upstreams;
 
 pub use server::{Gateway, GatewayConfig};

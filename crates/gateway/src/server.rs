@@ -156,6 +156,9 @@ impl Gateway {
             .route("/api/ui/sign-out", post(session::sign_out))
             .route("/api/ui/session", get(session::current))
             .route("/admin", get(session::admin_page))
+            .route("/api/ui/sso", get(crate::sso::status))
+            .route("/api/ui/sso/start", get(crate::sso::start))
+            .route(crate::sso::CALLBACK_PATH, get(crate::sso::callback))
             .route("/v1/rest/query", post(forward_same))
             .route("/v2/rest/query", post(forward_same))
             .route("/api/runs/{id}", get(forward_same))
@@ -290,7 +293,7 @@ pub(crate) async fn password_principal(gateway: &Gateway, body: &[u8]) -> Result
         return Err(refuse(
             false,
             ErrorCode::Unauthenticated,
-            "this account does not sign in with a password",
+            "this account signs in with SSO, not a password",
         ));
     };
     if !trawl_auth::accounts::password_matches(&request.password, hash) {

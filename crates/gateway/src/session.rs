@@ -67,11 +67,25 @@ impl Sessions {
 
     /// The `Set-Cookie` value that holds `token` for `max_age_secs`.
     pub fn seal(&self, token: &str, max_age_secs: i64, secure: bool) -> Option<HeaderValue> {
+        self.seal_named(COOKIE, "/", token, max_age_secs, secure)
+    }
+
+    /// The `Set-Cookie` value of an encrypted cookie `name` holding `value` (`HttpOnly`,
+    /// `SameSite=Lax`, for `path`).
+    pub fn seal_named(
+        &self,
+        name: &str,
+        path: &str,
+        value: &str,
+        max_age_secs: i64,
+        secure: bool,
+    ) -> Option<HeaderValue> {
         let mut jar = CookieJar::new();
-        jar.private_mut(&self.key).add(Cookie::new(COOKIE, token.to_string()));
-        let sealed = jar.get(COOKIE)?.value().to_string();
-        let cookie = Cookie::build((COOKIE, sealed))
-            .path("/")
+        jar.private_mut(&self.key)
+            .add(Cookie::new(name.to_string(), value.to_string()));
+        let sealed = jar.get(name)?.value().to_string();
+        let cookie = Cookie::build((name.to_string(), sealed))
+            .path(path.to_string())
             .http_only(true)
             .same_site(SameSite::Lax)
             .secure(secure)
@@ -82,31 +96,41 @@ impl Sessions {
 
     /// The `Set-Cookie` value that removes the session cookie.
     pub fn cleared(&self, secure: bool) -> Option<HeaderValue> {
-        let cookie = Cookie::build((COOKIE, ""))
-            .path("/")
-            .http_only(true)
-            .same_site(SameSite::Lax)
-            .secure(secure)
-            .max_age(cookie::time::Duration::ZERO)
-            .build();
-        HeaderValue::from_str(&cookie.to_string()).ok()
+        cleared_named(COOKIE, "/", secure)
     }
 
     /// The access token in the request's session cookie, if it has one that opens.
     pub fn token(&self, headers: &HeaderMap) -> Option<String> {
+        self.open_named(headers, COOKIE)
+    }
+
+    /// The value of the encrypted cookie `name`, if the request has one that opens.
+    pub fn open_named(&self, headers: &HeaderMap, name: &str) -> Option<String> {
         let mut jar = CookieJar::new();
         for value in headers.get_all(header::COOKIE) {
             let Ok(text) = value.to_str() else { continue };
             for cookie in Cookie::split_parse(text.to_string()).flatten() {
-                if cookie.name() == COOKIE {
-                    jar.add_original(cookie);
+                if cookie.name() == name {
+                    jar.add_original(cookie.into_owned());
                 }
             }
         }
         jar.private(&self.key)
-            .get(COOKIE)
+            .get(name)
             .map(|cookie| cookie.value().to_string())
     }
+}
+
+/// The `Set-Cookie` value that removes cookie `name` of `path`.
+pub fn cleared_named(name: &str, path: &str, secure: bool) -> Option<HeaderValue> {
+    let cookie = Cookie::build((name.to_string(), ""))
+        .path(path.to_string())
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(secure)
+        .max_age(cookie::time::Duration::ZERO)
+        .build();
+    HeaderValue::from_str(&cookie.to_string()).ok()
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -167,6 +191,23 @@ pub(crate) async fn sign_in(State(gateway): State<Gateway>, headers: HeaderMap, 
         Ok(principal) => principal,
         Err(refused) => return refused,
     };
+    let cookie = match start_session(&gateway, &principal, over_tls(&headers)).await {
+        Ok(cookie) => cookie,
+        Err(refused) => return refused,
+    };
+    let mut response = Json(json!({"name": principal.name, "role": principal.role.as_str()})).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    no_store(&mut response);
+    response
+}
+
+/// A new browser session of `principal`: an access token for [`SESSION_SECS`] in the
+/// session cookie (the `Set-Cookie` value); or the refusal to answer.
+pub(crate) async fn start_session(
+    gateway: &Gateway,
+    principal: &Principal,
+    secure: bool,
+) -> Result<HeaderValue, Response> {
     let inner = &gateway.inner;
     let now = trawl_common::time::now_nanos();
     let expires_at = now + SESSION_SECS * 1_000_000_000;
@@ -174,16 +215,17 @@ pub(crate) async fn sign_in(State(gateway): State<Gateway>, headers: HeaderMap, 
         Ok(token) => token,
         Err(error) => {
             tracing::error!(%error, "cannot issue a browser session");
-            return refuse(false, ErrorCode::Unavailable, "the account store is unavailable");
+            return Err(refuse(
+                false,
+                ErrorCode::Unavailable,
+                "the account store is unavailable",
+            ));
         }
     };
-    let Some(cookie) = inner.sessions.seal(&token, SESSION_SECS, over_tls(&headers)) else {
-        return refuse(false, ErrorCode::Internal, "cannot make the session cookie");
-    };
-    let mut response = Json(json!({"name": principal.name, "role": principal.role.as_str()})).into_response();
-    response.headers_mut().insert(header::SET_COOKIE, cookie);
-    no_store(&mut response);
-    response
+    inner
+        .sessions
+        .seal(&token, SESSION_SECS, secure)
+        .ok_or_else(|| refuse(false, ErrorCode::Internal, "cannot make the session cookie"))
 }
 
 /// `GET /api/ui/session`: who the session cookie signs in, as an identity token; 401 when
@@ -329,6 +371,7 @@ mod tests {
             kind: trawl_catalog::directory::PrincipalKind::User,
             role: trawl_auth::Role::Observer,
             password_hash: None,
+            sso_subject: None,
             created_at: 0,
         };
         let token = identity_token(&key, &principal, 1_000, 1_000 + 3600);

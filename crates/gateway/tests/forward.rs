@@ -49,6 +49,7 @@ async fn with_ann() -> Result<Arc<dyn Directory>, Box<dyn std::error::Error>> {
             kind: PrincipalKind::User,
             role: Role::Observer,
             password_hash: None,
+            sso_subject: None,
             created_at: 0,
         })
         .await?;

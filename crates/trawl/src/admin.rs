@@ -135,14 +135,20 @@ pub enum AccessTokenCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
-    /// Make a user who signs in with a password (read from standard input).
+    /// Make a user who signs in with a password (read from standard input), or with `--sso`
+    /// through the identity provider.
     Create {
         name: String,
         #[arg(long, default_value = "observer")]
         role: String,
+        /// The user signs in through SSO (no password is read).
+        #[arg(long)]
+        sso: bool,
     },
     /// Set a user's password (read from standard input).
     SetPassword { name: String },
+    /// Make a password user sign in through SSO: the password goes, sessions and role stay.
+    SwitchToSso { name: String },
 }
 
 /// Seconds of a lifetime such as `30d`, `12h`, `90m`, `45s` or `3600`.
@@ -461,6 +467,7 @@ pub async fn service_account(connection: Connection, command: ServiceAccountComm
                     name,
                     role,
                     password: String::new(),
+                    sso: false,
                 });
                 let made = meta.client.create_service_account(request).await?.into_inner();
                 println!("{} {} {}", made.name, made.kind, made.role);
@@ -507,20 +514,41 @@ async fn list_principals(meta: &mut Meta) -> Result<(), tonic::Status> {
     let principals = meta.client.list_principals(request).await?.into_inner().principals;
     let rows = principals
         .into_iter()
-        .map(|p| vec![p.name, p.kind, p.role, time_text(p.created_at)])
+        .map(|p| vec![p.name, p.kind, p.role, p.sign_in, time_text(p.created_at)])
         .collect();
-    print_rows(&["name", "kind", "role", "created"], rows);
+    print_rows(&["name", "kind", "role", "sign_in", "created"], rows);
     Ok(())
 }
 
 pub async fn user(connection: Connection, command: UserCommand) -> anyhow::Result<ExitCode> {
-    let password = read_password()?;
+    let needs_password = matches!(
+        command,
+        UserCommand::Create { sso: false, .. } | UserCommand::SetPassword { .. }
+    );
+    let password = if needs_password {
+        read_password()?
+    } else {
+        String::new()
+    };
     run_with(&connection, async |meta| {
         match command {
-            UserCommand::Create { name, role } => {
-                let request = meta.request(pb::CreatePrincipalRequest { name, role, password });
+            UserCommand::Create { name, role, sso } => {
+                let request = meta.request(pb::CreatePrincipalRequest {
+                    name,
+                    role,
+                    password,
+                    sso,
+                });
                 let made = meta.client.create_user(request).await?.into_inner();
-                println!("{} {} {}", made.name, made.kind, made.role);
+                println!("{} {} {} {}", made.name, made.kind, made.role, made.sign_in);
+            }
+            UserCommand::SwitchToSso { name } => {
+                let changed = meta
+                    .client
+                    .switch_to_sso(meta.request(pb::SwitchToSsoRequest { name }))
+                    .await?
+                    .into_inner();
+                println!("{} {} {} {}", changed.name, changed.kind, changed.role, changed.sign_in);
             }
             UserCommand::SetPassword { name } => {
                 meta.client

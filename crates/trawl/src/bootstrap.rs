@@ -69,6 +69,7 @@ pub async fn ensure(
                 kind: PrincipalKind::ServiceAccount,
                 role: Role::Admin,
                 password_hash: None,
+                sso_subject: None,
                 created_at: now,
             };
             directory.add_principal(&admin).await?;

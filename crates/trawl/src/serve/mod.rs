@@ -99,6 +99,23 @@ pub struct ServeArgs {
     /// Seconds a deleted database, table or view can be restored; then the janitor purges it.
     #[arg(long, env = "RESTORE_WINDOW_SECS", default_value_t = 7 * 86_400)]
     pub restore_window_secs: u64,
+    /// SSO: the OpenID Connect provider's issuer URL. The `--oidc-*` settings are imported
+    /// into the catalog at the first start only; later they are changed on the admin page.
+    #[arg(long, env = "OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+    /// SSO: the client id registered with the provider.
+    #[arg(long, env = "OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+    /// SSO: the client secret.
+    #[arg(long, env = "OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<String>,
+    /// SSO: where the provider sends the browser back (default: the gateway's
+    /// `/api/ui/sso/callback` on the host the browser used).
+    #[arg(long, env = "OIDC_REDIRECT_URL")]
+    pub oidc_redirect_url: Option<String>,
+    /// SSO: the role of an account made at its first SSO sign-in (default: none is made).
+    #[arg(long, env = "OIDC_NEW_USER_ROLE")]
+    pub oidc_new_user_role: Option<String>,
     /// The previous master key, accepted during a rotation.
     #[arg(long, env = "SECONDARY_MASTER_KEY", hide_env_values = true)]
     pub secondary_master_key: Option<String>,
@@ -293,6 +310,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         false => None,
     };
+    if roles.has(ServiceRole::Meta) {
+        let flags = oidc_flags(args)?;
+        if trawl_auth::sso::import_once(directory.as_ref(), flags)
+            .await
+            .context("cannot import the --oidc-* settings")?
+        {
+            tracing::info!("imported the SSO settings from the --oidc-* flags");
+        }
+    }
     let master = master_keys(args, &roles, bootstrap.as_ref())?;
     let version = args
         .pretend_version
@@ -629,4 +655,30 @@ async fn shutdown_signal() {
     {
         let _ = ctrl_c.await;
     }
+}
+
+/// The SSO settings the `--oidc-*` flags give, if any (on when issuer and client id are set).
+fn oidc_flags(args: &ServeArgs) -> anyhow::Result<Option<trawl_catalog::SsoSettings>> {
+    let given = [
+        &args.oidc_issuer,
+        &args.oidc_client_id,
+        &args.oidc_client_secret,
+        &args.oidc_redirect_url,
+        &args.oidc_new_user_role,
+    ];
+    if given.iter().all(|flag| flag.is_none()) {
+        return Ok(None);
+    }
+    let text = |flag: &Option<String>| flag.as_deref().unwrap_or_default().trim().to_string();
+    let mut settings = trawl_catalog::SsoSettings {
+        issuer: text(&args.oidc_issuer).trim_end_matches('/').to_string(),
+        client_id: text(&args.oidc_client_id),
+        client_secret: text(&args.oidc_client_secret),
+        redirect_url: text(&args.oidc_redirect_url),
+        new_user_role: text(&args.oidc_new_user_role),
+        ..trawl_catalog::SsoSettings::default()
+    };
+    settings.enabled = !settings.issuer.is_empty() && !settings.client_id.is_empty();
+    trawl_auth::sso::check_settings(&settings).map_err(|e| anyhow::anyhow!("--oidc-*: {e}"))?;
+    Ok(Some(settings))
 }

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trawl/meta/v1/meta.proto.
  */
 export const file_trawl_meta_v1_meta: GenFile = /*@__PURE__*/
-  fileDesc("Chh0cmF3bC9tZXRhL3YxL21ldGEucHJvdG8SDXRyYXdsLm1ldGEudjEiBwoFRW1wdHkiaQoNT2JqZWN0UmVxdWVzdBIMCgRraW5kGAEgASgJEhAKCGRhdGFiYXNlGAIgASgJEgwKBG5hbWUYAyABKAkSGQoRcmV0ZW50aW9uX3NlY29uZHMYBCABKAQSDwoHbWVtYmVycxgFIAMoCSKRAQoNQ2F0YWxvZ09iamVjdBIMCgRraW5kGAEgASgJEhAKCGRhdGFiYXNlGAIgASgJEgwKBG5hbWUYAyABKAkSGQoRcmV0ZW50aW9uX3NlY29uZHMYBCABKAQSDwoHbWVtYmVycxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhIKCmRlbGV0ZWRfYXQYByABKAMiTQoSTGlzdE9iamVjdHNSZXF1ZXN0EgwKBGtpbmQYASABKAkSEAoIZGF0YWJhc2UYAiABKAkSFwoPaW5jbHVkZV9kZWxldGVkGAMgASgIIkQKE0xpc3RPYmplY3RzUmVzcG9uc2USLQoHb2JqZWN0cxgBIAMoCzIcLnRyYXdsLm1ldGEudjEuQ2F0YWxvZ09iamVjdCJUChNEZWxldGVPYmplY3RSZXF1ZXN0EgwKBGtpbmQYASABKAkSEAoIZGF0YWJhc2UYAiABKAkSDAoEbmFtZRgDIAEoCRIPCgdjYXNjYWRlGAQgASgIIqgBChhDcmVhdGVJbmdlc3RUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghkYXRhYmFzZRgCIAEoCRINCgV0YWJsZRgDIAEoCRIcChRhbGxvd190YWJsZV9vdmVycmlkZRgEIAEoCBISCgpsb2dzX3RhYmxlGAUgASgJEhUKDW1ldHJpY3NfdGFibGUYBiABKAkSFAoMdHJhY2VzX3RhYmxlGAcgASgJIj0KDENyZWF0ZWRUb2tlbhIKCgJpZBgBIAEoCRINCgV0b2tlbhgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgDIhkKF0xpc3RJbmdlc3RUb2tlbnNSZXF1ZXN0Is8BCgtJbmdlc3RUb2tlbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGRhdGFiYXNlGAMgASgJEg0KBXRhYmxlGAQgASgJEhwKFGFsbG93X3RhYmxlX292ZXJyaWRlGAUgASgIEhIKCmNyZWF0ZWRfYXQYBiABKAMSEgoKcmV2b2tlZF9hdBgHIAEoAxISCgpsb2dzX3RhYmxlGAggASgJEhUKDW1ldHJpY3NfdGFibGUYCSABKAkSFAoMdHJhY2VzX3RhYmxlGAogASgJIkYKGExpc3RJbmdlc3RUb2tlbnNSZXNwb25zZRIqCgZ0b2tlbnMYASADKAsyGi50cmF3bC5tZXRhLnYxLkluZ2VzdFRva2VuIiYKGFJldm9rZUluZ2VzdFRva2VuUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZDcmVhdGVQcmluY2lwYWxSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEcm9sZRgCIAEoCRIQCghwYXNzd29yZBgDIAEoCSJVCglQcmluY2lwYWwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRraW5kGAMgASgJEgwKBHJvbGUYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoAyIXChVMaXN0UHJpbmNpcGFsc1JlcXVlc3QiRgoWTGlzdFByaW5jaXBhbHNSZXNwb25zZRIsCgpwcmluY2lwYWxzGAEgAygLMhgudHJhd2wubWV0YS52MS5QcmluY2lwYWwiLgoQR3JhbnRSb2xlUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHJvbGUYAiABKAkiNAoSU2V0UGFzc3dvcmRSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiRAoYQ3JlYXRlQWNjZXNzVG9rZW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSGgoSZXhwaXJlc19pbl9zZWNvbmRzGAIgASgEIicKF0xpc3RBY2Nlc3NUb2tlbnNSZXF1ZXN0EgwKBG5hbWUYASABKAkiVQoLQWNjZXNzVG9rZW4SCgoCaWQYASABKAkSEgoKZXhwaXJlc19hdBgCIAEoAxISCgpjcmVhdGVkX2F0GAMgASgDEhIKCnJldm9rZWRfYXQYBCABKAMiRgoYTGlzdEFjY2Vzc1Rva2Vuc1Jlc3BvbnNlEioKBnRva2VucxgBIAMoCzIaLnRyYXdsLm1ldGEudjEuQWNjZXNzVG9rZW4iJgoYUmV2b2tlQWNjZXNzVG9rZW5SZXF1ZXN0EgoKAmlkGAEgASgJIrcBCgpTYXZlZFF1ZXJ5EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGZm9sZGVyGAMgASgJEg0KBXF1ZXJ5GAQgASgJEhAKCGRhdGFiYXNlGAUgASgJEhIKCnRpbWVfcmFuZ2UYBiABKAkSEwoLZGVzY3JpcHRpb24YByABKAkSDQoFb3duZXIYCCABKAkSEgoKY3JlYXRlZF9hdBgJIAEoAxISCgp1cGRhdGVkX2F0GAogASgDIkYKGExpc3RTYXZlZFF1ZXJpZXNSZXNwb25zZRIqCgdxdWVyaWVzGAEgAygLMhkudHJhd2wubWV0YS52MS5TYXZlZFF1ZXJ5IiUKF0RlbGV0ZVNhdmVkUXVlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIoUBCgZNZW1iZXISCgoCaWQYASABKAkSDAoEcm9sZRgCIAEoCRIPCgdhZGRyZXNzGAMgASgJEg8KB3ZlcnNpb24YBCABKAkSCwoDa2V5GAUgASgJEhYKDmdhdGV3YXlfa2V5X2lkGAYgASgJEhoKEmdhdGV3YXlfcHVibGljX2tleRgHIAEoCSJPChZSZWdpc3Rlck1lbWJlclJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSFAoMaGVhcnRiZWF0X21zGAIgASgEEg4KBnR0bF9tcxgDIAEoBCJuCgxNZW1iZXJTdGF0dXMSJQoGbWVtYmVyGAEgASgLMhUudHJhd2wubWV0YS52MS5NZW1iZXISGQoRam9pbmVkX3VuaXhfbmFub3MYAiABKAMSHAoUbGFzdF9zZWVuX3VuaXhfbmFub3MYAyABKAMiQwoTTGlzdE1lbWJlcnNSZXNwb25zZRIsCgdtZW1iZXJzGAEgAygLMhsudHJhd2wubWV0YS52MS5NZW1iZXJTdGF0dXMysRAKC01ldGFTZXJ2aWNlEkwKDkNyZWF0ZURhdGFiYXNlEhwudHJhd2wubWV0YS52MS5PYmplY3RSZXF1ZXN0GhwudHJhd2wubWV0YS52MS5DYXRhbG9nT2JqZWN0EkkKC0NyZWF0ZVRhYmxlEhwudHJhd2wubWV0YS52MS5PYmplY3RSZXF1ZXN0GhwudHJhd2wubWV0YS52MS5DYXRhbG9nT2JqZWN0EkgKCkNyZWF0ZVZpZXcSHC50cmF3bC5tZXRhLnYxLk9iamVjdFJlcXVlc3QaHC50cmF3bC5tZXRhLnYxLkNhdGFsb2dPYmplY3QSSgoMU2V0UmV0ZW50aW9uEhwudHJhd2wubWV0YS52MS5PYmplY3RSZXF1ZXN0GhwudHJhd2wubWV0YS52MS5DYXRhbG9nT2JqZWN0ElQKC0xpc3RPYmplY3RzEiEudHJhd2wubWV0YS52MS5MaXN0T2JqZWN0c1JlcXVlc3QaIi50cmF3bC5tZXRhLnYxLkxpc3RPYmplY3RzUmVzcG9uc2USSAoMRGVsZXRlT2JqZWN0EiIudHJhd2wubWV0YS52MS5EZWxldGVPYmplY3RSZXF1ZXN0GhQudHJhd2wubWV0YS52MS5FbXB0eRJDCg1SZXN0b3JlT2JqZWN0EhwudHJhd2wubWV0YS52MS5PYmplY3RSZXF1ZXN0GhQudHJhd2wubWV0YS52MS5FbXB0eRJZChFDcmVhdGVJbmdlc3RUb2tlbhInLnRyYXdsLm1ldGEudjEuQ3JlYXRlSW5nZXN0VG9rZW5SZXF1ZXN0GhsudHJhd2wubWV0YS52MS5DcmVhdGVkVG9rZW4SYwoQTGlzdEluZ2VzdFRva2VucxImLnRyYXdsLm1ldGEudjEuTGlzdEluZ2VzdFRva2Vuc1JlcXVlc3QaJy50cmF3bC5tZXRhLnYxLkxpc3RJbmdlc3RUb2tlbnNSZXNwb25zZRJSChFSZXZva2VJbmdlc3RUb2tlbhInLnRyYXdsLm1ldGEudjEuUmV2b2tlSW5nZXN0VG9rZW5SZXF1ZXN0GhQudHJhd2wubWV0YS52MS5FbXB0eRJTChJSZXN0b3JlSW5nZXN0VG9rZW4SJy50cmF3bC5tZXRhLnYxLlJldm9rZUluZ2VzdFRva2VuUmVxdWVzdBoULnRyYXdsLm1ldGEudjEuRW1wdHkSVwoUQ3JlYXRlU2VydmljZUFjY291bnQSJS50cmF3bC5tZXRhLnYxLkNyZWF0ZVByaW5jaXBhbFJlcXVlc3QaGC50cmF3bC5tZXRhLnYxLlByaW5jaXBhbBJNCgpDcmVhdGVVc2VyEiUudHJhd2wubWV0YS52MS5DcmVhdGVQcmluY2lwYWxSZXF1ZXN0GhgudHJhd2wubWV0YS52MS5QcmluY2lwYWwSXQoOTGlzdFByaW5jaXBhbHMSJC50cmF3bC5tZXRhLnYxLkxpc3RQcmluY2lwYWxzUmVxdWVzdBolLnRyYXdsLm1ldGEudjEuTGlzdFByaW5jaXBhbHNSZXNwb25zZRJGCglHcmFudFJvbGUSHy50cmF3bC5tZXRhLnYxLkdyYW50Um9sZVJlcXVlc3QaGC50cmF3bC5tZXRhLnYxLlByaW5jaXBhbBJGCgtTZXRQYXNzd29yZBIhLnRyYXdsLm1ldGEudjEuU2V0UGFzc3dvcmRSZXF1ZXN0GhQudHJhd2wubWV0YS52MS5FbXB0eRJZChFDcmVhdGVBY2Nlc3NUb2tlbhInLnRyYXdsLm1ldGEudjEuQ3JlYXRlQWNjZXNzVG9rZW5SZXF1ZXN0GhsudHJhd2wubWV0YS52MS5DcmVhdGVkVG9rZW4SYwoQTGlzdEFjY2Vzc1Rva2VucxImLnRyYXdsLm1ldGEudjEuTGlzdEFjY2Vzc1Rva2Vuc1JlcXVlc3QaJy50cmF3bC5tZXRhLnYxLkxpc3RBY2Nlc3NUb2tlbnNSZXNwb25zZRJSChFSZXZva2VBY2Nlc3NUb2tlbhInLnRyYXdsLm1ldGEudjEuUmV2b2tlQWNjZXNzVG9rZW5SZXF1ZXN0GhQudHJhd2wubWV0YS52MS5FbXB0eRJRChBMaXN0U2F2ZWRRdWVyaWVzEhQudHJhd2wubWV0YS52MS5FbXB0eRonLnRyYXdsLm1ldGEudjEuTGlzdFNhdmVkUXVlcmllc1Jlc3BvbnNlEkEKCVNhdmVRdWVyeRIZLnRyYXdsLm1ldGEudjEuU2F2ZWRRdWVyeRoZLnRyYXdsLm1ldGEudjEuU2F2ZWRRdWVyeRJQChBEZWxldGVTYXZlZFF1ZXJ5EiYudHJhd2wubWV0YS52MS5EZWxldGVTYXZlZFF1ZXJ5UmVxdWVzdBoULnRyYXdsLm1ldGEudjEuRW1wdHkSOAoGV2hvQW1JEhQudHJhd2wubWV0YS52MS5FbXB0eRoYLnRyYXdsLm1ldGEudjEuUHJpbmNpcGFsEk4KDlJlZ2lzdGVyTWVtYmVyEhUudHJhd2wubWV0YS52MS5NZW1iZXIaJS50cmF3bC5tZXRhLnYxLlJlZ2lzdGVyTWVtYmVyUmVzcG9uc2USPwoQRGVyZWdpc3Rlck1lbWJlchIVLnRyYXdsLm1ldGEudjEuTWVtYmVyGhQudHJhd2wubWV0YS52MS5FbXB0eRJHCgtMaXN0TWVtYmVycxIULnRyYXdsLm1ldGEudjEuRW1wdHkaIi50cmF3bC5tZXRhLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Chh0cmF3bC9tZXRhL3YxL21ldGEucHJvdG8SDXRyYXdsLm1ldGEudjEiBwoFRW1wdHkiaQoNT2JqZWN0UmVxdWVzdBIMCgRraW5kGAEgASgJEhAKCGRhdGFiYXNlGAIgASgJEgwKBG5hbWUYAyABKAkSGQoRcmV0ZW50aW9uX3NlY29uZHMYBCABKAQSDwoHbWVtYmVycxgFIAMoCSKRAQoNQ2F0YWxvZ09iamVjdBIMCgRraW5kGAEgASgJEhAKCGRhdGFiYXNlGAIgASgJEgwKBG5hbWUYAyABKAkSGQoRcmV0ZW50aW9uX3NlY29uZHMYBCABKAQSDwoHbWVtYmVycxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhIKCmRlbGV0ZWRfYXQYByABKAMiTQoSTGlzdE9iamVjdHNSZXF1ZXN0EgwKBGtpbmQYASABKAkSEAoIZGF0YWJhc2UYAiABKAkSFwoPaW5jbHVkZV9kZWxldGVkGAMgASgIIkQKE0xpc3RPYmplY3RzUmVzcG9uc2USLQoHb2JqZWN0cxgBIAMoCzIcLnRyYXdsLm1ldGEudjEuQ2F0YWxvZ09iamVjdCJUChNEZWxldGVPYmplY3RSZXF1ZXN0EgwKBGtpbmQYASABKAkSEAoIZGF0YWJhc2UYAiABKAkSDAoEbmFtZRgDIAEoCRIPCgdjYXNjYWRlGAQgASgIIqgBChhDcmVhdGVJbmdlc3RUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghkYXRhYmFzZRgCIAEoCRINCgV0YWJsZRgDIAEoCRIcChRhbGxvd190YWJsZV9vdmVycmlkZRgEIAEoCBISCgpsb2dzX3RhYmxlGAUgASgJEhUKDW1ldHJpY3NfdGFibGUYBiABKAkSFAoMdHJhY2VzX3RhYmxlGAcgASgJIj0KDENyZWF0ZWRUb2tlbhIKCgJpZBgBIAEoCRINCgV0b2tlbhgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgDIhkKF0xpc3RJbmdlc3RUb2tlbnNSZXF1ZXN0Is8BCgtJbmdlc3RUb2tlbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGRhdGFiYXNlGAMgASgJEg0KBXRhYmxlGAQgASgJEhwKFGFsbG93X3RhYmxlX292ZXJyaWRlGAUgASgIEhIKCmNyZWF0ZWRfYXQYBiABKAMSEgoKcmV2b2tlZF9hdBgHIAEoAxISCgpsb2dzX3RhYmxlGAggASgJEhUKDW1ldHJpY3NfdGFibGUYCSABKAkSFAoMdHJhY2VzX3RhYmxlGAogASgJIkYKGExpc3RJbmdlc3RUb2tlbnNSZXNwb25zZRIqCgZ0b2tlbnMYASADKAsyGi50cmF3bC5tZXRhLnYxLkluZ2VzdFRva2VuIiYKGFJldm9rZUluZ2VzdFRva2VuUmVxdWVzdBIKCgJpZBgBIAEoCSJTChZDcmVhdGVQcmluY2lwYWxSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEcm9sZRgCIAEoCRIQCghwYXNzd29yZBgDIAEoCRILCgNzc28YBCABKAgiZgoJUHJpbmNpcGFsEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEa2luZBgDIAEoCRIMCgRyb2xlGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAMSDwoHc2lnbl9pbhgGIAEoCSIXChVMaXN0UHJpbmNpcGFsc1JlcXVlc3QiRgoWTGlzdFByaW5jaXBhbHNSZXNwb25zZRIsCgpwcmluY2lwYWxzGAEgAygLMhgudHJhd2wubWV0YS52MS5QcmluY2lwYWwiLgoQR3JhbnRSb2xlUmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHJvbGUYAiABKAkiNAoSU2V0UGFzc3dvcmRSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiRAoYQ3JlYXRlQWNjZXNzVG9rZW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSGgoSZXhwaXJlc19pbl9zZWNvbmRzGAIgASgEIicKF0xpc3RBY2Nlc3NUb2tlbnNSZXF1ZXN0EgwKBG5hbWUYASABKAkiVQoLQWNjZXNzVG9rZW4SCgoCaWQYASABKAkSEgoKZXhwaXJlc19hdBgCIAEoAxISCgpjcmVhdGVkX2F0GAMgASgDEhIKCnJldm9rZWRfYXQYBCABKAMiRgoYTGlzdEFjY2Vzc1Rva2Vuc1Jlc3BvbnNlEioKBnRva2VucxgBIAMoCzIaLnRyYXdsLm1ldGEudjEuQWNjZXNzVG9rZW4iJgoYUmV2b2tlQWNjZXNzVG9rZW5SZXF1ZXN0EgoKAmlkGAEgASgJIiIKElN3aXRjaFRvU3NvUmVxdWVzdBIMCgRuYW1lGAEgASgJItcBCgtTc29TZXR0aW5ncxIPCgdlbmFibGVkGAEgASgIEg4KBmlzc3VlchgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSFQoNY2xpZW50X3NlY3JldBgEIAEoCRIZChFjbGllbnRfc2VjcmV0X3NldBgFIAEoCBIUCgxyZWRpcmVjdF91cmwYBiABKAkSDgoGc2NvcGVzGAcgASgJEhYKDnVzZXJuYW1lX2NsYWltGAggASgJEhUKDW5ld191c2VyX3JvbGUYCSABKAkSDQoFbGFiZWwYCiABKAkitwEKClNhdmVkUXVlcnkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZmb2xkZXIYAyABKAkSDQoFcXVlcnkYBCABKAkSEAoIZGF0YWJhc2UYBSABKAkSEgoKdGltZV9yYW5nZRgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRINCgVvd25lchgIIAEoCRISCgpjcmVhdGVkX2F0GAkgASgDEhIKCnVwZGF0ZWRfYXQYCiABKAMiRgoYTGlzdFNhdmVkUXVlcmllc1Jlc3BvbnNlEioKB3F1ZXJpZXMYASADKAsyGS50cmF3bC5tZXRhLnYxLlNhdmVkUXVlcnkiJQoXRGVsZXRlU2F2ZWRRdWVyeVJlcXVlc3QSCgoCaWQYASABKAkihQEKBk1lbWJlchIKCgJpZBgBIAEoCRIMCgRyb2xlGAIgASgJEg8KB2FkZHJlc3MYAyABKAkSDwoHdmVyc2lvbhgEIAEoCRILCgNrZXkYBSABKAkSFgoOZ2F0ZXdheV9rZXlfaWQYBiABKAkSGgoSZ2F0ZXdheV9wdWJsaWNfa2V5GAcgASgJIk8KFlJlZ2lzdGVyTWVtYmVyUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRIUCgxoZWFydGJlYXRfbXMYAiABKAQSDgoGdHRsX21zGAMgASgEIm4KDE1lbWJlclN0YXR1cxIlCgZtZW1iZXIYASABKAsyFS50cmF3bC5tZXRhLnYxLk1lbWJlchIZChFqb2luZWRfdW5peF9uYW5vcxgCIAEoAxIcChRsYXN0X3NlZW5fdW5peF9uYW5vcxgDIAEoAyJDChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiwKB21lbWJlcnMYASADKAsyGy50cmF3bC5tZXRhLnYxLk1lbWJlclN0YXR1czKLEgoLTWV0YVNlcnZpY2USTAoOQ3JlYXRlRGF0YWJhc2USHC50cmF3bC5tZXRhLnYxLk9iamVjdFJlcXVlc3QaHC50cmF3bC5tZXRhLnYxLkNhdGFsb2dPYmplY3QSSQoLQ3JlYXRlVGFibGUSHC50cmF3bC5tZXRhLnYxLk9iamVjdFJlcXVlc3QaHC50cmF3bC5tZXRhLnYxLkNhdGFsb2dPYmplY3QSSAoKQ3JlYXRlVmlldxIcLnRyYXdsLm1ldGEudjEuT2JqZWN0UmVxdWVzdBocLnRyYXdsLm1ldGEudjEuQ2F0YWxvZ09iamVjdBJKCgxTZXRSZXRlbnRpb24SHC50cmF3bC5tZXRhLnYxLk9iamVjdFJlcXVlc3QaHC50cmF3bC5tZXRhLnYxLkNhdGFsb2dPYmplY3QSVAoLTGlzdE9iamVjdHMSIS50cmF3bC5tZXRhLnYxLkxpc3RPYmplY3RzUmVxdWVzdBoiLnRyYXdsLm1ldGEudjEuTGlzdE9iamVjdHNSZXNwb25zZRJICgxEZWxldGVPYmplY3QSIi50cmF3bC5tZXRhLnYxLkRlbGV0ZU9iamVjdFJlcXVlc3QaFC50cmF3bC5tZXRhLnYxLkVtcHR5EkMKDVJlc3RvcmVPYmplY3QSHC50cmF3bC5tZXRhLnYxLk9iamVjdFJlcXVlc3QaFC50cmF3bC5tZXRhLnYxLkVtcHR5ElkKEUNyZWF0ZUluZ2VzdFRva2VuEicudHJhd2wubWV0YS52MS5DcmVhdGVJbmdlc3RUb2tlblJlcXVlc3QaGy50cmF3bC5tZXRhLnYxLkNyZWF0ZWRUb2tlbhJjChBMaXN0SW5nZXN0VG9rZW5zEiYudHJhd2wubWV0YS52MS5MaXN0SW5nZXN0VG9rZW5zUmVxdWVzdBonLnRyYXdsLm1ldGEudjEuTGlzdEluZ2VzdFRva2Vuc1Jlc3BvbnNlElIKEVJldm9rZUluZ2VzdFRva2VuEicudHJhd2wubWV0YS52MS5SZXZva2VJbmdlc3RUb2tlblJlcXVlc3QaFC50cmF3bC5tZXRhLnYxLkVtcHR5ElMKElJlc3RvcmVJbmdlc3RUb2tlbhInLnRyYXdsLm1ldGEudjEuUmV2b2tlSW5nZXN0VG9rZW5SZXF1ZXN0GhQudHJhd2wubWV0YS52MS5FbXB0eRJXChRDcmVhdGVTZXJ2aWNlQWNjb3VudBIlLnRyYXdsLm1ldGEudjEuQ3JlYXRlUHJpbmNpcGFsUmVxdWVzdBoYLnRyYXdsLm1ldGEudjEuUHJpbmNpcGFsEk0KCkNyZWF0ZVVzZXISJS50cmF3bC5tZXRhLnYxLkNyZWF0ZVByaW5jaXBhbFJlcXVlc3QaGC50cmF3bC5tZXRhLnYxLlByaW5jaXBhbBJdCg5MaXN0UHJpbmNpcGFscxIkLnRyYXdsLm1ldGEudjEuTGlzdFByaW5jaXBhbHNSZXF1ZXN0GiUudHJhd2wubWV0YS52MS5MaXN0UHJpbmNpcGFsc1Jlc3BvbnNlEkYKCUdyYW50Um9sZRIfLnRyYXdsLm1ldGEudjEuR3JhbnRSb2xlUmVxdWVzdBoYLnRyYXdsLm1ldGEudjEuUHJpbmNpcGFsEkYKC1NldFBhc3N3b3JkEiEudHJhd2wubWV0YS52MS5TZXRQYXNzd29yZFJlcXVlc3QaFC50cmF3bC5tZXRhLnYxLkVtcHR5ElkKEUNyZWF0ZUFjY2Vzc1Rva2VuEicudHJhd2wubWV0YS52MS5DcmVhdGVBY2Nlc3NUb2tlblJlcXVlc3QaGy50cmF3bC5tZXRhLnYxLkNyZWF0ZWRUb2tlbhJjChBMaXN0QWNjZXNzVG9rZW5zEiYudHJhd2wubWV0YS52MS5MaXN0QWNjZXNzVG9rZW5zUmVxdWVzdBonLnRyYXdsLm1ldGEudjEuTGlzdEFjY2Vzc1Rva2Vuc1Jlc3BvbnNlElIKEVJldm9rZUFjY2Vzc1Rva2VuEicudHJhd2wubWV0YS52MS5SZXZva2VBY2Nlc3NUb2tlblJlcXVlc3QaFC50cmF3bC5tZXRhLnYxLkVtcHR5EkoKC1N3aXRjaFRvU3NvEiEudHJhd2wubWV0YS52MS5Td2l0Y2hUb1Nzb1JlcXVlc3QaGC50cmF3bC5tZXRhLnYxLlByaW5jaXBhbBJCCg5HZXRTc29TZXR0aW5ncxIULnRyYXdsLm1ldGEudjEuRW1wdHkaGi50cmF3bC5tZXRhLnYxLlNzb1NldHRpbmdzEkgKDlNldFNzb1NldHRpbmdzEhoudHJhd2wubWV0YS52MS5Tc29TZXR0aW5ncxoaLnRyYXdsLm1ldGEudjEuU3NvU2V0dGluZ3MSUQoQTGlzdFNhdmVkUXVlcmllcxIULnRyYXdsLm1ldGEudjEuRW1wdHkaJy50cmF3bC5tZXRhLnYxLkxpc3RTYXZlZFF1ZXJpZXNSZXNwb25zZRJBCglTYXZlUXVlcnkSGS50cmF3bC5tZXRhLnYxLlNhdmVkUXVlcnkaGS50cmF3bC5tZXRhLnYxLlNhdmVkUXVlcnkSUAoQRGVsZXRlU2F2ZWRRdWVyeRImLnRyYXdsLm1ldGEudjEuRGVsZXRlU2F2ZWRRdWVyeVJlcXVlc3QaFC50cmF3bC5tZXRhLnYxLkVtcHR5EjgKBldob0FtSRIULnRyYXdsLm1ldGEudjEuRW1wdHkaGC50cmF3bC5tZXRhLnYxLlByaW5jaXBhbBJOCg5SZWdpc3Rlck1lbWJlchIVLnRyYXdsLm1ldGEudjEuTWVtYmVyGiUudHJhd2wubWV0YS52MS5SZWdpc3Rlck1lbWJlclJlc3BvbnNlEj8KEERlcmVnaXN0ZXJNZW1iZXISFS50cmF3bC5tZXRhLnYxLk1lbWJlchoULnRyYXdsLm1ldGEudjEuRW1wdHkSRwoLTGlzdE1lbWJlcnMSFC50cmF3bC5tZXRhLnYxLkVtcHR5GiIudHJhd2wubWV0YS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message trawl.meta.v1.Empty
@@ -422,6 +422,13 @@ export type CreatePrincipalRequest = Message<"trawl.meta.v1.CreatePrincipalReque
    * @generated from field: string password = 3;
    */
   password: string;
+
+  /**
+   * Users only: the user signs in through SSO instead (no password).
+   *
+   * @generated from field: bool sso = 4;
+   */
+  sso: boolean;
 };
 
 /**
@@ -461,6 +468,13 @@ export type Principal = Message<"trawl.meta.v1.Principal"> & {
    * @generated from field: int64 created_at = 5;
    */
   createdAt: bigint;
+
+  /**
+   * How it signs in: password, sso or token.
+   *
+   * @generated from field: string sign_in = 6;
+   */
+  signIn: string;
 };
 
 /**
@@ -660,6 +674,101 @@ export const RevokeAccessTokenRequestSchema: GenMessage<RevokeAccessTokenRequest
   messageDesc(file_trawl_meta_v1_meta, 22);
 
 /**
+ * @generated from message trawl.meta.v1.SwitchToSsoRequest
+ */
+export type SwitchToSsoRequest = Message<"trawl.meta.v1.SwitchToSsoRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message trawl.meta.v1.SwitchToSsoRequest.
+ * Use `create(SwitchToSsoRequestSchema)` to create a new message.
+ */
+export const SwitchToSsoRequestSchema: GenMessage<SwitchToSsoRequest> = /*@__PURE__*/
+  messageDesc(file_trawl_meta_v1_meta, 23);
+
+/**
+ * @generated from message trawl.meta.v1.SsoSettings
+ */
+export type SsoSettings = Message<"trawl.meta.v1.SsoSettings"> & {
+  /**
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * The provider's issuer URL; its discovery document is under /.well-known/openid-configuration.
+   *
+   * @generated from field: string issuer = 2;
+   */
+  issuer: string;
+
+  /**
+   * @generated from field: string client_id = 3;
+   */
+  clientId: string;
+
+  /**
+   * Write only: empty in answers, and an empty one in SetSsoSettings keeps the stored secret.
+   *
+   * @generated from field: string client_secret = 4;
+   */
+  clientSecret: string;
+
+  /**
+   * In answers: whether a client secret is stored.
+   *
+   * @generated from field: bool client_secret_set = 5;
+   */
+  clientSecretSet: boolean;
+
+  /**
+   * Empty: the gateway's /api/ui/sso/callback on the host the browser used.
+   *
+   * @generated from field: string redirect_url = 6;
+   */
+  redirectUrl: string;
+
+  /**
+   * Space-separated; empty: "openid profile email".
+   *
+   * @generated from field: string scopes = 7;
+   */
+  scopes: string;
+
+  /**
+   * The ID token claim naming the account; empty: preferred_username, then email.
+   *
+   * @generated from field: string username_claim = 8;
+   */
+  usernameClaim: string;
+
+  /**
+   * The role of an account made at its first SSO sign-in; empty: none is made.
+   *
+   * @generated from field: string new_user_role = 9;
+   */
+  newUserRole: string;
+
+  /**
+   * The sign-in button's text.
+   *
+   * @generated from field: string label = 10;
+   */
+  label: string;
+};
+
+/**
+ * Describes the message trawl.meta.v1.SsoSettings.
+ * Use `create(SsoSettingsSchema)` to create a new message.
+ */
+export const SsoSettingsSchema: GenMessage<SsoSettings> = /*@__PURE__*/
+  messageDesc(file_trawl_meta_v1_meta, 24);
+
+/**
  * @generated from message trawl.meta.v1.SavedQuery
  */
 export type SavedQuery = Message<"trawl.meta.v1.SavedQuery"> & {
@@ -729,7 +838,7 @@ export type SavedQuery = Message<"trawl.meta.v1.SavedQuery"> & {
  * Use `create(SavedQuerySchema)` to create a new message.
  */
 export const SavedQuerySchema: GenMessage<SavedQuery> = /*@__PURE__*/
-  messageDesc(file_trawl_meta_v1_meta, 23);
+  messageDesc(file_trawl_meta_v1_meta, 25);
 
 /**
  * @generated from message trawl.meta.v1.ListSavedQueriesResponse
@@ -746,7 +855,7 @@ export type ListSavedQueriesResponse = Message<"trawl.meta.v1.ListSavedQueriesRe
  * Use `create(ListSavedQueriesResponseSchema)` to create a new message.
  */
 export const ListSavedQueriesResponseSchema: GenMessage<ListSavedQueriesResponse> = /*@__PURE__*/
-  messageDesc(file_trawl_meta_v1_meta, 24);
+  messageDesc(file_trawl_meta_v1_meta, 26);
 
 /**
  * @generated from message trawl.meta.v1.DeleteSavedQueryRequest
@@ -763,7 +872,7 @@ export type DeleteSavedQueryRequest = Message<"trawl.meta.v1.DeleteSavedQueryReq
  * Use `create(DeleteSavedQueryRequestSchema)` to create a new message.
  */
 export const DeleteSavedQueryRequestSchema: GenMessage<DeleteSavedQueryRequest> = /*@__PURE__*/
-  messageDesc(file_trawl_meta_v1_meta, 25);
+  messageDesc(file_trawl_meta_v1_meta, 27);
 
 /**
  * @generated from message trawl.meta.v1.Member
@@ -824,7 +933,7 @@ export type Member = Message<"trawl.meta.v1.Member"> & {
  * Use `create(MemberSchema)` to create a new message.
  */
 export const MemberSchema: GenMessage<Member> = /*@__PURE__*/
-  messageDesc(file_trawl_meta_v1_meta, 26);
+  messageDesc(file_trawl_meta_v1_meta, 28);
 
 /**
  * @generated from message trawl.meta.v1.RegisterMemberResponse
@@ -855,7 +964,7 @@ export type RegisterMemberResponse = Message<"trawl.meta.v1.RegisterMemberRespon
  * Use `create(RegisterMemberResponseSchema)` to create a new message.
  */
 export const RegisterMemberResponseSchema: GenMessage<RegisterMemberResponse> = /*@__PURE__*/
-  messageDesc(file_trawl_meta_v1_meta, 27);
+  messageDesc(file_trawl_meta_v1_meta, 29);
 
 /**
  * @generated from message trawl.meta.v1.MemberStatus
@@ -882,7 +991,7 @@ export type MemberStatus = Message<"trawl.meta.v1.MemberStatus"> & {
  * Use `create(MemberStatusSchema)` to create a new message.
  */
 export const MemberStatusSchema: GenMessage<MemberStatus> = /*@__PURE__*/
-  messageDesc(file_trawl_meta_v1_meta, 28);
+  messageDesc(file_trawl_meta_v1_meta, 30);
 
 /**
  * @generated from message trawl.meta.v1.ListMembersResponse
@@ -899,7 +1008,7 @@ export type ListMembersResponse = Message<"trawl.meta.v1.ListMembersResponse"> &
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_trawl_meta_v1_meta, 29);
+  messageDesc(file_trawl_meta_v1_meta, 31);
 
 /**
  * @generated from service trawl.meta.v1.MetaService
@@ -1070,6 +1179,36 @@ export const MetaService: GenService<{
     methodKind: "unary";
     input: typeof RevokeAccessTokenRequestSchema;
     output: typeof EmptySchema;
+  },
+  /**
+   * Makes a user sign in through SSO (admin): the password goes; tokens, sessions and the
+   * role stay.
+   *
+   * @generated from rpc trawl.meta.v1.MetaService.SwitchToSso
+   */
+  switchToSso: {
+    methodKind: "unary";
+    input: typeof SwitchToSsoRequestSchema;
+    output: typeof PrincipalSchema;
+  },
+  /**
+   * Single sign-on through an OpenID Connect provider (admin). The client secret is never
+   * read back.
+   *
+   * @generated from rpc trawl.meta.v1.MetaService.GetSsoSettings
+   */
+  getSsoSettings: {
+    methodKind: "unary";
+    input: typeof EmptySchema;
+    output: typeof SsoSettingsSchema;
+  },
+  /**
+   * @generated from rpc trawl.meta.v1.MetaService.SetSsoSettings
+   */
+  setSsoSettings: {
+    methodKind: "unary";
+    input: typeof SsoSettingsSchema;
+    output: typeof SsoSettingsSchema;
   },
   /**
    * The query library: saved queries everyone may list and run; their owner, an admin or a

@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-Vc4vR8Tm.js";var t=e(`clipboardService`);export{t};

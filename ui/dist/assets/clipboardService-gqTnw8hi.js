@@ -1,0 +1,1 @@
+import{At as e}from"./editorContextKeys-D79CIgZs.js";var t=e(`clipboardService`);export{t};

@@ -1,0 +1,1 @@
+import{t as e}from"./editorCommon-SYSAE65R.js";function t(t){return t&&typeof t.getEditorType==`function`?t.getEditorType()===e.ICodeEditor:!1}function n(t){return t&&typeof t.getEditorType==`function`?t.getEditorType()===e.IDiffEditor:!1}export{n,t};

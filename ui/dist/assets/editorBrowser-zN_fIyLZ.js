@@ -1,1 +1,0 @@
-import{t as e}from"./editorCommon-Cpegyrs3.js";function t(t){return t&&typeof t.getEditorType==`function`?t.getEditorType()===e.ICodeEditor:!1}function n(t){return t&&typeof t.getEditorType==`function`?t.getEditorType()===e.IDiffEditor:!1}export{n,t};

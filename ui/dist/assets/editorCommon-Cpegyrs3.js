@@ -1,1 +1,0 @@
-import{At as e}from"./editorContextKeys-Vc4vR8Tm.js";var t=e(`ILanguageFeaturesService`),n={ICodeEditor:`vs.editor.ICodeEditor`,IDiffEditor:`vs.editor.IDiffEditor`};export{t as n,n as t};

@@ -1,0 +1,1 @@
+import{At as e}from"./editorContextKeys-D79CIgZs.js";var t=e(`ILanguageFeaturesService`),n={ICodeEditor:`vs.editor.ICodeEditor`,IDiffEditor:`vs.editor.IDiffEditor`};export{t as n,n as t};
