@@ -11,6 +11,8 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use rust_embed::RustEmbed;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(RustEmbed)]
 #[folder = "../../ui/dist"]
@@ -26,6 +28,54 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; st
 /// takes (use it as the fallback).
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new().fallback(serve)
+}
+
+/// Whether a file of this type is worth compressing (text, scripts, JSON, SVG, WebAssembly).
+fn compressible(mime: &str) -> bool {
+    mime.starts_with("text/")
+        || mime.contains("javascript")
+        || mime.contains("json")
+        || mime.contains("svg")
+        || mime.contains("wasm")
+}
+
+/// Whether the request takes gzip (`Accept-Encoding` lists it, or `*`, with a weight above 0).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let weight = parts
+                .find_map(|p| p.strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()))
+                .unwrap_or(1.0);
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && weight > 0.0
+        })
+}
+
+/// The gzip form of file `name`, made on its first request and kept (the files never change
+/// while the binary runs; the editor's language service alone is 8 MB of script, 2 MB
+/// compressed).
+async fn gzipped(name: &str, data: Vec<u8>) -> Option<Arc<[u8]>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<[u8]>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(found) = cache.lock().ok()?.get(name) {
+        return Some(found.clone());
+    }
+    let compressed = tokio::task::spawn_blocking(move || {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut encoder, &data)?;
+        encoder.finish()
+    })
+    .await
+    .ok()?
+    .ok()?;
+    let compressed: Arc<[u8]> = compressed.into();
+    cache.lock().ok()?.insert(name.to_string(), compressed.clone());
+    Some(compressed)
 }
 
 /// Whether this binary holds the UI (a checkout without `ui/dist` builds one without it).
@@ -67,6 +117,9 @@ async fn serve(method: Method, uri: Uri, headers: HeaderMap) -> Response {
     } else {
         "no-cache"
     };
+    let mime = file.metadata.mimetype().to_string();
+    let compress = compressible(&mime);
+    let mut gzip = false;
     let mut response = if headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -75,14 +128,26 @@ async fn serve(method: Method, uri: Uri, headers: HeaderMap) -> Response {
         StatusCode::NOT_MODIFIED.into_response()
     } else if method == Method::HEAD {
         Response::new(Body::empty())
+    } else if compress
+        && accepts_gzip(&headers)
+        && let Some(zipped) = gzipped(name, file.data.to_vec()).await
+    {
+        gzip = true;
+        Response::new(Body::from(axum::body::Bytes::from_owner(zipped)))
     } else {
         Response::new(Body::from(file.data.into_owned()))
     };
     let headers = response.headers_mut();
+    if gzip {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    if compress {
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
     if let Ok(value) = HeaderValue::from_str(&etag) {
         headers.insert(header::ETAG, value);
     }
-    if let Ok(value) = HeaderValue::from_str(file.metadata.mimetype()) {
+    if let Ok(value) = HeaderValue::from_str(&mime) {
         headers.insert(header::CONTENT_TYPE, value);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
@@ -110,9 +175,16 @@ mod tests {
     use super::*;
 
     async fn get(path: &str, etag: Option<&str>) -> Response {
+        get_with(path, etag, None).await
+    }
+
+    async fn get_with(path: &str, etag: Option<&str>, encoding: Option<&str>) -> Response {
         let mut request = Request::get(path);
         if let Some(etag) = etag {
             request = request.header(header::IF_NONE_MATCH, etag);
+        }
+        if let Some(encoding) = encoding {
+            request = request.header(header::ACCEPT_ENCODING, encoding);
         }
         match router::<()>()
             .oneshot(request.body(Body::empty()).unwrap_or_default())
@@ -121,6 +193,24 @@ mod tests {
             Ok(response) => response,
             Err(never) => match never {},
         }
+    }
+
+    #[test]
+    fn gzip_is_taken_unless_weighed_zero() {
+        let accepts = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_str(value).unwrap_or(HeaderValue::from_static("")),
+            );
+            accepts_gzip(&headers)
+        };
+        assert!(accepts("gzip, deflate, br"));
+        assert!(accepts("br;q=1.0, GZIP;q=0.5"));
+        assert!(accepts("*"));
+        assert!(!accepts("gzip;q=0"));
+        assert!(!accepts("br, deflate"));
+        assert!(!accepts(""));
     }
 
     #[tokio::test]
@@ -150,7 +240,9 @@ mod tests {
             assert!(String::from_utf8_lossy(&body).contains("<div id=\"root\">"), "{page}");
             assert_eq!(get(page, Some(&etag)).await.status(), StatusCode::NOT_MODIFIED);
         }
-        let asset = Files::iter().find(|name| name.starts_with("assets/") && name.ends_with(".js"));
+        let asset = Files::iter()
+            .filter(|name| name.starts_with("assets/") && name.ends_with(".js"))
+            .max_by_key(|name| Files::get(name).map_or(0, |file| file.data.len()));
         if let Some(asset) = asset {
             let response = get(&format!("/{asset}"), None).await;
             assert_eq!(response.status(), StatusCode::OK);
@@ -166,6 +258,25 @@ mod tests {
                     .unwrap_or_default()
                     .contains("javascript")
             );
+            let plain = response
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes().len())
+                .unwrap_or_default();
+            // Browsers that take gzip get it, smaller.
+            let zipped = get_with(&format!("/{asset}"), None, Some("gzip, deflate, br")).await;
+            assert_eq!(
+                zipped.headers().get(header::CONTENT_ENCODING).map(|v| v.as_bytes()),
+                Some(&b"gzip"[..])
+            );
+            let zipped_len = zipped
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes().len())
+                .unwrap_or_default();
+            assert!(zipped_len > 0 && zipped_len < plain, "{zipped_len} < {plain}");
         }
     }
 }
