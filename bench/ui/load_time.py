@@ -70,7 +70,7 @@ def main() -> int:
     print(f"cold loads: {args.runs}")
     print(f"sign-in page DOMContentLoaded: {statistics.median(page_ms):.0f} ms, load: {statistics.median(loaded_ms):.0f} ms")
     print(f"sign-in to a ready editor (schema loaded): {statistics.median(ready_ms):.0f} ms")
-    print(f"bytes fetched (as sent): {statistics.median(fetched) / 1e6:.1f} MB")
+    print(f"bytes the page fetched, as sent (the workers' own fetches are not counted): {statistics.median(fetched) / 1e6:.1f} MB")
     return 0
 
 
