@@ -5,7 +5,10 @@
 //! becomes) that worker move. Segments differ in size (merged ones are large), so pure
 //! hashing can leave one worker most of the bytes: a worker already holding its fair share
 //! of the scan's bytes (plus [`SLACK_PERCENT`]) passes a segment on to the next in that
-//! segment's ranking ([`assign`]).
+//! segment's ranking ([`assign`]). What is balanced is what the scan reads: a table holds
+//! several signals' segments (OTLP logs and spans land in one table), and a question about
+//! one signal reads next to nothing of the others', so a segment weighs its bytes in
+//! proportion to the scan's columns it holds ([`cost`]).
 //!
 //! Three handlers of the distributed planner use it: how many tasks a scan wants (one per
 //! worker the query may use), the per-task copies of the scan (each with its worker's
@@ -72,34 +75,73 @@ pub(crate) fn owner(key: &str, workers: &[Url]) -> Option<usize> {
 /// their next-ranked worker.
 pub(crate) const SLACK_PERCENT: u64 = 10;
 
-/// The segments of each of `workers` (same order). Largest first, each goes to the first
-/// worker of its rendezvous ranking whose bytes stay within the cap: an even share plus
-/// [`SLACK_PERCENT`], never less than the largest segment. Deterministic for a given list.
-pub(crate) fn assign<'a>(segments: impl Iterator<Item = &'a SegmentMeta>, workers: &[Url]) -> Vec<Vec<SegmentMeta>> {
+/// The segments of each of `workers` (same order). Heaviest first (`cost_of`: what reading
+/// the segment costs), each goes to the first worker of its rendezvous ranking whose load
+/// stays within the cap: an even share plus [`SLACK_PERCENT`], never less than the heaviest
+/// segment. Deterministic for a given list.
+pub(crate) fn assign<'a>(
+    segments: impl Iterator<Item = &'a SegmentMeta>,
+    workers: &[Url],
+    cost_of: impl Fn(&SegmentMeta) -> u64,
+) -> Vec<Vec<SegmentMeta>> {
     let mut shares: Vec<Vec<SegmentMeta>> = vec![Vec::new(); workers.len()];
     if workers.is_empty() {
         return shares;
     }
-    let mut segments: Vec<&SegmentMeta> = segments.collect();
-    segments.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.id.cmp(&b.id)));
-    let total: u64 = segments.iter().map(|s| s.bytes).sum();
+    let mut segments: Vec<(u64, &SegmentMeta)> = segments.map(|s| (cost_of(s), s)).collect();
+    segments.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    let total: u64 = segments.iter().map(|(w, _)| w).sum();
     let even = total / workers.len() as u64;
-    let largest = segments.first().map_or(0, |s| s.bytes);
+    let largest = segments.first().map_or(0, |(w, _)| *w);
     let cap = (even + even * SLACK_PERCENT / 100).max(largest);
     let mut loads = vec![0u64; workers.len()];
-    for segment in segments {
+    for (cost, segment) in segments {
         let mut ranking: Vec<usize> = (0..workers.len()).collect();
         ranking.sort_by_key(|&i| std::cmp::Reverse(weight(&segment.id, workers[i].as_str())));
         let index = ranking
             .iter()
             .copied()
-            .find(|&i| loads[i] + segment.bytes <= cap)
+            .find(|&i| loads[i] + cost <= cap)
             .or_else(|| (0..workers.len()).min_by_key(|&i| loads[i]))
             .unwrap_or(0);
-        loads[index] += segment.bytes;
+        loads[index] += cost;
         shares[index].push(segment.clone());
     }
     shares
+}
+
+/// The columns a scan reads that not every one of its segments holds: those tell segments
+/// of different signals (or schemas) apart. A table holds the rows of several signals (logs
+/// and spans in one table), and a question about one reads next to nothing of the others'
+/// segments, so balancing whole-segment bytes would balance the wrong thing.
+fn wanted_columns(scan: &SegmentScanExec) -> Vec<String> {
+    let spec = scan.spec();
+    let mut names: std::collections::BTreeSet<String> = spec
+        .projection
+        .iter()
+        .filter_map(|&i| spec.schema.fields().get(i))
+        .map(|field| field.name().clone())
+        .collect();
+    for filter in &spec.filters {
+        names.extend(filter.column_refs().into_iter().map(|column| column.name.clone()));
+    }
+    names
+        .into_iter()
+        .filter(|name| !scan.segments().all(|s| s.columns.iter().any(|c| &c.name == name)))
+        .collect()
+}
+
+/// What reading `segment` costs a scan that reads `wanted` (see [`wanted_columns`]): its
+/// bytes, in proportion to the wanted columns it holds.
+fn cost(segment: &SegmentMeta, wanted: &[String]) -> u64 {
+    if wanted.is_empty() {
+        return segment.bytes;
+    }
+    let held = wanted
+        .iter()
+        .filter(|name| segment.columns.iter().any(|c| &c.name == *name))
+        .count() as u64;
+    segment.bytes.saturating_mul(held) / wanted.len() as u64
 }
 
 /// `count` of `workers` for a scan of `table`: all of them when it asks for as many, else
@@ -145,7 +187,8 @@ fn split(
         return Err(DataFusionError::Execution("no query node is available".into()));
     }
     let workers = chosen(&scan.spec().table, workers, tasks.max(1));
-    let shares = assign(scan.segments(), &workers);
+    let wanted = wanted_columns(scan);
+    let shares = assign(scan.segments(), &workers, |segment| cost(segment, &wanted));
     // The planner settled on `tasks` copies; fewer workers than tasks share them round-robin.
     let mut variants: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(tasks);
     let mut shares = shares.into_iter().zip(&workers).collect::<Vec<_>>();
@@ -282,7 +325,7 @@ mod tests {
             })
             .collect();
         let three = urls(3);
-        let shares = assign(segments.iter(), &three);
+        let shares = assign(segments.iter(), &three, |s| s.bytes);
         let total: u64 = segments.iter().map(|s| s.bytes).sum();
         for share in &shares {
             let bytes: u64 = share.iter().map(|s| s.bytes).sum();
@@ -300,16 +343,53 @@ mod tests {
             "only {at_owner} of 40 segments stay with their rendezvous owner"
         );
         // The same list gives the same assignment.
-        assert_eq!(assign(segments.iter(), &three), shares);
+        assert_eq!(assign(segments.iter(), &three, |s| s.bytes), shares);
         // One segment larger than an even share goes whole to one worker.
         let lopsided = [
             segment("big".into(), 900),
             segment("a".into(), 50),
             segment("b".into(), 50),
         ];
-        let shares = assign(lopsided.iter(), &three);
+        let shares = assign(lopsided.iter(), &three, |s| s.bytes);
         assert_eq!(shares.iter().map(Vec::len).sum::<usize>(), 3);
         assert!(shares.iter().any(|s| s.len() == 1 && s[0].id == "big"));
+    }
+
+    #[test]
+    fn a_question_about_one_signal_splits_that_signals_segments() {
+        // One table with 6 log segments and 3 larger span segments (as OTLP data lands).
+        let with = |id: String, bytes: u64, columns: &[&str]| SegmentMeta {
+            columns: columns
+                .iter()
+                .map(|name| trawl_catalog::ColumnInfo {
+                    name: (*name).into(),
+                    kql_type: trawl_common::KqlType::String,
+                })
+                .collect(),
+            ..segment(id, bytes)
+        };
+        let mut segments: Vec<SegmentMeta> = (0..6)
+            .map(|i| with(format!("log{i}"), 100, &["timestamp", "body"]))
+            .collect();
+        // Balanced by whole-segment bytes, the big span segment's worker would take no log
+        // segment and the logs would split 0 / 3 / 3.
+        for (i, bytes) in [500, 200, 200].into_iter().enumerate() {
+            segments.push(with(format!("span{i}"), bytes, &["timestamp", "span_name"]));
+        }
+        let three = urls(3);
+        // A logs question reads `body` (and `timestamp`, which every segment holds).
+        let wanted = vec!["body".to_string()];
+        assert_eq!(cost(&segments[0], &wanted), 100);
+        assert_eq!(cost(&segments[6], &wanted), 0);
+        assert_eq!(cost(&segments[6], &[]), 500);
+        for (wanted, prefix, each) in [("body", "log", 2), ("span_name", "span", 1)] {
+            let wanted = vec![wanted.to_string()];
+            let shares = assign(segments.iter(), &three, |s| cost(s, &wanted));
+            for share in &shares {
+                let read = share.iter().filter(|s| s.id.starts_with(prefix)).count();
+                assert_eq!(read, each, "{prefix} segments per worker: {shares:?}");
+            }
+        }
     }
 
     #[test]
