@@ -102,7 +102,9 @@ def load(cluster: Cluster, args: argparse.Namespace) -> dict:
         log(f"loading {count:,} {signal} through {url}")
         subprocess.run([INGEST_BENCH, "--url", url, "--token", cluster.env["INGEST_TOKEN"], "-c", "32",
                         "--count", str(count), "--warmup", "0", "--seed", str(args.seed), "--signal", signal],
-                       check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+                       check=True, stdout=subprocess.DEVNULL,
+                       # ingest-bench reads TRAWL_BIN as its own --trawl-bin (it would start a server).
+                       env={k: v for k, v in os.environ.items() if k != "TRAWL_BIN"})  # fmt: skip
     expected = manifest["logs"]["records"] + manifest["traces"]["spans"]
     deadline = time.monotonic() + 600
     while True:
