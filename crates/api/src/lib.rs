@@ -21,6 +21,7 @@ pub mod log_push;
 pub mod member_agent;
 pub mod membership;
 pub mod meta_grpc;
+mod meta_messages;
 pub mod operator;
 pub mod otlp_grpc;
 pub mod otlp_http;
