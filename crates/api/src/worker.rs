@@ -54,6 +54,7 @@ impl Scans for LiveScans {
             bytes: totals.bytes,
             chunks_read: totals.chunks_read,
             chunks_skipped_range: totals.skipped_range,
+            chunks_skipped_bloom: totals.skipped_bloom,
             chunks_skipped_required_fields: totals.skipped_required_fields,
             chunks_skipped_bytes: totals.skipped_bytes,
         }))

@@ -99,6 +99,7 @@ impl ScanProbe for TokenChannels {
             bytes: answer.bytes,
             chunks_read: answer.chunks_read,
             skipped_range: answer.chunks_skipped_range,
+            skipped_bloom: answer.chunks_skipped_bloom,
             skipped_required_fields: answer.chunks_skipped_required_fields,
             skipped_bytes: answer.chunks_skipped_bytes,
         })

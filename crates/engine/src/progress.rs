@@ -194,7 +194,9 @@ impl Tracker {
             chunks_skipped_range: load(&counters.chunks_skipped_range)
                 + sample.pruned_statistics
                 + sample.lazy.skipped_range,
-            chunks_skipped_bloom: sample.pruned_bloom,
+            chunks_skipped_bloom: load(&counters.chunks_skipped_bloom)
+                + sample.pruned_bloom
+                + sample.lazy.skipped_bloom,
             chunks_skipped_required_fields: load(&counters.chunks_skipped_required_fields)
                 + sample.lazy.skipped_required_fields,
             predicate_checks: sample.predicate_checks,
@@ -253,6 +255,7 @@ fn add_scan_metrics(totals: &mut ScanTotals, metrics: &datafusion::physical_plan
             segment_scan::BYTES_READ => totals.bytes += value,
             segment_scan::CHUNKS_READ => totals.chunks_read += value,
             segment_scan::CHUNKS_SKIPPED_RANGE => totals.skipped_range += value,
+            segment_scan::CHUNKS_SKIPPED_BLOOM => totals.skipped_bloom += value,
             segment_scan::CHUNKS_SKIPPED_REQUIRED_FIELDS => totals.skipped_required_fields += value,
             segment_scan::SKIPPED_BYTES => totals.skipped_bytes += value,
             _ => {}

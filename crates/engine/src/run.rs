@@ -453,10 +453,12 @@ impl Engine {
                 let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
                 let mut sent = SentRows::new(&name, self.config.max_result_rows);
                 let mut failed = None;
+                let mut exhausted = true;
                 while let Some(batch) = run.ticking(stream.next()).await? {
                     match batch {
                         Ok(batch) => {
                             if !sent.send(run, batch).await? {
+                                exhausted = false;
                                 break;
                             }
                         }
@@ -467,8 +469,10 @@ impl Engine {
                     }
                 }
                 drop(stream);
-                if placement.is_distributed() && failed.is_none() {
-                    // The workers' metrics (rows and bytes read) arrive when their tasks end.
+                if placement.is_distributed() && failed.is_none() && exhausted {
+                    // The workers' metrics (rows and bytes read) arrive when their tasks end;
+                    // tasks stopped early (a full result) send none, and the live totals
+                    // (`LiveScans`) stand for them.
                     run.tracker
                         .replace_last(crate::distributed::with_worker_metrics(&physical).await);
                 }
@@ -745,6 +749,7 @@ impl Engine {
             run.report_unreadable().await?;
             let _watch = self.start_tracking(run, &physical, query.as_deref());
             let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
+            let mut exhausted = true;
             while let Some(batch) = run.ticking(stream.next()).await? {
                 let batch = batch.map_err(execution_error)?;
                 rows += batch.num_rows();
@@ -752,11 +757,13 @@ impl Engine {
                     gathered.push(batch);
                 }
                 if newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows {
+                    exhausted = false;
                     break;
                 }
             }
             drop(stream);
-            if placement.is_distributed() {
+            // (Tasks stopped early send no metrics: see `run_events`.)
+            if placement.is_distributed() && exhausted {
                 run.tracker
                     .replace_last(crate::distributed::with_worker_metrics(&physical).await);
             }

@@ -88,7 +88,7 @@ async fn events_come_in_order_and_progress_counts_what_the_scan_did() -> TestRes
     let f = four_segments().await?;
     let events = drain(
         f.engine
-            .run(request("default | where body has 'o' | count"), with_progress()),
+            .run(request("default | where body contains 'o' | count"), with_progress()),
     )
     .await;
     let kinds = shape(&events);

@@ -10,3 +10,4 @@ mod kql_subset;
 mod limits;
 mod merge;
 mod shredded;
+mod tokens;

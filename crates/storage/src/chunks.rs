@@ -28,6 +28,7 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use trawl_catalog::{ColumnInfo, SegmentMeta};
 
 use crate::schema::table_schema;
+use datafusion::parquet::arrow::arrow_reader::RowSelection;
 
 /// How a segment's chunks stand against the filters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,9 +239,23 @@ fn pruning_predicate(
 
 /// An access plan reading only `chunks` of a segment of `count` chunks.
 pub(crate) fn access_plan(count: usize, chunks: &[usize]) -> ParquetAccessPlan {
+    access_plan_selected(count, chunks, &[])
+}
+
+/// An access plan reading only `chunks` of a segment of `count` chunks, those of them with a
+/// row selection in `selections` only its rows.
+pub(crate) fn access_plan_selected(
+    count: usize,
+    chunks: &[usize],
+    selections: &[(usize, RowSelection)],
+) -> ParquetAccessPlan {
     let mut plan = ParquetAccessPlan::new_none(count);
     for &chunk in chunks {
         plan.scan(chunk);
+        // (A selection narrows a chunk that is scanned; on a skipped one it does nothing.)
+        if let Some((_, selection)) = selections.iter().find(|(c, _)| *c == chunk) {
+            plan.scan_selection(chunk, selection.clone());
+        }
     }
     plan
 }

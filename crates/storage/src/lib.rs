@@ -32,6 +32,7 @@ mod store;
 mod table;
 pub mod thrift_check;
 mod time_bounds;
+pub mod tokens;
 
 pub use batch::rows_to_batch;
 pub use checked::SegmentDamage;

@@ -25,6 +25,8 @@ pub struct ScanTotals {
     pub bytes: u64,
     pub chunks_read: u64,
     pub skipped_range: u64,
+    /// Chunks the token index ruled out.
+    pub skipped_bloom: u64,
     pub skipped_required_fields: u64,
     pub skipped_bytes: u64,
 }
@@ -37,6 +39,7 @@ impl ScanTotals {
             bytes: self.bytes.max(other.bytes),
             chunks_read: self.chunks_read.max(other.chunks_read),
             skipped_range: self.skipped_range.max(other.skipped_range),
+            skipped_bloom: self.skipped_bloom.max(other.skipped_bloom),
             skipped_required_fields: self.skipped_required_fields.max(other.skipped_required_fields),
             skipped_bytes: self.skipped_bytes.max(other.skipped_bytes),
         }
@@ -49,6 +52,7 @@ impl ScanTotals {
             bytes: self.bytes.saturating_sub(other.bytes),
             chunks_read: self.chunks_read.saturating_sub(other.chunks_read),
             skipped_range: self.skipped_range.saturating_sub(other.skipped_range),
+            skipped_bloom: self.skipped_bloom.saturating_sub(other.skipped_bloom),
             skipped_required_fields: self
                 .skipped_required_fields
                 .saturating_sub(other.skipped_required_fields),
@@ -66,6 +70,7 @@ impl std::ops::Add for ScanTotals {
             bytes: self.bytes.saturating_add(other.bytes),
             chunks_read: self.chunks_read.saturating_add(other.chunks_read),
             skipped_range: self.skipped_range.saturating_add(other.skipped_range),
+            skipped_bloom: self.skipped_bloom.saturating_add(other.skipped_bloom),
             skipped_required_fields: self
                 .skipped_required_fields
                 .saturating_add(other.skipped_required_fields),
@@ -87,6 +92,7 @@ pub struct LiveTotals {
     bytes: AtomicU64,
     chunks_read: AtomicU64,
     skipped_range: AtomicU64,
+    skipped_bloom: AtomicU64,
     skipped_required_fields: AtomicU64,
     skipped_bytes: AtomicU64,
 }
@@ -102,6 +108,7 @@ impl LiveTotals {
         add(&self.bytes, more.bytes);
         add(&self.chunks_read, more.chunks_read);
         add(&self.skipped_range, more.skipped_range);
+        add(&self.skipped_bloom, more.skipped_bloom);
         add(&self.skipped_required_fields, more.skipped_required_fields);
         add(&self.skipped_bytes, more.skipped_bytes);
     }
@@ -113,6 +120,7 @@ impl LiveTotals {
             bytes: load(&self.bytes),
             chunks_read: load(&self.chunks_read),
             skipped_range: load(&self.skipped_range),
+            skipped_bloom: load(&self.skipped_bloom),
             skipped_required_fields: load(&self.skipped_required_fields),
             skipped_bytes: load(&self.skipped_bytes),
         }

@@ -25,6 +25,8 @@ pub struct ScanCounters {
     pub chunks_total: AtomicU64,
     /// Chunks whose statistics rule out every row.
     pub chunks_skipped_range: AtomicU64,
+    /// Chunks the token index ruled out (`crate::tokens`).
+    pub chunks_skipped_bloom: AtomicU64,
     /// Chunks of segments lacking a column the filters need to pass.
     pub chunks_skipped_required_fields: AtomicU64,
     /// Compressed bytes of skipped chunks.
@@ -66,6 +68,11 @@ impl ScanCounters {
             &self.chunks_skipped_range
         };
         counter.fetch_add(chunks, Ordering::Relaxed);
+        self.skipped_compressed_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn skipped_by_index(&self, chunks: u64, bytes: u64) {
+        self.chunks_skipped_bloom.fetch_add(chunks, Ordering::Relaxed);
         self.skipped_compressed_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 

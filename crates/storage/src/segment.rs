@@ -2,10 +2,11 @@
 
 use bytes::Bytes;
 use chrono::{DateTime, Datelike, Utc};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::metadata::KeyValue;
 use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use datafusion::parquet::schema::types::ColumnPath;
 use trawl_catalog::{ColumnInfo, SegmentMeta, SegmentState};
@@ -13,6 +14,7 @@ use trawl_common::Row;
 
 use crate::batch::rows_to_batch;
 use crate::store::SegmentStore;
+use crate::tokens::{INDEX_KEY, TokenIndexBuilder};
 use crate::{Result, StorageError};
 
 /// Rows per Parquet row group (a "chunk").
@@ -20,6 +22,10 @@ pub const CHUNK_ROWS: usize = 32 * 1024;
 
 /// Columns that get a Parquet bloom filter (exact-match lookups by id).
 const BLOOM_COLUMNS: &[&str] = &["trace_id", "span_id"];
+
+/// Largest data page of a string column, before compression: a scan that reads a few blocks
+/// of rows (picked by the token index) decodes pages of about this size, not the default 1 MiB.
+const STRING_PAGE_BYTES: usize = 128 * 1024;
 
 /// Writes segments of rows to a [`SegmentStore`].
 #[derive(Debug, Clone)]
@@ -164,6 +170,7 @@ pub fn encode_parquet(batches: &[RecordBatch]) -> Result<Bytes> {
 /// merge) never holds all of its rows decoded at once.
 pub struct SegmentEncoder {
     writer: ArrowWriter<Vec<u8>>,
+    tokens: TokenIndexBuilder,
 }
 
 impl SegmentEncoder {
@@ -182,9 +189,19 @@ impl SegmentEncoder {
                     .set_column_bloom_filter_max_ndv(path, expected_rows.clamp(1, CHUNK_ROWS) as u64);
             }
         }
+        for field in schema.fields() {
+            if matches!(
+                field.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ) {
+                properties = properties
+                    .set_column_data_page_size_limit(ColumnPath::from(field.name().as_str()), STRING_PAGE_BYTES);
+            }
+        }
+        let tokens = TokenIndexBuilder::new(&schema);
         let buffer = Vec::with_capacity(expected_rows.min(CHUNK_ROWS) * 64);
         let writer = ArrowWriter::try_new(buffer, schema, Some(properties.build()))?;
-        Ok(SegmentEncoder { writer })
+        Ok(SegmentEncoder { writer, tokens })
     }
 
     /// Reserves room for `bytes` of output up front, so a large segment's buffer is not
@@ -196,10 +213,21 @@ impl SegmentEncoder {
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.tokens.add(batch)?;
         Ok(self.writer.write(batch)?)
     }
 
-    pub fn finish(self) -> Result<Bytes> {
+    /// The file's bytes: the chunks, the token index (`crate::tokens`), the footer.
+    pub fn finish(mut self) -> Result<Bytes> {
+        if let Some(index) = self.tokens.finish()? {
+            self.writer.flush()?;
+            let offset = self.writer.bytes_written();
+            self.writer.write_all(&index)?;
+            self.writer.append_key_value_metadata(KeyValue::new(
+                INDEX_KEY.to_string(),
+                format!("{offset}:{}", index.len()),
+            ));
+        }
         Ok(Bytes::from(self.writer.into_inner()?))
     }
 }

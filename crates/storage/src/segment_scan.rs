@@ -285,6 +285,7 @@ struct Scanned {
     unreadable: Count,
     chunks_read: Count,
     skipped_range: Count,
+    skipped_bloom: Count,
     skipped_required_fields: Count,
     skipped_bytes: Count,
 }
@@ -299,6 +300,7 @@ impl Scanned {
             unreadable: count(SEGMENTS_UNREADABLE),
             chunks_read: count(CHUNKS_READ),
             skipped_range: count(CHUNKS_SKIPPED_RANGE),
+            skipped_bloom: count(CHUNKS_SKIPPED_BLOOM),
             skipped_required_fields: count(CHUNKS_SKIPPED_REQUIRED_FIELDS),
             skipped_bytes: count(SKIPPED_BYTES),
         }
@@ -318,12 +320,14 @@ impl Scanned {
         let chunks = counters.planned_total();
         let skipped = ScanTotals {
             skipped_range: load(&counters.chunks_skipped_range),
+            skipped_bloom: load(&counters.chunks_skipped_bloom),
             skipped_required_fields: load(&counters.chunks_skipped_required_fields),
             skipped_bytes: load(&counters.skipped_compressed_bytes),
             ..ScanTotals::default()
         };
         self.chunks_read.add(size(chunks));
         self.skipped_range.add(size(skipped.skipped_range));
+        self.skipped_bloom.add(size(skipped.skipped_bloom));
         self.skipped_required_fields.add(size(skipped.skipped_required_fields));
         self.skipped_bytes.add(size(skipped.skipped_bytes));
         if let Some(live) = live {
@@ -339,6 +343,7 @@ pub const SEGMENTS_READ: &str = "segments_read";
 pub const SEGMENTS_UNREADABLE: &str = "segments_unreadable";
 pub const CHUNKS_READ: &str = "chunks_read";
 pub const CHUNKS_SKIPPED_RANGE: &str = "chunks_skipped_range";
+pub const CHUNKS_SKIPPED_BLOOM: &str = "chunks_skipped_bloom";
 pub const CHUNKS_SKIPPED_REQUIRED_FIELDS: &str = "chunks_skipped_required_fields";
 pub const SKIPPED_BYTES: &str = "chunk_skipped_compressed_bytes";
 

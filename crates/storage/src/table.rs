@@ -33,11 +33,12 @@ use trawl_common::TIME_COLUMN;
 use trawl_common::shred::parse_shredded_column;
 
 use crate::checked::CheckedReaderFactory;
-use crate::chunks::{Chunks, Classifier, access_plan};
+use crate::chunks::{Chunks, Classifier, access_plan, access_plan_selected};
 use crate::progress::{ScanCounters, chunks_of};
 use crate::segment_scan::{LazyScans, ScanSpec, SegmentScanExec};
 use crate::store::SegmentStore;
 use crate::time_bounds::time_bounds_of_filters;
+use crate::tokens::{Need, narrowed};
 
 /// Where a table's segments come from.
 #[derive(Debug, Clone)]
@@ -582,24 +583,45 @@ impl TrawlTable {
         // The filters this scan applies itself (answered `Exact`); DataFusion applies the others
         // above it, after eliminating their common subexpressions.
         let exact: Vec<Expr> = filters.iter().filter(|f| statistics_can_decide(f)).cloned().collect();
+        // What the token index can rule out (`has`, `==` on strings, ...).
+        let need = Need::of_filters(filters);
         let Some(predicate) = conjunction(exact) else {
-            for segment in &segments {
-                self.count(|c| {
-                    c.classified();
-                    c.planned(segment, chunks_of(segment.rows));
-                });
-            }
             let source = if filters.is_empty() {
                 unfiltered_source(state, &self.schema)?
             } else {
                 source
             };
-            // Whole segments: their row counts are exact, so `count()` needs no reading.
-            let counted: Vec<(u64, PartitionedFile)> = segments
-                .iter()
-                .zip(files)
-                .map(|(segment, (bytes, file))| (bytes, self.with_row_count(file, segment.rows)))
-                .collect();
+            // Whole segments: their row counts are exact, so `count()` needs no reading. The
+            // token index may narrow them to some chunks or rows (the filters apply above).
+            let mut counted: Vec<(u64, PartitionedFile)> = Vec::with_capacity(segments.len());
+            for (segment, (bytes, file)) in segments.iter().zip(files) {
+                let (chunks, selections, _) = match &need {
+                    Some(need) => narrowed(state, segment, need, Chunks::AllFull).await?,
+                    None => (Chunks::AllFull, Vec::new(), 0),
+                };
+                self.count(|c| c.classified());
+                match chunks {
+                    Chunks::None => self.count(|c| c.skipped_by_index(chunks_of(segment.rows), bytes)),
+                    Chunks::Some {
+                        count, full, partial, ..
+                    } => {
+                        let mut read: Vec<usize> = full.into_iter().chain(partial).collect();
+                        read.sort_unstable();
+                        let share = |n: usize| bytes * n as u64 / count.max(1) as u64;
+                        let skipped = count.saturating_sub(read.len());
+                        self.count(|c| {
+                            c.planned(segment, read.len() as u64);
+                            c.skipped_by_index(skipped as u64, share(skipped));
+                        });
+                        let plan = access_plan_selected(count, &read, &selections);
+                        counted.push((share(read.len()), file.with_extension(plan)));
+                    }
+                    Chunks::AllFull | Chunks::Unknown => {
+                        self.count(|c| c.planned(segment, chunks_of(segment.rows)));
+                        counted.push((bytes, self.with_row_count(file, segment.rows)));
+                    }
+                }
+            }
             let mut builder = FileScanConfigBuilder::new(url, Arc::new(source));
             if let Some(rows) = exact_rows(counted.iter().map(|(_, file)| file)) {
                 builder = builder.with_statistics(self.statistics_of(rows));
@@ -617,12 +639,22 @@ impl TrawlTable {
         let predicate_columns = predicate.column_refs();
         for (segment, (bytes, file)) in segments.iter().zip(files) {
             let chunks = classifier.classify(state, &self.schema, segment, &predicate).await?;
+            let (chunks, selections, ruled_out) = match &need {
+                Some(need) => narrowed(state, segment, need, chunks).await?,
+                None => (chunks, Vec::new(), 0),
+            };
             self.count(|c| c.classified());
             match chunks {
                 Chunks::None => {
                     let lacks = |name: &str| !segment.columns.iter().any(|c| c.name == name);
                     let required = predicate_columns.iter().any(|column| lacks(column.name()));
-                    self.count(|c| c.skipped(chunks_of(segment.rows), bytes, required));
+                    let total = chunks_of(segment.rows);
+                    let by_index = (ruled_out as u64).min(total);
+                    let index_bytes = bytes * by_index / total.max(1);
+                    self.count(|c| {
+                        c.skipped_by_index(by_index, index_bytes);
+                        c.skipped(total - by_index, bytes - index_bytes, required);
+                    });
                 }
                 Chunks::AllFull | Chunks::Unknown => {
                     self.count(|c| c.planned(segment, chunks_of(segment.rows)));
@@ -641,9 +673,15 @@ impl TrawlTable {
                     let share = |n: usize| bytes * n as u64 / count.max(1) as u64;
                     let read = full_chunks.len() + partial_chunks.len();
                     let skipped = count.saturating_sub(read);
+                    let by_index = ruled_out.min(skipped);
                     self.count(|c| {
                         c.planned(segment, read as u64);
-                        c.skipped(skipped as u64, share(skipped), false);
+                        c.skipped(
+                            (skipped - by_index) as u64,
+                            share(skipped).saturating_sub(share(by_index)),
+                            false,
+                        );
+                        c.skipped_by_index(by_index as u64, share(by_index));
                     });
                     if !full_chunks.is_empty() {
                         let plan = access_plan(count, &full_chunks);
@@ -651,7 +689,7 @@ impl TrawlTable {
                         full.push((share(full_chunks.len()), counted.with_extension(plan)));
                     }
                     if !partial_chunks.is_empty() {
-                        let plan = access_plan(count, &partial_chunks);
+                        let plan = access_plan_selected(count, &partial_chunks, &selections);
                         partial.push((share(partial_chunks.len()), file.with_extension(plan)));
                     }
                 }

@@ -1,0 +1,729 @@
+//! The token index: for every block of [`BLOCK_ROWS`] rows of a segment and every string and
+//! dynamic column, a split-block bloom filter (Parquet's [`Sbbf`]) over the column's terms as `has`
+//! sees them ([`trawl_functions::tokenizer`]), ASCII-folded so one filter serves `has` and
+//! `has_cs`.
+//!
+//! The segment encoder writes it into the Parquet file itself, after the last chunk and
+//! before the footer (`ArrowWriter::write_all`: other readers skip such bytes), and records
+//! where in the footer's key-value entry [`INDEX_KEY`] (`"<offset>:<length>"`). A segment
+//! written before the index existed has no entry and is read as before; a merge writes the
+//! index of its output anew.
+//!
+//! A scan turns its filters into a [`Need`] (`has`, `has_cs`, `==`, `in`, `has_any`,
+//! `has_all`, `search` on string columns; `!has` and other conditions cannot prune) and asks
+//! each segment's index which blocks may hold a passing row ([`chunk_rows`]). The others are
+//! not read: a chunk whose blocks all fail is skipped, a chunk with some is read as a row
+//! selection, and the reader fetches only the pages of the selected rows (the page index
+//! tells it where they are). The lookup runs where the scan runs, on the worker in a
+//! distributed query. Parsed indexes are kept in a cache of bounded size ([`CACHE_BYTES`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{Expr, Operator};
+use datafusion::parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+use datafusion::parquet::bloom_filter::Sbbf;
+use datafusion::parquet::file::metadata::ParquetMetaData;
+use object_store::ObjectStoreExt;
+use object_store::path::Path as ObjectPath;
+use trawl_catalog::SegmentMeta;
+use trawl_common::KqlType;
+use trawl_functions::dynamic::unquote_json_string;
+use trawl_functions::tokenizer::terms;
+
+use crate::chunks::Chunks;
+use crate::schema::kql_type_of;
+use crate::store::SegmentStore;
+
+/// Rows per block: the unit the index can skip. A divisor of `CHUNK_ROWS`, so blocks do not
+/// straddle chunks.
+pub const BLOCK_ROWS: usize = 1024;
+
+/// The footer's key-value entry that locates the index.
+pub const INDEX_KEY: &str = "trawl.tokens";
+
+/// Target false-positive rate of a block's filter.
+const FPP: f64 = 0.01;
+
+const MAGIC: &[u8; 4] = b"TRTX";
+const VERSION: u8 = 1;
+
+/// Largest index a reader accepts, whatever a damaged footer claims.
+const MAX_INDEX_BYTES: u64 = 1 << 30;
+
+/// Parsed indexes kept in memory, in bytes of filters.
+pub const CACHE_BYTES: usize = 256 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+/// Builds the index of one segment from its batches, in the order they are written.
+#[derive(Debug)]
+pub(crate) struct TokenIndexBuilder {
+    columns: Vec<ColumnBuilder>,
+    rows_in_block: usize,
+    rows: u64,
+}
+
+#[derive(Debug)]
+struct ColumnBuilder {
+    /// Position in the batches' schema.
+    position: usize,
+    name: String,
+    /// The finished blocks, serialized: per block a `u32` length, then the filter's bitset.
+    blocks: Vec<u8>,
+    block_count: u32,
+    /// The current block's terms, ASCII-lowercased, back to back; `ends` marks where each ends.
+    terms: Vec<u8>,
+    ends: Vec<usize>,
+    /// The previous value of the block: repeats (the resource of one request) add nothing.
+    last: Option<Vec<u8>>,
+    /// For a dynamic column until its first block is done: how many of its values are bags
+    /// (JSON objects and arrays) and how many are not.
+    probe: Option<(usize, usize)>,
+}
+
+impl TokenIndexBuilder {
+    /// A builder for batches of `schema`: it indexes the string columns and the dynamic ones
+    /// that hold text (the JSON text of a value and the content of a JSON string, as `has`
+    /// reads them). A dynamic column whose first block holds mostly bags (attributes,
+    /// resources) is left out: its keys and values would make the index several times larger,
+    /// and the text people search is in the other columns and in the bags' shredded keys.
+    pub(crate) fn new(schema: &SchemaRef) -> TokenIndexBuilder {
+        let columns = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, field)| {
+                matches!(kql_type_of(field), KqlType::String | KqlType::Dynamic)
+                    && matches!(
+                        field.data_type(),
+                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                    )
+            })
+            .map(|(position, field)| ColumnBuilder {
+                position,
+                name: field.name().clone(),
+                blocks: Vec::new(),
+                block_count: 0,
+                terms: Vec::new(),
+                ends: Vec::new(),
+                last: None,
+                probe: (kql_type_of(field) == KqlType::Dynamic).then_some((0, 0)),
+            })
+            .collect();
+        TokenIndexBuilder {
+            columns,
+            rows_in_block: 0,
+            rows: 0,
+        }
+    }
+
+    /// Adds the rows of `batch`.
+    pub(crate) fn add(&mut self, batch: &RecordBatch) -> crate::Result<()> {
+        let mut start = 0;
+        while start < batch.num_rows() {
+            let take = (BLOCK_ROWS - self.rows_in_block).min(batch.num_rows() - start);
+            for column in &mut self.columns {
+                if let Some(array) = batch.columns().get(column.position) {
+                    column.add(array.as_ref(), start, take);
+                }
+            }
+            start += take;
+            self.rows_in_block += take;
+            self.rows += take as u64;
+            if self.rows_in_block == BLOCK_ROWS {
+                self.finish_block()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_block(&mut self) -> crate::Result<()> {
+        // Whether a dynamic column is indexed is decided by its first block.
+        self.columns
+            .retain(|column| column.probe.is_none_or(|(bags, texts)| bags <= texts));
+        for column in &mut self.columns {
+            column.probe = None;
+            column.finish_block()?;
+        }
+        self.rows_in_block = 0;
+        Ok(())
+    }
+
+    /// The serialized index; `None` when there is nothing to index.
+    pub(crate) fn finish(mut self) -> crate::Result<Option<Vec<u8>>> {
+        if self.columns.is_empty() || self.rows == 0 {
+            return Ok(None);
+        }
+        if self.rows_in_block > 0 {
+            self.finish_block()?;
+        }
+        let mut out = Vec::with_capacity(
+            64 + self
+                .columns
+                .iter()
+                .map(|c| c.blocks.len() + c.name.len() + 16)
+                .sum::<usize>(),
+        );
+        out.extend_from_slice(MAGIC);
+        out.push(VERSION);
+        out.extend_from_slice(&(BLOCK_ROWS as u32).to_le_bytes());
+        out.extend_from_slice(&self.rows.to_le_bytes());
+        out.extend_from_slice(&(self.columns.len() as u32).to_le_bytes());
+        for column in &self.columns {
+            out.extend_from_slice(&(column.name.len() as u32).to_le_bytes());
+            out.extend_from_slice(column.name.as_bytes());
+            out.extend_from_slice(&column.block_count.to_le_bytes());
+            out.extend_from_slice(&(column.blocks.len() as u64).to_le_bytes());
+            out.extend_from_slice(&column.blocks);
+        }
+        Ok(Some(out))
+    }
+}
+
+impl ColumnBuilder {
+    fn add(&mut self, array: &dyn Array, start: usize, len: usize) {
+        let array = array.slice(start, len);
+        if let Some(strings) = array.as_string_opt::<i32>() {
+            strings.iter().for_each(|value| self.add_value(value));
+        } else if let Some(strings) = array.as_string_opt::<i64>() {
+            strings.iter().for_each(|value| self.add_value(value));
+        } else if let Some(strings) = array.as_string_view_opt() {
+            strings.iter().for_each(|value| self.add_value(value));
+        }
+    }
+
+    fn add_value(&mut self, value: Option<&str>) {
+        let Some(value) = value else { return };
+        if self.last.as_deref() == Some(value.as_bytes()) {
+            return;
+        }
+        if let Some((bags, texts)) = &mut self.probe {
+            match value.as_bytes().first() {
+                Some(b'{' | b'[') => *bags += 1,
+                _ => *texts += 1,
+            }
+        }
+        self.push_terms(value);
+        // `has` reads a quoted JSON string as its content: index both forms.
+        if let Some(unquoted) = unquote_json_string(value)
+            && unquoted.as_ref() != value
+        {
+            self.push_terms(&unquoted);
+        }
+        match &mut self.last {
+            Some(last) => {
+                last.clear();
+                last.extend_from_slice(value.as_bytes());
+            }
+            None => self.last = Some(value.as_bytes().to_vec()),
+        }
+    }
+
+    fn push_terms(&mut self, text: &str) {
+        for term in terms(text) {
+            self.terms.extend(term.bytes().map(|b| b.to_ascii_lowercase()));
+            self.ends.push(self.terms.len());
+        }
+    }
+
+    fn finish_block(&mut self) -> crate::Result<()> {
+        if self.ends.is_empty() {
+            self.blocks.extend_from_slice(&0u32.to_le_bytes());
+        } else {
+            let mut filter = Sbbf::new_with_ndv_fpp(self.ends.len() as u64, FPP)?;
+            let mut begin = 0;
+            for &end in &self.ends {
+                filter.insert(&self.terms[begin..end]);
+                begin = end;
+            }
+            filter.fold_to_target_fpp(FPP);
+            let bytes = filter.num_blocks() * 32;
+            self.blocks.extend_from_slice(&(bytes as u32).to_le_bytes());
+            filter.write_bitset(&mut self.blocks)?;
+        }
+        self.block_count += 1;
+        self.terms.clear();
+        self.ends.clear();
+        self.last = None;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+/// A segment's parsed index.
+#[derive(Debug)]
+pub struct TokenIndex {
+    block_rows: usize,
+    rows: u64,
+    /// Per indexed column, one filter per block (`None`: the block has no terms).
+    columns: HashMap<String, Vec<Option<Sbbf>>>,
+    bytes: usize,
+}
+
+impl TokenIndex {
+    /// Parses serialized index bytes; an error says what is wrong.
+    pub fn parse(bytes: &[u8]) -> Result<TokenIndex, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(4)? != MAGIC {
+            return Err("not a token index".into());
+        }
+        let version = r.take(1)?[0];
+        if version != VERSION {
+            return Err(format!("token index version {version} is not known"));
+        }
+        let block_rows = r.u32()? as usize;
+        if block_rows == 0 {
+            return Err("token index blocks of 0 rows".into());
+        }
+        let rows = r.u64()?;
+        let expected_blocks = rows.div_ceil(block_rows as u64);
+        let column_count = r.u32()?;
+        let mut columns = HashMap::new();
+        for _ in 0..column_count {
+            let name_len = r.u32()? as usize;
+            let name = std::str::from_utf8(r.take(name_len)?)
+                .map_err(|_| "a column name is not UTF-8".to_string())?
+                .to_string();
+            let block_count = u64::from(r.u32()?);
+            if block_count != expected_blocks {
+                return Err(format!(
+                    "column {name} has {block_count} blocks, {rows} rows need {expected_blocks}"
+                ));
+            }
+            let blocks_len = usize::try_from(r.u64()?).map_err(|_| "blocks too long".to_string())?;
+            let mut blocks = Reader {
+                bytes: r.take(blocks_len)?,
+                at: 0,
+            };
+            let mut filters = Vec::with_capacity(block_count as usize);
+            for _ in 0..block_count {
+                let len = blocks.u32()? as usize;
+                if !len.is_multiple_of(32) {
+                    return Err(format!("a filter of column {name} is {len} bytes, not whole blocks"));
+                }
+                let bitset = blocks.take(len)?;
+                filters.push((len > 0).then(|| Sbbf::new(bitset)));
+            }
+            if blocks.at != blocks.bytes.len() {
+                return Err(format!("column {name} has bytes after its last filter"));
+            }
+            columns.insert(name, filters);
+        }
+        Ok(TokenIndex {
+            block_rows,
+            rows,
+            columns,
+            bytes: bytes.len(),
+        })
+    }
+
+    /// Whether block `block` may hold a row of `column` with every one of `terms` (lowercased).
+    /// A column without an index may.
+    fn may_hold(&self, column: &str, block: usize, terms: &[Vec<u8>]) -> bool {
+        let Some(filters) = self.columns.get(column) else {
+            return true;
+        };
+        match filters.get(block) {
+            Some(Some(filter)) => terms.iter().all(|term| filter.check(&term[..])),
+            Some(None) => false,
+            None => true,
+        }
+    }
+
+    /// The number of blocks.
+    fn blocks(&self) -> usize {
+        usize::try_from(self.rows.div_ceil(self.block_rows as u64)).unwrap_or(usize::MAX)
+    }
+
+    /// Bytes of the serialized index.
+    pub fn size(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether `column` is indexed.
+    pub fn has_column(&self, column: &str) -> bool {
+        self.columns.contains_key(column)
+    }
+}
+
+/// A bounds-checked reader of little-endian fields.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|end| *end <= self.bytes.len());
+        let Some(end) = end else {
+            return Err("the token index is cut short".into());
+        };
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let mut raw = [0u8; 4];
+        raw.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(raw))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(raw))
+    }
+}
+
+/// Where the footer says the index is: `(offset, length)`.
+pub(crate) fn location(footer: &ParquetMetaData, file_bytes: u64) -> Option<(u64, u64)> {
+    let entries = footer.file_metadata().key_value_metadata()?;
+    let value = entries.iter().find(|kv| kv.key == INDEX_KEY)?.value.as_deref()?;
+    let (offset, length) = value.split_once(':')?;
+    let (offset, length) = (offset.parse::<u64>().ok()?, length.parse::<u64>().ok()?);
+    let end = offset.checked_add(length)?;
+    (end <= file_bytes && length <= MAX_INDEX_BYTES).then_some((offset, length))
+}
+
+/// Parsed indexes by segment id, oldest first out when over [`CACHE_BYTES`].
+#[derive(Default)]
+struct IndexCache {
+    entries: HashMap<String, Arc<TokenIndex>>,
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+static CACHE: LazyLock<Mutex<IndexCache>> = LazyLock::new(Mutex::default);
+
+impl IndexCache {
+    fn insert(&mut self, id: &str, index: Arc<TokenIndex>) {
+        if self.entries.contains_key(id) || index.size() > CACHE_BYTES {
+            return;
+        }
+        while self.bytes + index.size() > CACHE_BYTES {
+            let Some(oldest) = self.order.pop_front() else { break };
+            if let Some(evicted) = self.entries.remove(&oldest) {
+                self.bytes -= evicted.size();
+            }
+        }
+        self.bytes += index.size();
+        self.order.push_back(id.to_string());
+        self.entries.insert(id.to_string(), index);
+    }
+}
+
+/// The index of `segment` (whose footer is `footer`), from the cache or the store; `None` when
+/// the segment has none or it cannot be read (the scan then reads every block: the index
+/// only ever saves work).
+async fn index_of(state: &dyn Session, segment: &SegmentMeta, footer: &ParquetMetaData) -> Option<Arc<TokenIndex>> {
+    if let Some(index) = CACHE
+        .lock()
+        .ok()
+        .and_then(|cache| cache.entries.get(&segment.id).cloned())
+    {
+        return Some(index);
+    }
+    let (offset, length) = location(footer, segment.bytes)?;
+    let url = SegmentStore::url().ok()?;
+    let store = state.runtime_env().object_store(url).ok()?;
+    let path = ObjectPath::from(segment.path.as_str());
+    let bytes = match store.get_range(&path, offset..offset + length).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            tracing::warn!(segment = %segment.id, %error, "the token index cannot be read; the scan reads every block");
+            return None;
+        }
+    };
+    let index = match TokenIndex::parse(&bytes) {
+        Ok(index) => Arc::new(index),
+        Err(message) => {
+            tracing::warn!(segment = %segment.id, %message, "the token index is damaged; the scan reads every block");
+            return None;
+        }
+    };
+    if index.rows != segment.rows {
+        tracing::warn!(segment = %segment.id, "the token index does not match the segment's rows; it is not used");
+        return None;
+    }
+    if let Ok(mut cache) = CACHE.lock() {
+        cache.insert(&segment.id, Arc::clone(&index));
+    }
+    Some(index)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Asking
+
+/// What a passing row's string columns must hold, as far as the index can tell.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Need {
+    /// `column` holds every one of `terms` (lowercased) as whole terms.
+    Terms {
+        column: String,
+        terms: Vec<Vec<u8>>,
+    },
+    All(Vec<Need>),
+    Any(Vec<Need>),
+}
+
+impl Need {
+    /// What the conjunction of `filters` needs; `None` when the index cannot tell.
+    pub(crate) fn of_filters(filters: &[Expr]) -> Option<Need> {
+        let mut all: Vec<Need> = filters.iter().filter_map(need_of).collect();
+        match all.len() {
+            0 => None,
+            1 => all.pop(),
+            _ => Some(Need::All(all)),
+        }
+    }
+
+    fn may_match(&self, index: &TokenIndex, block: usize) -> bool {
+        match self {
+            Need::Terms { column, terms } => index.may_hold(column, block, terms),
+            Need::All(needs) => needs.iter().all(|n| n.may_match(index, block)),
+            Need::Any(needs) => needs.iter().any(|n| n.may_match(index, block)),
+        }
+    }
+
+    /// Whether the index of a segment can say anything for this need.
+    fn uses(&self, index: &TokenIndex) -> bool {
+        match self {
+            Need::Terms { column, .. } => index.has_column(column),
+            Need::All(needs) => needs.iter().any(|n| n.uses(index)),
+            Need::Any(needs) => needs.iter().all(|n| n.uses(index)),
+        }
+    }
+}
+
+/// The need of one filter, when the index can tell.
+fn need_of(expr: &Expr) -> Option<Need> {
+    match expr {
+        Expr::Alias(alias) => need_of(&alias.expr),
+        Expr::BinaryExpr(binary) => match binary.op {
+            Operator::And => {
+                let parts: Vec<Need> = [&binary.left, &binary.right]
+                    .into_iter()
+                    .filter_map(|e| need_of(e))
+                    .collect();
+                match parts.len() {
+                    0 => None,
+                    1 => parts.into_iter().next(),
+                    _ => Some(Need::All(parts)),
+                }
+            }
+            Operator::Or => Some(Need::Any(vec![need_of(&binary.left)?, need_of(&binary.right)?])),
+            Operator::Eq => match (column_of(&binary.left), column_of(&binary.right)) {
+                (Some(column), None) => terms_need(column, string_of(&binary.right)?),
+                (None, Some(column)) => terms_need(column, string_of(&binary.left)?),
+                _ => None,
+            },
+            _ => None,
+        },
+        Expr::ScalarFunction(call) if matches!(call.name(), "kql_has" | "kql_has_cs") => match call.args.as_slice() {
+            [hay, needle] => terms_need(column_of(hay)?, string_of(needle)?),
+            _ => None,
+        },
+        Expr::InList(list) if !list.negated => {
+            let column = column_of(&list.expr)?;
+            let any = list
+                .list
+                .iter()
+                .map(|item| terms_need(column, string_of(item)?))
+                .collect::<Option<Vec<Need>>>()?;
+            Some(Need::Any(any))
+        }
+        _ => None,
+    }
+}
+
+fn terms_need(column: &str, text: &str) -> Option<Need> {
+    let terms: Vec<Vec<u8>> = terms(text).map(|t| t.to_ascii_lowercase().into_bytes()).collect();
+    (!terms.is_empty()).then(|| Need::Terms {
+        column: column.to_string(),
+        terms,
+    })
+}
+
+/// The column `expr` reads unchanged (through casts between string types).
+fn column_of(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Column(column) => Some(column.name()),
+        Expr::Cast(cast) if is_string(cast.field.data_type()) => column_of(&cast.expr),
+        Expr::TryCast(cast) if is_string(cast.field.data_type()) => column_of(&cast.expr),
+        _ => None,
+    }
+}
+
+fn string_of(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)),
+            _,
+        ) => Some(s),
+        Expr::Cast(cast) if is_string(cast.field.data_type()) => string_of(&cast.expr),
+        _ => None,
+    }
+}
+
+fn is_string(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
+}
+
+/// The rows of one chunk that may pass.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ChunkRows {
+    None,
+    All,
+    Some(RowSelection),
+}
+
+/// The rows of each chunk of `segment` that may pass `need`, by its token index; `None` when
+/// the segment has no index that can tell.
+pub(crate) async fn chunk_rows(
+    state: &dyn Session,
+    segment: &SegmentMeta,
+    footer: &ParquetMetaData,
+    need: &Need,
+) -> Option<Vec<ChunkRows>> {
+    let index = index_of(state, segment, footer).await?;
+    let group_rows: Vec<u64> = footer
+        .row_groups()
+        .iter()
+        .map(|group| u64::try_from(group.num_rows()).unwrap_or(0))
+        .collect();
+    rows_by_chunk(&index, need, &group_rows)
+}
+
+/// The rows of each chunk (of `group_rows` rows each, in order) that may pass `need` by
+/// `index`; `None` when the index cannot tell or does not match the chunks.
+pub(crate) fn rows_by_chunk(index: &TokenIndex, need: &Need, group_rows: &[u64]) -> Option<Vec<ChunkRows>> {
+    if !need.uses(index) || group_rows.iter().sum::<u64>() != index.rows {
+        return None;
+    }
+    let block_rows = index.block_rows as u64;
+    let passing: Vec<bool> = (0..index.blocks()).map(|b| need.may_match(index, b)).collect();
+    let mut start = 0u64;
+    let mut chunks = Vec::with_capacity(group_rows.len());
+    for &rows in group_rows {
+        let end = start + rows;
+        let mut selectors: Vec<RowSelector> = Vec::new();
+        let mut at = start;
+        while at < end {
+            let block = at / block_rows;
+            let block_end = ((block + 1) * block_rows).min(end);
+            let pass = passing.get(block as usize).copied().unwrap_or(true);
+            let n = usize::try_from(block_end - at).unwrap_or(usize::MAX);
+            match selectors.last_mut() {
+                Some(last) if last.skip != pass => last.row_count += n,
+                _ => selectors.push(if pass {
+                    RowSelector::select(n)
+                } else {
+                    RowSelector::skip(n)
+                }),
+            }
+            at = block_end;
+        }
+        chunks.push(match selectors.as_slice() {
+            [] => ChunkRows::None,
+            [only] if only.skip => ChunkRows::None,
+            [_] => ChunkRows::All,
+            _ => ChunkRows::Some(RowSelection::from(selectors)),
+        });
+        start = end;
+    }
+    Some(chunks)
+}
+
+/// What the index made of a segment's chunks: the chunks to read, row selections of those it
+/// narrowed (by chunk index), and how many chunks it ruled out.
+pub(crate) type Narrowed = (Chunks, Vec<(usize, RowSelection)>, usize);
+
+/// `chunks` of `segment` (classified by statistics) narrowed by its token index for `need`:
+/// chunks the index rules out are left out, chunks it narrows become partial (the filters
+/// apply to them) and are read as the row selection returned beside.
+pub(crate) async fn narrowed(
+    state: &dyn Session,
+    segment: &SegmentMeta,
+    need: &Need,
+    chunks: Chunks,
+) -> datafusion::error::Result<Narrowed> {
+    if chunks == Chunks::None {
+        return Ok((chunks, Vec::new(), 0));
+    }
+    let footer = crate::probe::footer(state, segment).await?;
+    let Some(rows) = chunk_rows(state, segment, &footer, need).await else {
+        return Ok((chunks, Vec::new(), 0));
+    };
+    let count = rows.len();
+    let (was_full, was_partial): (Vec<usize>, Vec<usize>) = match &chunks {
+        Chunks::None => return Ok((chunks, Vec::new(), 0)),
+        Chunks::AllFull => ((0..count).collect(), Vec::new()),
+        Chunks::Unknown => (Vec::new(), (0..count).collect()),
+        Chunks::Some {
+            count: classified,
+            full,
+            partial,
+            ..
+        } => {
+            if *classified != count {
+                return Ok((chunks, Vec::new(), 0));
+            }
+            (full.clone(), partial.clone())
+        }
+    };
+    let (mut full, mut partial, mut selections) = (Vec::new(), Vec::new(), Vec::new());
+    let mut ruled_out = 0;
+    for (chunk, was_full) in was_full
+        .iter()
+        .map(|&c| (c, true))
+        .chain(was_partial.iter().map(|&c| (c, false)))
+    {
+        match rows.get(chunk) {
+            Some(ChunkRows::None) => ruled_out += 1,
+            Some(ChunkRows::All) | None if was_full => full.push(chunk),
+            Some(ChunkRows::All) | None => partial.push(chunk),
+            Some(ChunkRows::Some(selection)) => {
+                partial.push(chunk);
+                selections.push((chunk, selection.clone()));
+            }
+        }
+    }
+    if full.is_empty() && partial.is_empty() {
+        return Ok((Chunks::None, Vec::new(), ruled_out));
+    }
+    partial.sort_unstable();
+    let full_rows = full
+        .iter()
+        .filter_map(|&chunk| footer.row_groups().get(chunk))
+        .map(|group| u64::try_from(group.num_rows()).unwrap_or(0))
+        .sum();
+    Ok((
+        Chunks::Some {
+            count,
+            full,
+            full_rows,
+            partial,
+        },
+        selections,
+        ruled_out,
+    ))
+}
+
+/// Bytes and blocks of indexes in the cache (for tests and reports).
+pub fn cached() -> (usize, usize) {
+    CACHE.lock().map(|c| (c.bytes, c.entries.len())).unwrap_or((0, 0))
+}
+
+#[cfg(test)]
+#[path = "tokens_tests.rs"]
+mod tests;
