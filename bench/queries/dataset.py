@@ -163,6 +163,8 @@ def load(data: Path, seed: int, logs: int, spans: int) -> dict:
                  "-c", "64", "--count", str(count),
                  "--warmup", "0", "--seed", str(seed), "--signal", signal_name],
                 check=True, stdout=subprocess.DEVNULL,
+                # ingest-bench reads TRAWL_BIN as its own --trawl-bin (it would start a server).
+                env={k: v for k, v in os.environ.items() if k != "TRAWL_BIN"},
             )
     with TrawlServer(trawl_dir, data / "server.log", MERGE_INTERVAL_SECS) as server:
         wait_for_merges(server, trawl_dir)

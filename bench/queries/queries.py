@@ -1,8 +1,9 @@
 """Query benchmark: the questions Q1–Q13 of /work/shared/bench-queries.md as KQL on Trawl
-(`POST /v2/rest/query` at the gateway) and as SQL on DuckDB over the same records exported to Parquet; median times,
-the ratio Trawl / DuckDB, and whether both gave the same answer.
+(`POST /v2/rest/query` at the gateway) and as SQL on DuckDB and on ClickHouse (chdb) over the same records
+exported to Parquet; median times, the ratios of Trawl to each and to the faster of the two, and whether each
+gave Trawl's answer.
 
-Run it through run.sh (which provides DuckDB); see bench/README.md, "Query benchmark".
+Run it through run.sh (which provides DuckDB and chdb); see bench/README.md, "Query benchmark".
 """
 
 from __future__ import annotations
@@ -14,12 +15,23 @@ import statistics
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import duckdb
 
 from dataset import LOCAL, TRAWL_BIN, TrawlServer, ensure_exported, ensure_loaded, live_segments, log, sql_string
-from questions import QUESTIONS, Question, compare, fill, parameters
+from questions import QUESTIONS, Question, compare, file_parameters, fill, parameters
+
+try:
+    import chdb
+except ImportError as error:
+    chdb = None  # every chdb query fails with CHDB_MISSING; the other sides still run
+    CHDB_MISSING = f"chdb is not installed ({error})"
+
+# The SQL engines Trawl is compared with: result key, name in reports, the Question field of their SQL.
+PEERS = (("duckdb", "DuckDB", "sql"), ("chdb", "chdb", "ch_sql"))
 
 
 def parse_args() -> argparse.Namespace:
@@ -114,19 +126,31 @@ def timed(run, runs: int) -> dict:
     return {"answer": answer, "ms": [round(t, 2) for t in times], "median_ms": round(statistics.median(times), 2)}
 
 
-def measure(question: Question, params: dict, trawl_url: str, con: duckdb.DuckDBPyConnection, runs: int) -> dict:
-    kql, sql = fill(question.kql, params), fill(question.sql, params)
+def measure(question: Question, params: dict, trawl_url: str, peers: dict, runs: int) -> dict:
+    """Trawl's answer and times, each peer's (`peers`: key → a function from SQL to rows), the
+    ratios, and whether each peer gave Trawl's answer."""
+    kql = fill(question.kql, params)
+    sql = {key: fill(getattr(question, field), params) for key, _, field in PEERS}
     log(f"{question.id}: {question.title}")
     trawl = timed(lambda: trawl_rows(trawl_url, kql), runs)
-    duck = timed(lambda: con.execute(sql).fetchall(), runs)
-    result = {"id": question.id, "question": question.title, "kql": kql, "sql": sql, "trawl": trawl, "duckdb": duck}
-    if "answer" in trawl and "answer" in duck:
-        rows, warnings = trawl.pop("answer")
-        answer = duck.pop("answer")
-        same, detail = compare(question, rows, answer)
+    result = {"id": question.id, "question": question.title, "kql": kql}
+    result.update({field: sql[key] for key, _, field in PEERS}, trawl=trawl)
+    result.update({key: timed(partial(peers[key], sql[key]), runs) for key, _, _ in PEERS})
+    rows, warnings = trawl.pop("answer", (None, None))
+    if rows is not None:
         trawl.update(rows=len(rows), warnings=warnings)
-        duck["rows"] = len(answer)
-        result.update(ratio=round(trawl["median_ms"] / duck["median_ms"], 3), same_answer=same, detail=detail)
+    for key, name, _ in PEERS:
+        peer = result[key]
+        answer = peer.pop("answer", None)
+        if answer is None:
+            continue
+        peer["rows"] = len(answer)
+        if rows is not None:
+            same, detail = compare(question, rows, answer, name)
+            peer.update(ratio=round(trawl["median_ms"] / peer["median_ms"], 3), same_answer=same, detail=detail)
+    peer_ms = [result[key]["median_ms"] for key, _, _ in PEERS if "median_ms" in result[key]]
+    if "median_ms" in trawl and peer_ms:
+        result["ratio_best"] = round(trawl["median_ms"] / min(peer_ms), 3)
     return result
 
 
@@ -138,32 +162,74 @@ def duckdb_connection(logs_file: Path, spans_file: Path) -> duckdb.DuckDBPyConne
     return con
 
 
-def verdict(result: dict) -> str:
-    for side, name in (("trawl", "Trawl"), ("duckdb", "DuckDB")):
+def chdb_runner() -> Callable[[str], list]:
+    """ClickHouse SQL → rows (tuples, fetched as Arrow), on an in-memory chdb session with 2
+    threads (as DuckDB; the Parquet decoding threads too) and time zone UTC. Without chdb, every
+    query fails with the reason."""
+    if chdb is None:
+        return partial(fail, CHDB_MISSING)
+    # A connection raises its errors as RuntimeErrors (its ChdbError, not chdb.ChdbError).
+    try:
+        con = chdb.connect(":memory:")
+        con.query("SET max_threads = 2, max_parsing_threads = 2")
+        con.query("SET session_timezone = 'UTC'")
+    except RuntimeError as error:
+        return partial(fail, f"no chdb session: {error}")
+
+    def rows(sql: str) -> list:
+        try:
+            table = con.query(sql, "ArrowTable")
+        except RuntimeError as error:
+            raise QueryError(str(error)) from None
+        return list(zip(*(column.to_pylist() for column in table.columns)))
+
+    return rows
+
+
+def fail(reason: str, _sql: str) -> list:
+    """A side that cannot run: every query fails with `reason`."""
+    raise QueryError(reason)
+
+
+def verdict(result: dict, key: str, name: str) -> str:
+    """Whether peer `key` gave Trawl's answer (or which side failed)."""
+    for side, side_name in (("trawl", "Trawl"), (key, name)):
         if "error" in result[side]:
-            return f"**{name} error**: {result[side]['error']}"
-    if not result["same_answer"]:
-        return f"**NO**: {result['detail']}"
-    return f"yes ({result['detail']})" if result["detail"] else "yes"
+            return f"**{side_name} error**: {result[side]['error']}"
+    if not result[key]["same_answer"]:
+        return f"**NO**: {result[key]['detail']}"
+    detail = result[key]["detail"]
+    return f"yes ({detail})" if detail else "yes"
 
 
 def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def ratio(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "–"
+
+
 def table(results: list[dict]) -> str:
-    lines = ["| id | question | trawl ms | duckdb ms | ratio | same answer |", "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "| id | question | trawl ms | duckdb ms | chdb ms | trawl/duckdb | trawl/chdb | trawl/best "
+        "| same answer, duckdb | same answer, chdb |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
     for r in results:
-        ms = [f"{r[side]['median_ms']:,.1f}" if "median_ms" in r[side] else "error" for side in ("trawl", "duckdb")]
-        ratio = f"{r['ratio']:.2f}" if "ratio" in r else "–"
-        lines.append(f"| {r['id']} | {r['question']} | {ms[0]} | {ms[1]} | {ratio} | {cell(verdict(r))} |")
+        sides = ["trawl"] + [key for key, _, _ in PEERS]
+        ms = [f"{r[side]['median_ms']:,.1f}" if "median_ms" in r[side] else "error" for side in sides]
+        ratios = [ratio(r[key].get("ratio")) for key, _, _ in PEERS] + [ratio(r.get("ratio_best"))]
+        verdicts = [cell(verdict(r, key, name)) for key, name, _ in PEERS]
+        lines.append(f"| {r['id']} | {r['question']} | {' | '.join(ms + ratios + verdicts)} |")
     return "\n".join(lines)
 
 
 def run_all(questions: list[Question], manifest: dict, trawl_url: str, files: tuple[Path, Path], runs: int) -> list:
-    params = parameters(manifest)
-    con = duckdb_connection(*files)
-    return [measure(q, params, trawl_url, con, runs) for q in questions]
+    params = {**parameters(manifest), **file_parameters(*files)}
+    duck = duckdb_connection(*files)
+    peers = {"duckdb": lambda sql: duck.execute(sql).fetchall(), "chdb": chdb_runner()}
+    return [measure(q, params, trawl_url, peers, runs) for q in questions]
 
 
 def main() -> None:
@@ -188,6 +254,7 @@ def main() -> None:
         "data": {"dir": str(data), "live_segments": len(live_segments(data / "trawl")), "manifest": manifest},
         "trawl": trawl,
         "duckdb_version": duckdb.__version__,
+        "chdb_version": f"{chdb.__version__} (ClickHouse {chdb.engine_version})" if chdb is not None else None,
         "runs": args.runs,
         "results": results,
     }
