@@ -339,8 +339,29 @@ impl TokenIndex {
         }
     }
 
+    /// Whether block `block` may hold a row whose `column` has `term` (any case): what a
+    /// query asks of the index, for reports of its false-positive rate.
+    pub fn may_hold_term(&self, column: &str, block: usize, term: &str) -> bool {
+        self.may_hold(column, block, &[term.to_ascii_lowercase().into_bytes()])
+    }
+
+    /// The indexed columns, with the bytes of their filters and how many of their blocks
+    /// hold terms.
+    pub fn columns(&self) -> Vec<(String, usize, usize)> {
+        let mut columns: Vec<(String, usize, usize)> = self
+            .columns
+            .iter()
+            .map(|(name, filters)| {
+                let bytes = filters.iter().flatten().map(|f| f.num_blocks() * 32).sum();
+                (name.clone(), bytes, filters.iter().flatten().count())
+            })
+            .collect();
+        columns.sort();
+        columns
+    }
+
     /// The number of blocks.
-    fn blocks(&self) -> usize {
+    pub fn blocks(&self) -> usize {
         usize::try_from(self.rows.div_ceil(self.block_rows as u64)).unwrap_or(usize::MAX)
     }
 
@@ -386,7 +407,7 @@ impl<'a> Reader<'a> {
 }
 
 /// Where the footer says the index is: `(offset, length)`.
-pub(crate) fn location(footer: &ParquetMetaData, file_bytes: u64) -> Option<(u64, u64)> {
+pub fn location(footer: &ParquetMetaData, file_bytes: u64) -> Option<(u64, u64)> {
     let entries = footer.file_metadata().key_value_metadata()?;
     let value = entries.iter().find(|kv| kv.key == INDEX_KEY)?.value.as_deref()?;
     let (offset, length) = value.split_once(':')?;
