@@ -23,13 +23,15 @@ pub fn has_term(haystack: &str, needle: &str, case_sensitive: bool) -> bool {
         return false;
     }
     let first = pin[0];
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
     let mut start = 0;
     while start + pin.len() <= hay.len() {
-        // Find the next candidate position of the first byte.
-        let offset = if case_sensitive {
-            hay[start..].iter().position(|b| *b == first)
+        // Find the next candidate position of the first byte (vectorized).
+        let rest = &hay[start..=hay.len() - pin.len()];
+        let offset = if case_sensitive || lower == upper {
+            memchr::memchr(first, rest)
         } else {
-            hay[start..].iter().position(|b| b.eq_ignore_ascii_case(&first))
+            memchr::memchr2(lower, upper, rest)
         };
         let Some(offset) = offset else { return false };
         let at = start + offset;

@@ -631,24 +631,14 @@ impl Planner<'_> {
         };
         let expr = match op {
             Has | NotHas | HasCs | NotHasCs => {
-                // The has UDF reads dynamic JSON text itself.
-                let hay_type = l.kql_type;
+                // The has UDF reads dynamic JSON text itself (a JSON string without escapes
+                // is searched in place), and the token index narrows what it reads.
                 let hay = match l.kql_type {
                     KqlType::String | KqlType::Dynamic | KqlType::Guid => l.expr,
                     _ => to_string(l),
                 };
-                let prefilter = match (hay_type, string_literal(&needle)) {
-                    (KqlType::Dynamic, Some(text)) => {
-                        json_text_prefilter(text).map(|p| like(hay.clone(), p, false, true))
-                    }
-                    _ => None,
-                };
                 let udf = Arc::new(ScalarUDF::from(HasUdf::new(case_sensitive)));
-                let mut call = udf_call(udf, vec![hay, needle]);
-                if let Some(prefilter) = prefilter {
-                    // Never null either way: a null text has no terms.
-                    call = f::coalesce(vec![prefilter, lit(false)]).and(call);
-                }
+                let call = udf_call(udf, vec![hay, needle]);
                 if negated { Expr::Not(Box::new(call)) } else { call }
             }
             Contains | NotContains | ContainsCs | NotContainsCs | StartsWith | NotStartsWith | StartsWithCs

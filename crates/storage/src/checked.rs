@@ -13,8 +13,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::ParquetFileReaderFactory;
-use datafusion::datasource::physical_plan::parquet::DefaultParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use datafusion::datasource::physical_plan::parquet::{
+    DefaultParquetFileReaderFactory, ParquetAccessPlan, RowGroupAccess,
+};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::cache::cache_manager::FileMetadataCache;
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
@@ -139,6 +141,13 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
         metrics: &ExecutionPlanMetricsSet,
     ) -> DfResult<Box<dyn AsyncFileReader + Send>> {
         let object = file.object_meta.clone();
+        // A read of some rows of a chunk (the token index narrowed it) fetches only their
+        // pages, which takes the page index; DataFusion loads it only for page pruning.
+        let selective = file.extensions.get::<ParquetAccessPlan>().is_some_and(|plan| {
+            plan.inner()
+                .iter()
+                .any(|access| matches!(access, RowGroupAccess::Selection(_)))
+        });
         let inner = self
             .inner
             .create_reader(partition_index, file, metadata_size_hint, metrics)?;
@@ -148,6 +157,7 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
             object,
             cache: Some(Arc::clone(&self.cache)),
             page_starts: None,
+            selective,
         }))
     }
 }
@@ -163,6 +173,8 @@ pub(crate) struct CheckedReader {
     cache: Option<Arc<FileMetadataCache>>,
     /// Where column chunks and pages start, known once the footer is.
     page_starts: Option<HashSet<u64>>,
+    /// The scan reads row selections: the footer comes with the page index.
+    selective: bool,
 }
 
 impl CheckedReader {
@@ -178,6 +190,7 @@ impl CheckedReader {
             object,
             cache: None,
             page_starts: Some(page_starts(footer)),
+            selective: false,
         }
     }
 
@@ -244,7 +257,10 @@ impl AsyncFileReader for CheckedReader {
         &'a mut self,
         options: Option<&'a ArrowReaderOptions>,
     ) -> BoxFuture<'a, datafusion::parquet::errors::Result<Arc<ParquetMetaData>>> {
-        let policy = options.map(|o| o.column_index_policy());
+        let policy = match self.selective {
+            true => Some(PageIndexPolicy::Optional),
+            false => options.map(|o| o.column_index_policy()),
+        };
         async move {
             let Some(store) = self.store.clone() else {
                 return self.inner.get_metadata(options).await;
