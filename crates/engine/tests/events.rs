@@ -104,8 +104,9 @@ async fn events_come_in_order_and_progress_counts_what_the_scan_did() -> TestRes
     // The span segment has no body: the filter cannot pass there.
     assert_eq!(progress.chunks_skipped_required_fields, 1);
     assert_eq!(progress.chunks_scanned, 3);
-    assert_eq!(progress.rows_processed, 130);
-    assert_eq!(progress.predicate_checks, 130);
+    // Every log chunk has a body (statistics), so the substring test runs inside their
+    // readers: the rows that come out are those that pass ("timeout" and "slow").
+    assert_eq!(progress.rows_processed, 80);
     assert!(progress.chunk_scanned_compressed_size > 0);
     assert!(progress.query_time_nanos > 0);
     assert_eq!(progress.queue_wait_nanos, None);

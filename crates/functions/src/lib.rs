@@ -10,6 +10,7 @@ pub mod bags;
 pub mod basket;
 pub mod bytes;
 pub mod compress;
+pub mod contains;
 pub mod conversions;
 pub mod datetime;
 pub mod datetime_format;
@@ -46,6 +47,8 @@ pub fn scalar_udfs() -> Vec<ScalarUDF> {
     vec![
         ScalarUDF::from(strings::HasUdf::new(false)),
         ScalarUDF::from(strings::HasUdf::new(true)),
+        ScalarUDF::from(contains::ContainsUdf::new(false)),
+        ScalarUDF::from(contains::ContainsUdf::new(true)),
         ScalarUDF::from(dynamic::DynamicToStringUdf::new()),
         ScalarUDF::from(dynamic::ToJsonStringUdf::new()),
     ]

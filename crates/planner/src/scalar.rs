@@ -9,6 +9,7 @@ use datafusion::functions::expr_fn as f;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{Between, Expr, Like, ScalarUDF, cast, lit, try_cast};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
+use trawl_functions::contains::ContainsUdf;
 use trawl_functions::dynamic::DynamicToStringUdf;
 use trawl_functions::memo::DistinctValuesUdf;
 use trawl_functions::strings::HasUdf;
@@ -633,19 +634,46 @@ impl Planner<'_> {
             Has | NotHas | HasCs | NotHasCs => {
                 // The has UDF reads dynamic JSON text itself (a JSON string without escapes
                 // is searched in place), and the token index narrows what it reads.
-                let hay = match l.kql_type {
-                    KqlType::String | KqlType::Dynamic | KqlType::Guid => l.expr,
-                    _ => to_string(l),
+                let (hay, column) = match l.kql_type {
+                    KqlType::String | KqlType::Dynamic | KqlType::Guid => (l.expr.clone(), Some(l.expr)),
+                    _ => (to_string(l), None),
                 };
                 let udf = Arc::new(ScalarUDF::from(HasUdf::new(case_sensitive)));
                 let call = udf_call(udf, vec![hay, needle]);
-                if negated { Expr::Not(Box::new(call)) } else { call }
+                match (negated, column) {
+                    (true, _) => Expr::Not(Box::new(call)),
+                    // A null text has no terms: segments without the column are skipped by
+                    // their statistics.
+                    (false, Some(column)) => column.is_not_null().and(call),
+                    (false, None) => call,
+                }
             }
             Contains | NotContains | ContainsCs | NotContainsCs | StartsWith | NotStartsWith | StartsWithCs
             | NotStartsWithCs | EndsWith | NotEndsWith | EndsWithCs | NotEndsWithCs => {
                 let raw = (l.kql_type == KqlType::Dynamic).then(|| l.expr.clone());
+                let column =
+                    matches!(l.kql_type, KqlType::String | KqlType::Dynamic | KqlType::Guid).then(|| l.expr.clone());
                 let hay = f::coalesce(vec![as_text(l), lit("")]);
+                let substring = matches!(op, Contains | NotContains | ContainsCs | NotContainsCs);
                 match string_literal(&needle) {
+                    // A vectorized substring search (`functions::contains`), for needles whose
+                    // case folding is ASCII's (others keep ILIKE's Unicode folding).
+                    Some(text) if substring && (case_sensitive || text.is_ascii()) => {
+                        let udf = Arc::new(ScalarUDF::from(ContainsUdf::new(case_sensitive)));
+                        let found = udf_call(udf.clone(), vec![hay, lit(text)]);
+                        let found = match (raw, json_text_prefilter(text)) {
+                            // Raw JSON text first: every match holds the needle there too.
+                            (Some(raw), Some(_)) => udf_call(udf, vec![raw, lit(text)]).and(found),
+                            _ => found,
+                        };
+                        match (negated, column) {
+                            (true, _) => Expr::Not(Box::new(found)),
+                            // Null text contains no needle but "": segments without the column
+                            // are skipped by their statistics.
+                            (false, Some(column)) if !text.is_empty() => column.is_not_null().and(found),
+                            (false, _) => found,
+                        }
+                    }
                     Some(text) => {
                         let escaped = like_escape(text);
                         let pattern = match op {
