@@ -2,7 +2,8 @@
 //!
 //! [`Ingestor::submit`] adds a request's rows to the buffer of their table and waits. A
 //! flusher task writes a buffer as one segment when it is `flush_interval` old (at most 2 s
-//! by default 1 s) or holds `max_batch_rows`, puts it durably, registers it in the catalog,
+//! by default 1 s) or holds `worth_rows` (a batch worth a segment: busy senders are not kept
+//! waiting for the timer), puts it durably, registers it in the catalog,
 //! and only then answers every waiting request. A failed put or commit is retried with
 //! backoff until `retry_for` (25 s) after the buffer's first request arrived; then the
 //! requests are answered `Unavailable` (503 / UNAVAILABLE) and their senders retry: nothing
@@ -41,8 +42,11 @@ use write::{CommitOutcome, write_and_register};
 pub struct IngestConfig {
     /// Longest time rows wait in a buffer before their segment is written (≤ 2 s).
     pub flush_interval: Duration,
-    /// A buffer with this many rows is flushed at once.
-    pub max_batch_rows: usize,
+    /// A buffer with this many rows is flushed at once, whatever its age: enough rows for a
+    /// segment of their own. Senders with many requests in flight then wait for a write,
+    /// not for the timer; while both flush slots are busy a buffer keeps growing, so
+    /// segments grow with the load.
+    pub worth_rows: usize,
     /// Rows waiting in all buffers beyond which new requests are refused.
     pub max_buffered_rows: usize,
     /// Approximate bytes of rows waiting in all buffers beyond which new requests are refused.
@@ -64,7 +68,7 @@ impl Default for IngestConfig {
     fn default() -> Self {
         IngestConfig {
             flush_interval: Duration::from_secs(1),
-            max_batch_rows: 250_000,
+            worth_rows: WORTH_ROWS,
             max_buffered_rows: 500_000,
             max_buffered_bytes: 256 << 20,
             concurrent_flushes: 2,
@@ -74,6 +78,9 @@ impl Default for IngestConfig {
         }
     }
 }
+
+/// Rows worth a segment of their own: half a chunk (`trawl_storage` writes 32k-row chunks).
+pub const WORTH_ROWS: usize = 16 * 1024;
 
 /// How often the catalog's remembered request keys are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
@@ -287,7 +294,7 @@ impl Ingestor {
             buffer.bytes += bytes;
             buffer.waiters.push(sender);
             buffer.keys.extend(key);
-            buffer.rows.len() >= inner.config.max_batch_rows
+            is_due(&inner.config, buffer.rows.len(), Duration::ZERO)
         };
         if full {
             inner.wake.notify_one();
@@ -368,15 +375,17 @@ async fn prune_request_keys(inner: &Inner) {
     }
 }
 
+/// Whether a buffer of `rows` rows, opened `age` ago, is written now: once it is worth a
+/// segment, or once it is as old as the flush interval.
+fn is_due(config: &IngestConfig, rows: usize, age: Duration) -> bool {
+    rows >= config.worth_rows || age >= config.flush_interval
+}
+
 async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Buffer)> {
     let mut buffers = inner.buffers.lock().await;
     let due: Vec<BufferKey> = buffers
         .iter()
-        .filter(|(_, b)| {
-            everything
-                || b.rows.len() >= inner.config.max_batch_rows
-                || b.opened_at.elapsed() >= inner.config.flush_interval
-        })
+        .filter(|(_, b)| everything || is_due(&inner.config, b.rows.len(), b.opened_at.elapsed()))
         .map(|(key, _)| key.clone())
         .collect();
     due.into_iter().filter_map(|key| buffers.remove_entry(&key)).collect()
@@ -428,6 +437,18 @@ async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffe
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_buffer_is_written_when_worth_a_segment_or_old_enough() {
+        let config = super::IngestConfig::default();
+        let second = std::time::Duration::from_secs(1);
+        assert!(!super::is_due(&config, 1_000, std::time::Duration::ZERO));
+        assert!(!super::is_due(&config, super::WORTH_ROWS - 1, second / 2));
+        assert!(super::is_due(&config, super::WORTH_ROWS, std::time::Duration::ZERO));
+        assert!(super::is_due(&config, 1, second));
+        // (An empty buffer still answers its requests when its time comes.)
+        assert!(super::is_due(&config, 0, second));
+    }
+
     use super::*;
     use trawl_catalog::{FaultyCatalog, SqlCatalog};
     use trawl_common::ErrorCode;
