@@ -13,12 +13,10 @@ use datafusion::arrow::array::BooleanArray;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::error::Result;
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 use memchr::memmem;
 
-use crate::util::{StringArg, all_scalar, rows_of};
+use crate::util::{StringArg, all_scalar, rows_of, two_strings};
 
 /// A needle prepared for many haystacks.
 pub struct Searcher {
@@ -90,12 +88,7 @@ impl Searcher {
                 }
                 // Anchor positions where the whole needle fits.
                 let window = &hay[*anchor..hay.len() - (needle.len() - anchor - 1)];
-                let candidates: Box<dyn Iterator<Item = usize>> = if lower == upper {
-                    Box::new(memchr::memchr_iter(*lower, window))
-                } else {
-                    Box::new(memchr::memchr2_iter(*lower, *upper, window))
-                };
-                candidates
+                memchr::memchr2_iter(*lower, *upper, window)
                     .map(|at| &hay[at..at + needle.len()])
                     .any(|candidate| candidate.eq_ignore_ascii_case(needle))
             }
@@ -113,16 +106,9 @@ pub struct ContainsUdf {
 
 impl ContainsUdf {
     pub fn new(case_sensitive: bool) -> ContainsUdf {
-        let strings = [DataType::Utf8View, DataType::Utf8, DataType::LargeUtf8];
-        let mut variants = Vec::new();
-        for a in &strings {
-            for b in &strings {
-                variants.push(TypeSignature::Exact(vec![a.clone(), b.clone()]));
-            }
-        }
         ContainsUdf {
             case_sensitive,
-            signature: Signature::one_of(variants, Volatility::Immutable),
+            signature: two_strings(),
         }
     }
 

@@ -6,13 +6,11 @@ use datafusion::arrow::array::BooleanArray;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::error::Result;
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
 use crate::dynamic::unquote_json_string;
 use crate::tokenizer::has_term;
-use crate::util::{StringArg, all_scalar, rows_of};
+use crate::util::{StringArg, all_scalar, rows_of, two_strings};
 
 /// `kql_has(haystack, needle)` / `kql_has_cs(...)`: whole-term match (see [`crate::tokenizer`]).
 /// A null haystack never matches. A JSON string haystack (a dynamic value) is unquoted first.
@@ -24,16 +22,9 @@ pub struct HasUdf {
 
 impl HasUdf {
     pub fn new(case_sensitive: bool) -> HasUdf {
-        let strings = [DataType::Utf8View, DataType::Utf8, DataType::LargeUtf8];
-        let mut variants = Vec::new();
-        for a in &strings {
-            for b in &strings {
-                variants.push(TypeSignature::Exact(vec![a.clone(), b.clone()]));
-            }
-        }
         HasUdf {
             case_sensitive,
-            signature: Signature::one_of(variants, Volatility::Immutable),
+            signature: two_strings(),
         }
     }
 

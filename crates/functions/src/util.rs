@@ -4,7 +4,7 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ScalarValue, exec_err};
 use datafusion::error::Result;
-use datafusion::logical_expr::ColumnarValue;
+use datafusion::logical_expr::{ColumnarValue, Signature, TypeSignature, Volatility};
 
 /// A string argument, either one value or one per row.
 pub enum StringArg<'a> {
@@ -88,4 +88,17 @@ pub fn map_strings(
         }
     }
     Ok(ColumnarValue::Array(std::sync::Arc::new(builder.finish())))
+}
+
+/// The signature of a function of two strings (a haystack and a needle), each in any of
+/// Arrow's string layouts.
+pub fn two_strings() -> Signature {
+    let strings = [DataType::Utf8View, DataType::Utf8, DataType::LargeUtf8];
+    let mut variants = Vec::new();
+    for a in &strings {
+        for b in &strings {
+            variants.push(TypeSignature::Exact(vec![a.clone(), b.clone()]));
+        }
+    }
+    Signature::one_of(variants, Volatility::Immutable)
 }

@@ -500,11 +500,15 @@ pub(crate) enum Need {
 impl Need {
     /// What the conjunction of `filters` needs; `None` when the index cannot tell.
     pub(crate) fn of_filters(filters: &[Expr]) -> Option<Need> {
-        let mut all: Vec<Need> = filters.iter().filter_map(need_of).collect();
-        match all.len() {
+        Need::all(filters.iter().filter_map(need_of).collect())
+    }
+
+    /// The conjunction of `needs` (those the index cannot tell are already left out).
+    fn all(mut needs: Vec<Need>) -> Option<Need> {
+        match needs.len() {
             0 => None,
-            1 => all.pop(),
-            _ => Some(Need::All(all)),
+            1 => needs.pop(),
+            _ => Some(Need::All(needs)),
         }
     }
 
@@ -531,17 +535,12 @@ fn need_of(expr: &Expr) -> Option<Need> {
     match expr {
         Expr::Alias(alias) => need_of(&alias.expr),
         Expr::BinaryExpr(binary) => match binary.op {
-            Operator::And => {
-                let parts: Vec<Need> = [&binary.left, &binary.right]
+            Operator::And => Need::all(
+                [&binary.left, &binary.right]
                     .into_iter()
                     .filter_map(|e| need_of(e))
-                    .collect();
-                match parts.len() {
-                    0 => None,
-                    1 => parts.into_iter().next(),
-                    _ => Some(Need::All(parts)),
-                }
-            }
+                    .collect(),
+            ),
             Operator::Or => Some(Need::Any(vec![need_of(&binary.left)?, need_of(&binary.right)?])),
             Operator::Eq => match (column_of(&binary.left), column_of(&binary.right)) {
                 (Some(column), None) => terms_need(column, string_of(&binary.right)?),
