@@ -1,5 +1,7 @@
 //! Writing segments: rows → sorted batch → Parquet bytes → durable object → catalog row.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use chrono::{DateTime, Datelike, Utc};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -169,16 +171,83 @@ pub fn encode_parquet(batches: &[RecordBatch]) -> Result<Bytes> {
 /// Encodes batches one at a time into the Parquet bytes of a segment, so a large segment (a
 /// merge) never holds all of its rows decoded at once.
 pub struct SegmentEncoder {
-    writer: ArrowWriter<Vec<u8>>,
+    /// Made with the first batch, whose values decide which columns get a dictionary.
+    writer: Option<ArrowWriter<Vec<u8>>>,
+    schema: SchemaRef,
+    expected_rows: usize,
+    capacity: usize,
     tokens: TokenIndexBuilder,
+}
+
+/// Rows of the first batch sampled to tell a column's cardinality.
+const SAMPLE_ROWS: usize = 4096;
+
+/// Most rows per data page: a scan that reads some rows of a chunk (a row selection of the
+/// token index) decodes pages of at most this many rows around each.
+const PAGE_ROWS: usize = 8192;
+
+/// Whether a string column is worth a dictionary, from a sample of its values: not when
+/// more than half of them differ (free text, ids). A dictionary-encoded chunk must read its
+/// whole dictionary page (up to 1 MiB) for any row, and its data pages hold only indices, so
+/// the string page limit does not apply to them.
+fn worth_a_dictionary(array: &dyn datafusion::arrow::array::Array) -> bool {
+    use datafusion::arrow::array::AsArray;
+    let sample = array.slice(0, array.len().min(SAMPLE_ROWS));
+    let mut distinct = std::collections::HashSet::new();
+    let mut values = 0usize;
+    let mut add = |value: Option<&str>| {
+        if let Some(value) = value {
+            values += 1;
+            distinct.insert(value.to_string());
+        }
+    };
+    if let Some(strings) = sample.as_string_opt::<i32>() {
+        strings.iter().for_each(&mut add);
+    } else if let Some(strings) = sample.as_string_opt::<i64>() {
+        strings.iter().for_each(&mut add);
+    } else if let Some(strings) = sample.as_string_view_opt() {
+        strings.iter().for_each(&mut add);
+    } else {
+        return true;
+    }
+    values < 64 || distinct.len() * 2 <= values
 }
 
 impl SegmentEncoder {
     /// An encoder for batches of `schema`; `expected_rows` sizes the bloom filters.
     pub fn new(schema: SchemaRef, expected_rows: usize) -> Result<SegmentEncoder> {
+        let tokens = TokenIndexBuilder::new(&schema);
+        Ok(SegmentEncoder {
+            writer: None,
+            schema,
+            expected_rows,
+            capacity: expected_rows.min(CHUNK_ROWS) * 64,
+            tokens,
+        })
+    }
+
+    /// The writer, made for `first` (the first batch; `None` when there is none).
+    fn writer(&mut self, first: Option<&RecordBatch>) -> Result<&mut ArrowWriter<Vec<u8>>> {
+        if self.writer.is_none() {
+            let properties = self.properties(first)?;
+            let buffer = Vec::with_capacity(self.capacity);
+            self.writer = Some(ArrowWriter::try_new(
+                buffer,
+                Arc::clone(&self.schema),
+                Some(properties),
+            )?);
+        }
+        self.writer
+            .as_mut()
+            .ok_or_else(|| StorageError::Invalid("the segment writer is missing".into()))
+    }
+
+    fn properties(&self, first: Option<&RecordBatch>) -> Result<WriterProperties> {
+        let (schema, expected_rows) = (&self.schema, self.expected_rows);
         let mut properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
             .set_max_row_group_row_count(Some(CHUNK_ROWS))
+            .set_data_page_row_count_limit(PAGE_ROWS)
             .set_statistics_enabled(EnabledStatistics::Page);
         for column in BLOOM_COLUMNS {
             if schema.column_with_name(column).is_some() {
@@ -194,47 +263,90 @@ impl SegmentEncoder {
                 field.data_type(),
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
             ) {
-                properties = properties
-                    .set_column_data_page_size_limit(ColumnPath::from(field.name().as_str()), STRING_PAGE_BYTES);
+                let path = ColumnPath::from(field.name().as_str());
+                properties = properties.set_column_data_page_size_limit(path.clone(), STRING_PAGE_BYTES);
+                let column = first.and_then(|batch| batch.column_by_name(field.name()));
+                if column.is_some_and(|column| !worth_a_dictionary(column.as_ref())) {
+                    properties = properties.set_column_dictionary_enabled(path, false);
+                }
             }
         }
-        let tokens = TokenIndexBuilder::new(&schema);
-        let buffer = Vec::with_capacity(expected_rows.min(CHUNK_ROWS) * 64);
-        let writer = ArrowWriter::try_new(buffer, schema, Some(properties.build()))?;
-        Ok(SegmentEncoder { writer, tokens })
+        Ok(properties.build())
     }
 
     /// Reserves room for `bytes` of output up front, so a large segment's buffer is not
     /// copied as it grows.
     pub fn with_capacity(mut self, bytes: usize) -> SegmentEncoder {
-        let buffer = self.writer.inner_mut();
-        buffer.reserve(bytes.saturating_sub(buffer.len()));
+        self.capacity = self.capacity.max(bytes);
         self
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.tokens.add(batch)?;
-        Ok(self.writer.write(batch)?)
+        Ok(self.writer(Some(batch))?.write(batch)?)
     }
 
     /// The file's bytes: the chunks, the token index (`crate::tokens`), the footer.
     pub fn finish(mut self) -> Result<Bytes> {
-        if let Some(index) = self.tokens.finish()? {
-            self.writer.flush()?;
-            let offset = self.writer.bytes_written();
-            self.writer.write_all(&index)?;
-            self.writer.append_key_value_metadata(KeyValue::new(
+        self.writer(None)?;
+        let tokens = std::mem::replace(&mut self.tokens, TokenIndexBuilder::new(&self.schema));
+        let mut writer = self
+            .writer
+            .take()
+            .ok_or_else(|| StorageError::Invalid("the segment writer is missing".into()))?;
+        if let Some(index) = tokens.finish()? {
+            writer.flush()?;
+            let offset = writer.bytes_written();
+            writer.write_all(&index)?;
+            writer.append_key_value_metadata(KeyValue::new(
                 INDEX_KEY.to_string(),
                 format!("{offset}:{}", index.len()),
             ));
         }
-        Ok(Bytes::from(self.writer.into_inner()?))
+        Ok(Bytes::from(writer.into_inner()?))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_text_gets_no_dictionary_and_few_values_do() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        use datafusion::arrow::array::StringArray;
+        use datafusion::arrow::datatypes::Schema;
+        use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+        use trawl_common::KqlType;
+
+        let schema = Arc::new(Schema::new(vec![
+            crate::schema::field("body", KqlType::String, DataType::Utf8),
+            crate::schema::field("severity_text", KqlType::String, DataType::Utf8),
+        ]));
+        let rows = 20_000;
+        let bodies: Vec<String> = (0..rows).map(|i| format!("request {i} done")).collect();
+        let severities: Vec<&str> = (0..rows).map(|i| if i % 3 == 0 { "ERROR" } else { "INFO" }).collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(bodies)),
+                Arc::new(StringArray::from(severities)),
+            ],
+        )?;
+        let mut encoder = SegmentEncoder::new(schema, rows)?;
+        encoder.write(&batch)?;
+        let bytes = encoder.finish()?;
+        let reader = SerializedFileReader::new(bytes)?;
+        let group = reader.metadata().row_group(0);
+        let (body, severity) = (group.column(0), group.column(1));
+        assert!(
+            body.dictionary_page_offset().is_none(),
+            "free text is not dictionary-encoded"
+        );
+        assert!(severity.dictionary_page_offset().is_some(), "few values are");
+        let pages = reader.get_row_group(0)?.get_column_page_reader(1)?.count();
+        assert!(pages >= rows / PAGE_ROWS, "{pages} pages of at most {PAGE_ROWS} rows");
+        Ok(())
+    }
 
     #[test]
     fn paths_are_dated_and_safe() {
