@@ -404,6 +404,7 @@ impl ProgressiveFrames {
                         "TableProgress": progress.percent(),
                         "RowsScanned": progress.rows_processed,
                         "BytesScanned": progress.chunk_scanned_compressed_size,
+                        "MemoryBytes": progress.memory_reserved_bytes,
                         "ElapsedSeconds": progress.query_time_nanos as f64 / 1e9,
                     }));
                 }
@@ -731,6 +732,7 @@ fn completion_information(
             },
             "chunks": {"total": progress.chunks_total, "scanned": progress.chunks_scanned, "skipped": skipped},
         });
+        consumption["resource_usage"] = json!({"memory": {"peak_per_node": progress.memory_peak_bytes}});
     }
     rows.push(row(6, "Stats", 0, "QueryResourceConsumption", consumption));
     data_table(

@@ -504,6 +504,8 @@ pub fn progress_message(p: &Progress) -> pb::Progress {
         chunks_empty_scan: 0,
         chunks_errored: 0,
         chunks_skipped_required_fields: p.chunks_skipped_required_fields,
+        memory_reserved_bytes: p.memory_reserved_bytes,
+        memory_peak_bytes: p.memory_peak_bytes,
         operator_diagnostics: p
             .operators
             .iter()

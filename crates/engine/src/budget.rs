@@ -14,7 +14,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use datafusion::common::Result;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
@@ -31,7 +31,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 
-use crate::memory::{Limit, LimitedPool};
+use crate::memory::{Limit, LimitedPool, MemoryUse};
 
 /// Part of the error an aggregation over its budget stops with.
 pub(crate) const BUDGET_EXCEEDED: &str = "summarize memory budget exceeded";
@@ -120,7 +120,7 @@ impl PhysicalOptimizerRule for BudgetAggregates {
             let wrapped = ContextExec::wrap(
                 node,
                 Context::Budget {
-                    used: Arc::new(AtomicUsize::new(0)),
+                    used: Arc::new(MemoryUse::default()),
                     limit: self.limit_bytes,
                     tripped: Arc::new(AtomicBool::new(false)),
                 },
@@ -145,7 +145,7 @@ enum Context {
     /// The aggregate's budget: bytes its partitions hold now, the limit, and whether it was
     /// reached.
     Budget {
-        used: Arc<AtomicUsize>,
+        used: Arc<MemoryUse>,
         limit: usize,
         tripped: Arc<AtomicBool>,
     },
@@ -179,7 +179,7 @@ impl ContextExec {
     pub(crate) fn decoded(inner: Arc<dyn ExecutionPlan>, limit: Option<usize>) -> Arc<dyn ExecutionPlan> {
         let context = match limit {
             Some(limit) => Context::Budget {
-                used: Arc::new(AtomicUsize::new(0)),
+                used: Arc::new(MemoryUse::default()),
                 limit,
                 tripped: Arc::new(AtomicBool::new(false)),
             },
@@ -200,7 +200,7 @@ impl ContextExec {
     /// context rides along for the input.
     fn budgeted(
         context: Arc<TaskContext>,
-        used: &Arc<AtomicUsize>,
+        used: &Arc<MemoryUse>,
         limit: usize,
         tripped: &Arc<AtomicBool>,
     ) -> Result<Arc<TaskContext>> {

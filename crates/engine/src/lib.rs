@@ -345,7 +345,7 @@ impl Engine {
             .await?;
         let mut plans = Vec::with_capacity(planned.results.len());
         for result in planned.results {
-            let physical = self.physical_plan(result.plan, None).await?;
+            let physical = self.physical_plan(result.plan, None, Arc::default()).await?;
             let text = match physical.placement.is_distributed() {
                 true => datafusion_distributed::display_plan_ascii(physical.plan.as_ref(), false),
                 false => DisplayableExecutionPlan::new(physical.plan.as_ref())
@@ -357,13 +357,14 @@ impl Engine {
         Ok(plans)
     }
 
-    /// The optimized physical plan of `plan`, the task context to run it in, and where it
-    /// runs: spread over the cluster's query nodes when it reads enough segments and may use
-    /// more than one (`fanout_percent` of them), else here.
+    /// The optimized physical plan of `plan`, the task context to run it in (its memory
+    /// counted in `memory`), and where it runs: spread over the cluster's query nodes when it
+    /// reads enough segments and may use more than one (`fanout_percent` of them), else here.
     async fn physical_plan(
         &self,
         plan: datafusion::logical_expr::LogicalPlan,
         fanout_percent: Option<u8>,
+        memory: Arc<crate::memory::MemoryUse>,
     ) -> Result<Physical, TrawlError> {
         // Optimizing a large plan is CPU work: it runs beside the runtime's workers, so a heavy
         // plan never holds up ingest or other queries' I/O.
@@ -390,6 +391,7 @@ impl Engine {
                             Ok(physical) => {
                                 let task = crate::memory::query_context(
                                     datafusion::execution::TaskContext::from(&spread),
+                                    memory,
                                     query_limit,
                                 )
                                 .map_err(execution_error)?;
@@ -415,8 +417,9 @@ impl Engine {
                     .create_physical_plan(&optimized, &state)
                     .await
                     .map_err(execution_error)?;
-                let task = crate::memory::query_context(datafusion::execution::TaskContext::from(&state), query_limit)
-                    .map_err(execution_error)?;
+                let task =
+                    crate::memory::query_context(datafusion::execution::TaskContext::from(&state), memory, query_limit)
+                        .map_err(execution_error)?;
                 Ok(Physical {
                     plan: physical,
                     task,

@@ -29,11 +29,45 @@ pub(crate) enum Limit {
 /// Part of the error a query over its own memory limit fails with.
 pub(crate) const QUERY_LIMIT_EXCEEDED: &str = "the query needs more memory than its limit";
 
+/// Bytes reserved in a [`LimitedPool`] now, and the most ever reserved at once. One query's
+/// plans share one (the engine reports it in `Progress`).
+#[derive(Debug, Default)]
+pub(crate) struct MemoryUse {
+    used: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl MemoryUse {
+    /// Bytes reserved now.
+    pub(crate) fn reserved(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// The most bytes reserved at once so far.
+    pub(crate) fn peak(&self) -> usize {
+        self.peak.load(Ordering::Acquire)
+    }
+
+    fn grow(&self, additional: usize) {
+        let now = self
+            .used
+            .fetch_add(additional, Ordering::AcqRel)
+            .saturating_add(additional);
+        self.peak.fetch_max(now, Ordering::AcqRel);
+    }
+
+    fn shrink(&self, by: usize) {
+        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            Some(used.saturating_sub(by))
+        });
+    }
+}
+
 /// A pool that counts reservations against a limit of its own, within an inner pool.
 #[derive(Debug)]
 pub(crate) struct LimitedPool {
     inner: Arc<dyn MemoryPool>,
-    used: Arc<AtomicUsize>,
+    used: Arc<MemoryUse>,
     limit: usize,
     kind: Limit,
     /// Set when a reservation was refused (the budget's node reads it: `budget::tripped`).
@@ -47,7 +81,7 @@ impl LimitedPool {
         self
     }
 
-    pub(crate) fn new(inner: Arc<dyn MemoryPool>, used: Arc<AtomicUsize>, limit: usize, kind: Limit) -> LimitedPool {
+    pub(crate) fn new(inner: Arc<dyn MemoryPool>, used: Arc<MemoryUse>, limit: usize, kind: Limit) -> LimitedPool {
         LimitedPool {
             inner,
             used,
@@ -80,7 +114,7 @@ impl fmt::Display for LimitedPool {
             f,
             "{}: {} of {} bytes, within {}",
             self.name(),
-            self.used.load(Ordering::Acquire),
+            self.used.reserved(),
             self.limit,
             self.inner
         )
@@ -104,19 +138,17 @@ impl MemoryPool for LimitedPool {
     }
 
     fn grow(&self, reservation: &MemoryReservation, additional: usize) {
-        self.used.fetch_add(additional, Ordering::AcqRel);
+        self.used.grow(additional);
         self.inner.grow(reservation, additional)
     }
 
     fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
-        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-            Some(used.saturating_sub(shrink))
-        });
+        self.used.shrink(shrink);
         self.inner.shrink(reservation, shrink)
     }
 
     fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
-        let used = self.used.load(Ordering::Acquire);
+        let used = self.used.reserved();
         if used.saturating_add(additional) > self.limit {
             if let Some(flag) = &self.tripped {
                 flag.store(true, Ordering::Release);
@@ -124,7 +156,7 @@ impl MemoryPool for LimitedPool {
             return Err(self.exceeded(reservation, additional, used));
         }
         self.inner.try_grow(reservation, additional)?;
-        self.used.fetch_add(additional, Ordering::AcqRel);
+        self.used.grow(additional);
         Ok(())
     }
 
@@ -140,12 +172,13 @@ impl MemoryPool for LimitedPool {
     }
 }
 
-/// `context` with its pool limited to `limit` bytes for one query (spilling as before).
-pub(crate) fn query_context(context: TaskContext, limit: usize) -> Result<Arc<TaskContext>> {
+/// `context` with its pool limited to `limit` bytes for one query (spilling as before),
+/// counted in `used` (shared by the query's plans).
+pub(crate) fn query_context(context: TaskContext, used: Arc<MemoryUse>, limit: usize) -> Result<Arc<TaskContext>> {
     let base = context.runtime_env();
     let pool: Arc<dyn MemoryPool> = Arc::new(LimitedPool::new(
         Arc::clone(&base.memory_pool),
-        Arc::new(AtomicUsize::new(0)),
+        used,
         limit,
         Limit::Query,
     ));
@@ -163,9 +196,10 @@ mod tests {
     #[test]
     fn a_query_pool_refuses_past_its_limit_and_frees_what_it_shrinks() {
         let shared: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1000));
+        let used = Arc::new(MemoryUse::default());
         let pool: Arc<dyn MemoryPool> = Arc::new(LimitedPool::new(
             Arc::clone(&shared),
-            Arc::new(AtomicUsize::new(0)),
+            Arc::clone(&used),
             100,
             Limit::Query,
         ));
@@ -181,7 +215,9 @@ mod tests {
         reservation.shrink(50);
         assert!(reservation.try_grow(60).is_ok());
         assert_eq!(shared.reserved(), 70);
+        assert_eq!((used.reserved(), used.peak()), (70, 70));
         drop(reservation);
         assert_eq!(shared.reserved(), 0);
+        assert_eq!((used.reserved(), used.peak()), (0, 70));
     }
 }

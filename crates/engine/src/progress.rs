@@ -15,6 +15,8 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::metrics::MetricValue;
 use trawl_storage::{ScanCounters, ScanTotals, segment_scan};
 
+use crate::memory::MemoryUse;
+
 /// One progress report.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
@@ -57,6 +59,11 @@ pub struct Progress {
     /// plans read, which the node that ran each one counted in its own metrics.
     pub counted_rows: u64,
     pub counted_bytes: u64,
+    /// Bytes the query's operators hold reserved on this node now (hash tables, sort
+    /// buffers, ...), and the most they held at once so far. Scans of a distributed plan on
+    /// other nodes count against those nodes' limits and are not included.
+    pub memory_reserved_bytes: u64,
+    pub memory_peak_bytes: u64,
 }
 
 /// Segments whose chunks are classified, of those listed.
@@ -113,6 +120,8 @@ pub(crate) struct Tracker {
     /// Plans of the result tables run or running, in order, with what the scans of a
     /// distributed one read on every node so far (their metrics arrive when they end).
     plans: Vec<(Arc<dyn ExecutionPlan>, Option<LiveTotals>)>,
+    /// What the query's plans reserve (they all count against it).
+    memory: Arc<MemoryUse>,
 }
 
 /// See [`crate::distributed::Watch`].
@@ -128,7 +137,13 @@ impl Tracker {
             planning: true,
             time_bin: None,
             plans: Vec::new(),
+            memory: Arc::default(),
         }
+    }
+
+    /// Where the query's plans count the memory they reserve.
+    pub(crate) fn memory(&self) -> Arc<MemoryUse> {
+        Arc::clone(&self.memory)
     }
 
     pub(crate) fn counters(&self) -> Arc<ScanCounters> {
@@ -215,6 +230,8 @@ impl Tracker {
                 .time_bin
                 .and_then(|span| bin_progress(span, counters, &sample.unfinished)),
             operators,
+            memory_reserved_bytes: self.memory.reserved() as u64,
+            memory_peak_bytes: self.memory.peak() as u64,
         }
     }
 }

@@ -445,7 +445,9 @@ impl Engine {
                     task,
                     placement,
                     query,
-                } = run.ticking(self.physical_plan(plan.clone(), run.fanout)).await??;
+                } = run
+                    .ticking(self.physical_plan(plan.clone(), run.fanout, run.tracker.memory()))
+                    .await??;
                 run.distributed |= placement.is_distributed();
                 run.tracker.planning = false;
                 run.report_unreadable().await?;
@@ -743,7 +745,9 @@ impl Engine {
                 task,
                 placement,
                 query,
-            } = run.ticking(self.physical_plan(plan, run.fanout)).await??;
+            } = run
+                .ticking(self.physical_plan(plan, run.fanout, run.tracker.memory()))
+                .await??;
             run.distributed |= placement.is_distributed();
             run.tracker.planning = false;
             run.report_unreadable().await?;

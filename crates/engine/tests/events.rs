@@ -84,6 +84,22 @@ async fn four_segments() -> Result<Fixture, Box<dyn std::error::Error>> {
 }
 
 #[tokio::test]
+async fn progress_reports_the_memory_a_query_holds() -> TestResult {
+    let f = four_segments().await?;
+    // A grouping and a sort reserve memory for their state; a count keeps almost none.
+    let events = drain(f.engine.run(
+        request("default | summarize n = count() by severity_text, tostring(body) | sort by n desc, severity_text asc"),
+        with_progress(),
+    ))
+    .await;
+    let progress = last_progress(&events)?;
+    assert!(progress.memory_peak_bytes > 0, "{progress:?}");
+    // Once the query finished, its operators released what they held.
+    assert_eq!(progress.memory_reserved_bytes, 0, "{progress:?}");
+    Ok(())
+}
+
+#[tokio::test]
 async fn events_come_in_order_and_progress_counts_what_the_scan_did() -> TestResult {
     let f = four_segments().await?;
     let events = drain(

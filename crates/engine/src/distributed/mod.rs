@@ -20,7 +20,6 @@ mod live;
 mod routing;
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -403,7 +402,7 @@ impl WorkerSessionBuilder for WorkerSessions {
         // planned here does.
         let pool: Arc<dyn MemoryPool> = Arc::new(LimitedPool::new(
             Arc::clone(&self.runtime.memory_pool),
-            Arc::new(AtomicUsize::new(0)),
+            Arc::new(crate::memory::MemoryUse::default()),
             self.query_limit,
             Limit::Query,
         ));
