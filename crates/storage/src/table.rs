@@ -38,7 +38,7 @@ use crate::progress::{ScanCounters, chunks_of};
 use crate::segment_scan::{LazyScans, ScanSpec, SegmentScanExec};
 use crate::store::SegmentStore;
 use crate::time_bounds::time_bounds_of_filters;
-use crate::tokens::{Need, narrowed};
+use crate::tokens::{Need, Selected, narrowed};
 
 /// Where a table's segments come from.
 #[derive(Debug, Clone)]
@@ -594,11 +594,14 @@ impl TrawlTable {
             // Whole segments: their row counts are exact, so `count()` needs no reading. The
             // token index may narrow them to some chunks or rows (the filters apply above).
             let mut counted: Vec<(u64, PartitionedFile)> = Vec::with_capacity(segments.len());
+            let mut selected = Selected::default();
             for (segment, (bytes, file)) in segments.iter().zip(files) {
-                let (chunks, selections, _) = match &need {
+                let narrowed = match &need {
                     Some(need) => narrowed(state, segment, need, Chunks::AllFull).await?,
                     None => (Chunks::AllFull, Vec::new(), 0),
                 };
+                selected.add(&narrowed);
+                let (chunks, selections, _) = narrowed;
                 self.count(|c| c.classified());
                 match chunks {
                     Chunks::None => self.count(|c| c.skipped_by_index(chunks_of(segment.rows), bytes)),
@@ -622,6 +625,11 @@ impl TrawlTable {
                     }
                 }
             }
+            let source = if selected.is_narrow() {
+                source.with_pushdown_filters(true)
+            } else {
+                source
+            };
             let mut builder = FileScanConfigBuilder::new(url, Arc::new(source));
             if let Some(rows) = exact_rows(counted.iter().map(|(_, file)| file)) {
                 builder = builder.with_statistics(self.statistics_of(rows));
@@ -637,12 +645,15 @@ impl TrawlTable {
         let (mut full, mut partial) = (Vec::new(), Vec::new());
         let mut classifier = Classifier::default();
         let predicate_columns = predicate.column_refs();
+        let mut selected = Selected::default();
         for (segment, (bytes, file)) in segments.iter().zip(files) {
             let chunks = classifier.classify(state, &self.schema, segment, &predicate).await?;
-            let (chunks, selections, ruled_out) = match &need {
+            let narrowed = match &need {
                 Some(need) => narrowed(state, segment, need, chunks).await?,
                 None => (chunks, Vec::new(), 0),
             };
+            selected.add(&narrowed);
+            let (chunks, selections, ruled_out) = narrowed;
             self.count(|c| c.classified());
             match chunks {
                 Chunks::None => {
@@ -714,6 +725,11 @@ impl TrawlTable {
             parts.push(DataSourceExec::from_data_source(config));
         }
         if !partial.is_empty() {
+            let source = if selected.is_narrow() {
+                source.with_pushdown_filters(true)
+            } else {
+                source
+            };
             parts.push(self.filtered_scan(state, url, source, partial, &predicate, &wanted)?);
         }
         combined(parts, Arc::new(self.schema.project(&wanted)?), limit)
