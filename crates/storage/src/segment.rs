@@ -7,7 +7,7 @@ use chrono::{DateTime, Datelike, Utc};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::basic::{Compression, Encoding, ZstdLevel};
 use datafusion::parquet::file::metadata::KeyValue;
 use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use datafusion::parquet::schema::types::ColumnPath;
@@ -186,31 +186,63 @@ const SAMPLE_ROWS: usize = 4096;
 /// token index) decodes pages of at most this many rows around each.
 const PAGE_ROWS: usize = 8192;
 
-/// Whether a string column is worth a dictionary, from a sample of its values: not when
-/// more than half of them differ (free text, ids). A dictionary-encoded chunk must read its
-/// whole dictionary page (up to 1 MiB) for any row, and its data pages hold only indices, so
-/// the string page limit does not apply to them.
+/// Whether a column is worth a dictionary, from a sample of its values: not when more than
+/// half of them differ (free text, ids, timestamps, durations). A dictionary-encoded chunk
+/// must read its whole dictionary page (up to 1 MiB) for any row, and its data pages hold
+/// only indices, so the string page limit does not apply to them. Columns of other types
+/// (booleans, nested) keep the writer's default.
 fn worth_a_dictionary(array: &dyn datafusion::arrow::array::Array) -> bool {
     use datafusion::arrow::array::AsArray;
     let sample = array.slice(0, array.len().min(SAMPLE_ROWS));
-    let mut distinct = std::collections::HashSet::new();
-    let mut values = 0usize;
-    let mut add = |value: Option<&str>| {
-        if let Some(value) = value {
-            values += 1;
-            distinct.insert(value.to_string());
-        }
-    };
+    let data = sample.to_data();
     if let Some(strings) = sample.as_string_opt::<i32>() {
-        strings.iter().for_each(&mut add);
+        few_distinct(strings.iter().map(|v| v.map(str::as_bytes)))
     } else if let Some(strings) = sample.as_string_opt::<i64>() {
-        strings.iter().for_each(&mut add);
+        few_distinct(strings.iter().map(|v| v.map(str::as_bytes)))
     } else if let Some(strings) = sample.as_string_view_opt() {
-        strings.iter().for_each(&mut add);
+        few_distinct(strings.iter().map(|v| v.map(str::as_bytes)))
+    } else if let (Some(width), [buffer]) = (sample.data_type().primitive_width(), data.buffers()) {
+        let start = data.offset().saturating_mul(width);
+        let end = start.saturating_add(data.len().saturating_mul(width));
+        match buffer.as_slice().get(start..end) {
+            Some(bytes) => few_distinct(
+                bytes
+                    .chunks_exact(width)
+                    .enumerate()
+                    .map(|(row, value)| data.is_valid(row).then_some(value)),
+            ),
+            None => true,
+        }
     } else {
-        return true;
+        true
     }
-    values < 64 || distinct.len() * 2 <= values
+}
+
+/// Whether at most half of the non-null `values` differ (or there are too few to tell).
+fn few_distinct<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> bool {
+    let mut distinct = std::collections::HashSet::new();
+    let mut count = 0usize;
+    for value in values.flatten() {
+        count += 1;
+        distinct.insert(value);
+    }
+    count < 64 || distinct.len() * 2 <= count
+}
+
+/// Whether a column without a dictionary is better delta-encoded: integers and times, which a
+/// segment holds sorted or close together (timestamps, durations, counters).
+fn delta_encoded(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Int32
+            | DataType::Int64
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Timestamp(..)
+            | DataType::Duration(_)
+    )
 }
 
 impl SegmentEncoder {
@@ -259,15 +291,18 @@ impl SegmentEncoder {
             }
         }
         for field in schema.fields() {
+            let path = ColumnPath::from(field.name().as_str());
             if matches!(
                 field.data_type(),
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
             ) {
-                let path = ColumnPath::from(field.name().as_str());
                 properties = properties.set_column_data_page_size_limit(path.clone(), STRING_PAGE_BYTES);
-                let column = first.and_then(|batch| batch.column_by_name(field.name()));
-                if column.is_some_and(|column| !worth_a_dictionary(column.as_ref())) {
-                    properties = properties.set_column_dictionary_enabled(path, false);
+            }
+            let column = first.and_then(|batch| batch.column_by_name(field.name()));
+            if column.is_some_and(|column| !worth_a_dictionary(column.as_ref())) {
+                properties = properties.set_column_dictionary_enabled(path.clone(), false);
+                if delta_encoded(field.data_type()) {
+                    properties = properties.set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
                 }
             }
         }
@@ -313,7 +348,7 @@ mod tests {
 
     #[test]
     fn free_text_gets_no_dictionary_and_few_values_do() -> std::result::Result<(), Box<dyn std::error::Error>> {
-        use datafusion::arrow::array::StringArray;
+        use datafusion::arrow::array::{Int64Array, StringArray, TimestampNanosecondArray};
         use datafusion::arrow::datatypes::Schema;
         use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
         use trawl_common::KqlType;
@@ -321,6 +356,12 @@ mod tests {
         let schema = Arc::new(Schema::new(vec![
             crate::schema::field("body", KqlType::String, DataType::Utf8),
             crate::schema::field("severity_text", KqlType::String, DataType::Utf8),
+            crate::schema::field(
+                "timestamp",
+                KqlType::DateTime,
+                DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None),
+            ),
+            crate::schema::field("status", KqlType::Long, DataType::Int64),
         ]));
         let rows = 20_000;
         let bodies: Vec<String> = (0..rows).map(|i| format!("request {i} done")).collect();
@@ -330,6 +371,12 @@ mod tests {
             vec![
                 Arc::new(StringArray::from(bodies)),
                 Arc::new(StringArray::from(severities)),
+                Arc::new(TimestampNanosecondArray::from_iter_values(
+                    (0..rows as i64).map(|i| 1_700_000_000_000_000_000 + i * 1_000_003),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    (0..rows as i64).map(|i| 200 + (i % 3) * 100),
+                )),
             ],
         )?;
         let mut encoder = SegmentEncoder::new(schema, rows)?;
@@ -343,6 +390,17 @@ mod tests {
             "free text is not dictionary-encoded"
         );
         assert!(severity.dictionary_page_offset().is_some(), "few values are");
+        let (time, status) = (group.column(2), group.column(3));
+        assert!(time.dictionary_page_offset().is_none(), "distinct times are not");
+        assert!(
+            time.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED),
+            "times are delta-encoded: {:?}",
+            time.encodings().collect::<Vec<_>>()
+        );
+        assert!(
+            status.dictionary_page_offset().is_some(),
+            "few numbers are dictionary-encoded"
+        );
         let pages = reader.get_row_group(0)?.get_column_page_reader(1)?.count();
         assert!(pages >= rows / PAGE_ROWS, "{pages} pages of at most {PAGE_ROWS} rows");
         Ok(())
