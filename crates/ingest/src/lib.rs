@@ -2,8 +2,10 @@
 //!
 //! [`Ingestor::submit`] adds a request's rows to the buffer of their table and waits. A
 //! flusher task writes a buffer as one segment when it is `flush_interval` old (at most 2 s
-//! by default 1 s) or holds `worth_rows` (a batch worth a segment: busy senders are not kept
-//! waiting for the timer), puts it durably, registers it in the catalog,
+//! by default 1 s), holds `worth_rows` (a batch worth a segment: busy senders are not kept
+//! waiting for the timer), or holds at least `quiet_rows` and no request came for
+//! `quiet_after` (its senders are all waiting for it: a few requests in flight are answered
+//! after one write, not after the timer), puts it durably, registers it in the catalog,
 //! and only then answers every waiting request. A failed put or commit is retried with
 //! backoff until `retry_for` (25 s) after the buffer's first request arrived; then the
 //! requests are answered `Unavailable` (503 / UNAVAILABLE) and their senders retry: nothing
@@ -47,6 +49,10 @@ pub struct IngestConfig {
     /// not for the timer; while both flush slots are busy a buffer keeps growing, so
     /// segments grow with the load.
     pub worth_rows: usize,
+    /// A buffer of at least `quiet_rows` rows to which no request came for `quiet_after` is
+    /// flushed: its senders wait for it rather than send more (zero turns this off).
+    pub quiet_after: Duration,
+    pub quiet_rows: usize,
     /// Rows waiting in all buffers beyond which new requests are refused.
     pub max_buffered_rows: usize,
     /// Approximate bytes of rows waiting in all buffers beyond which new requests are refused.
@@ -69,6 +75,8 @@ impl Default for IngestConfig {
         IngestConfig {
             flush_interval: Duration::from_secs(1),
             worth_rows: WORTH_ROWS,
+            quiet_after: Duration::from_millis(25),
+            quiet_rows: QUIET_ROWS,
             max_buffered_rows: 500_000,
             max_buffered_bytes: 256 << 20,
             concurrent_flushes: 2,
@@ -81,6 +89,10 @@ impl Default for IngestConfig {
 
 /// Rows worth a segment of their own: half a chunk (`trawl_storage` writes 32k-row chunks).
 pub const WORTH_ROWS: usize = 16 * 1024;
+
+/// Rows worth writing once their senders have gone quiet: one block of the token index. A
+/// trickle of smaller requests waits for the timer, so it does not write a segment each.
+pub const QUIET_ROWS: usize = 1024;
 
 /// How often the catalog's remembered request keys are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
@@ -96,6 +108,8 @@ struct Buffer {
     /// Keys of the requests whose rows are here.
     keys: Vec<RequestKey>,
     opened_at: Instant,
+    /// When the last request's rows arrived.
+    last_arrival: Instant,
 }
 
 #[derive(Debug)]
@@ -289,12 +303,14 @@ impl Ingestor {
                     waiters: Vec::new(),
                     keys: Vec::new(),
                     opened_at: Instant::now(),
+                    last_arrival: Instant::now(),
                 });
             buffer.rows.extend(rows);
+            buffer.last_arrival = Instant::now();
             buffer.bytes += bytes;
             buffer.waiters.push(sender);
             buffer.keys.extend(key);
-            is_due(&inner.config, buffer.rows.len(), Duration::ZERO)
+            is_due(&inner.config, buffer.rows.len(), Duration::ZERO, Duration::ZERO)
         };
         if full {
             inner.wake.notify_one();
@@ -327,7 +343,11 @@ impl Ingestor {
 }
 
 async fn flush_loop(inner: Arc<Inner>) {
-    let tick = (inner.config.flush_interval / 4).max(Duration::from_millis(10));
+    let mut tick = inner.config.flush_interval / 4;
+    if !inner.config.quiet_after.is_zero() {
+        tick = tick.min(inner.config.quiet_after / 2);
+    }
+    let tick = tick.max(Duration::from_millis(5));
     let mut pruned = Instant::now();
     loop {
         let stopping = inner.stopping.load(Ordering::Acquire);
@@ -375,17 +395,27 @@ async fn prune_request_keys(inner: &Inner) {
     }
 }
 
-/// Whether a buffer of `rows` rows, opened `age` ago, is written now: once it is worth a
-/// segment, or once it is as old as the flush interval.
-fn is_due(config: &IngestConfig, rows: usize, age: Duration) -> bool {
-    rows >= config.worth_rows || age >= config.flush_interval
+/// Whether a buffer of `rows` rows, opened `age` ago and `quiet` since its last request, is
+/// written now: once it is worth a segment, once its senders went quiet with enough rows, or
+/// once it is as old as the flush interval.
+fn is_due(config: &IngestConfig, rows: usize, age: Duration, quiet: Duration) -> bool {
+    let gone_quiet = !config.quiet_after.is_zero() && quiet >= config.quiet_after && rows >= config.quiet_rows;
+    rows >= config.worth_rows || age >= config.flush_interval || gone_quiet
 }
 
 async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Buffer)> {
     let mut buffers = inner.buffers.lock().await;
     let due: Vec<BufferKey> = buffers
         .iter()
-        .filter(|(_, b)| everything || is_due(&inner.config, b.rows.len(), b.opened_at.elapsed()))
+        .filter(|(_, b)| {
+            everything
+                || is_due(
+                    &inner.config,
+                    b.rows.len(),
+                    b.opened_at.elapsed(),
+                    b.last_arrival.elapsed(),
+                )
+        })
         .map(|(key, _)| key.clone())
         .collect();
     due.into_iter().filter_map(|key| buffers.remove_entry(&key)).collect()
@@ -438,15 +468,25 @@ async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffe
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_buffer_is_written_when_worth_a_segment_or_old_enough() {
+    fn a_buffer_is_written_when_worth_a_segment_old_enough_or_its_senders_wait() {
+        use std::time::Duration;
         let config = super::IngestConfig::default();
-        let second = std::time::Duration::from_secs(1);
-        assert!(!super::is_due(&config, 1_000, std::time::Duration::ZERO));
-        assert!(!super::is_due(&config, super::WORTH_ROWS - 1, second / 2));
-        assert!(super::is_due(&config, super::WORTH_ROWS, std::time::Duration::ZERO));
-        assert!(super::is_due(&config, 1, second));
+        let (second, zero, quiet) = (Duration::from_secs(1), Duration::ZERO, config.quiet_after);
+        assert!(!super::is_due(&config, 1_000, zero, zero));
+        assert!(!super::is_due(&config, super::WORTH_ROWS - 1, second / 2, zero));
+        assert!(super::is_due(&config, super::WORTH_ROWS, zero, zero));
+        assert!(super::is_due(&config, 1, second, zero));
         // (An empty buffer still answers its requests when its time comes.)
-        assert!(super::is_due(&config, 0, second));
+        assert!(super::is_due(&config, 0, second, zero));
+        // Senders that went quiet wait for this buffer: written when it holds enough rows.
+        assert!(super::is_due(&config, super::QUIET_ROWS, quiet, quiet));
+        assert!(!super::is_due(&config, super::QUIET_ROWS, quiet / 2, quiet / 2));
+        assert!(!super::is_due(&config, super::QUIET_ROWS - 1, quiet, quiet));
+        let off = super::IngestConfig {
+            quiet_after: zero,
+            ..config
+        };
+        assert!(!super::is_due(&off, super::QUIET_ROWS, second / 2, second / 2));
     }
 
     use super::*;
