@@ -56,6 +56,13 @@ if [ "${TRAWL_SKIP_CONFORMANCE:-0}" != "1" ]; then
   TRAWL_BIN="$CARGO_TARGET_DIR/debug/trawl" bash tests/conformance/run.sh
 fi
 
+if [ "${TRAWL_SKIP_BENCH:-0}" != "1" ]; then
+  # Every benchmark on a tiny data set with the debug binaries, to prove bench/run-all works
+  # end to end (its figures mean nothing here; real ones need release builds).
+  cargo build -p trawl -p trawl-bench
+  TRAWL_RELEASE_DIR="$CARGO_TARGET_DIR/debug" bash bench/run-all --tiny
+fi
+
 if [ "${TRAWL_SKIP_FUZZ:-0}" != "1" ]; then
   # A bounded run of each decoder's fuzz target (FUZZ_SECONDS each, 20 by default) so a
   # regression that panics on some input is caught; long runs: see fuzz/README.md.

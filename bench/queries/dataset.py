@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-RELEASE = Path.home() / ".cache/trawl-release/release"
+RELEASE = Path(os.environ.get("TRAWL_RELEASE_DIR", Path.home() / ".cache/trawl-release/release"))
 TRAWL_BIN = os.environ.get("TRAWL_BIN", str(RELEASE / "trawl"))
 TRAWL_GEN = os.environ.get("TRAWL_GEN", str(RELEASE / "trawl-gen"))
 INGEST_BENCH = os.environ.get("INGEST_BENCH", str(RELEASE / "ingest-bench"))

@@ -19,6 +19,14 @@ if [ "${1:-}" = "scaling" ]; then
     shift
     exec "$venv/bin/python" "$here/scaling.py" "$@"
 fi
+if [ "${1:-}" = "cold" ]; then
+    shift
+    exec "$venv/bin/python" "$here/cold.py" "$@"
+fi
+if [ "${1:-}" = "live-segments" ]; then
+    shift
+    exec "$venv/bin/python" "$here/live.py" "$@"
+fi
 if [ "${1:-}" = "first-rows" ]; then
     shift
     exec "$venv/bin/python" "$here/first_rows.py" "$@"

@@ -48,6 +48,10 @@ struct Args {
     /// Print the first N log records and N spans as OTLP/JSON to stderr.
     #[arg(long, default_value_t = 0)]
     sample: usize,
+    /// Also measure each request as OTLP/JSON (`json_bytes` in the manifest): the raw size
+    /// stored bytes are compared with.
+    #[arg(long)]
+    json_bytes: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -81,6 +85,8 @@ fn main() -> anyhow::Result<()> {
     let began = Instant::now();
     let mut logs_out = open("logs.otlp")?;
     let (mut log_requests, mut log_records, mut log_bytes, mut log_fp) = (0u64, 0u64, 0u64, 0u64);
+    let (mut log_json, mut trace_json) = (0u64, 0u64);
+
     let mut buffer = Vec::with_capacity(1 << 20);
     let mut samples_left = args.sample;
     for request in config.log_batches() {
@@ -100,6 +106,9 @@ fn main() -> anyhow::Result<()> {
         }
         log_requests += 1;
         log_records += log_record_count(&request) as u64;
+        if args.json_bytes {
+            log_json += json_len(&request)?;
+        }
         buffer.clear();
         request.encode_length_delimited(&mut buffer)?;
         log_bytes += buffer.len() as u64;
@@ -134,6 +143,9 @@ fn main() -> anyhow::Result<()> {
         }
         trace_requests += 1;
         spans += span_count(&request) as u64;
+        if args.json_bytes {
+            trace_json += json_len(&request)?;
+        }
         buffer.clear();
         request.encode_length_delimited(&mut buffer)?;
         trace_bytes += buffer.len() as u64;
@@ -158,8 +170,10 @@ fn main() -> anyhow::Result<()> {
         "end": to_rfc3339(config.end_nanos()),
         "batch": config.batch_size,
         "logs": { "file": "logs.otlp", "requests": log_requests, "records": log_records, "bytes": log_bytes,
+                  "json_bytes": args.json_bytes.then_some(log_json),
                   "fingerprint": format!("{log_fp:016x}"), "seconds": round2(logs_seconds) },
         "traces": { "file": "traces.otlp", "requests": trace_requests, "spans": spans, "bytes": trace_bytes,
+                    "json_bytes": args.json_bytes.then_some(trace_json),
                     "fingerprint": format!("{trace_fp:016x}"), "seconds": round2(traces_seconds) },
         "needle_trace_id": config.needle_trace_id_hex(),
         "needle_time": to_rfc3339(config.needle_time_nanos()),
@@ -175,6 +189,25 @@ fn main() -> anyhow::Result<()> {
     }
     println!("{text}");
     Ok(())
+}
+
+/// Bytes of `request` as OTLP/JSON (its serde form: camelCase names, hex ids, as OTLP/HTTP
+/// JSON carries it), counted without keeping them.
+fn json_len<T: serde::Serialize>(request: &T) -> anyhow::Result<u64> {
+    struct Counter(u64);
+    impl Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, request)?;
+    Ok(counter.0)
 }
 
 fn round2(x: f64) -> f64 {

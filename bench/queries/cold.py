@@ -1,0 +1,83 @@
+"""Cold start: each question's first run on a freshly started server with the operating
+system's page cache dropped (nothing of the segments in memory: footers, token indexes and
+data are read from disk), against its warm median on the same server.
+
+Run it through run.sh (`bash bench/queries/run.sh cold [--only Q1,Q2] [--runs N]`) after
+the data set is loaded (`run.sh` without arguments loads it). Dropping the page cache needs
+root (`/proc/sys/vm/drop_caches`); without it the report says the cache was kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+from dataset import TrawlServer, ensure_loaded, log
+from queries import TOKEN, selected, trawl_rows
+from questions import fill, parameters
+
+DEFAULT_QUESTIONS = "Q1,Q2,Q3,Q4"
+# The target: a cold run within this factor of a warm one.
+TARGET = 3.0
+
+
+def drop_page_cache() -> bool:
+    """Writes dirty pages and drops the clean ones; False when not allowed."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError as error:
+        log(f"page cache kept ({error}): the cold runs read from memory")
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="/tmp/trawl-bench-data", help="data set directory")
+    parser.add_argument("--only", default=DEFAULT_QUESTIONS, help=f"question ids (default {DEFAULT_QUESTIONS})")
+    parser.add_argument("--runs", type=int, default=5, help="warm runs per question")
+    parser.add_argument("--json-out", help="where to write the figures (default DIR/cold.json)")
+    parser.add_argument("--keep-page-cache", action="store_true", help="only restart the server (a smoke test)")
+    args = parser.parse_args()
+    data = Path(args.data)
+    if not (data / "loaded.json").exists():
+        raise SystemExit(f"no data set in {data}: run `bash bench/queries/run.sh` once first")
+    manifest = ensure_loaded(data, {"seed": None, "logs": None, "spans": None})
+    params = parameters(manifest)
+    results = []
+    print("| id | question | cold ms | warm ms | cold/warm |")
+    print("|---|---|---:|---:|---:|")
+    for question in selected(args.only):
+        kql = fill(question.kql, params)
+        dropped = not args.keep_page_cache and drop_page_cache()
+        with TrawlServer(data / "trawl", data / "server.log", merge_interval_secs=0) as server:
+            TOKEN["token"] = server.secret("admin_token")
+            began = time.perf_counter()
+            trawl_rows(server.gateway_url, kql)
+            cold = (time.perf_counter() - began) * 1000
+            warm_times = []
+            for _ in range(args.runs):
+                began = time.perf_counter()
+                trawl_rows(server.gateway_url, kql)
+                warm_times.append((time.perf_counter() - began) * 1000)
+        warm = statistics.median(warm_times)
+        ratio = cold / warm if warm > 0 else float("inf")
+        results.append(
+            {"id": question.id, "cold_ms": round(cold, 2), "warm_ms": round(warm, 2), "ratio": round(ratio, 2),
+             "page_cache_dropped": dropped}
+        )
+        print(f"| {question.id} | {question.title} | {cold:,.1f} | {warm:,.1f} | {ratio:.2f} |", flush=True)
+    met = all(r["ratio"] <= TARGET for r in results)
+    print(f"target: cold within {TARGET:.0f}x of warm: {'met' if met else 'NOT met'}")
+    out = Path(args.json_out) if args.json_out else data / "cold.json"
+    out.write_text(json.dumps({"runs": args.runs, "results": results}, indent=2) + "\n")
+    log(f"figures written to {out}")
+
+
+if __name__ == "__main__":
+    main()
