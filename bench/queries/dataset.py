@@ -37,7 +37,7 @@ DEFAULTS = {"seed": 42, "logs": 10_000_000, "spans": 5_000_000}
 MERGE_INTERVAL_SECS = 5
 SETTLE_SECS = 3 * MERGE_INTERVAL_SECS
 SETTLE_CPU_SECS = 0.2
-SETTLE_TIMEOUT_SECS = 3600
+SETTLE_TIMEOUT_SECS = int(os.environ.get("TRAWL_BENCH_SETTLE_TIMEOUT_SECS", "3600"))
 # A merge pass in progress finishes before the server stops.
 STOP_TIMEOUT_SECS = 900
 

@@ -293,8 +293,9 @@ impl Ingestor {
             return refused;
         }
         let (sender, receiver) = oneshot::channel();
-        let full = {
+        let wake = {
             let mut buffers = inner.buffers.lock().await;
+            let opened = buffers.is_empty();
             let buffer = buffers
                 .entry((database.to_string(), table.to_string(), signal))
                 .or_insert_with(|| Buffer {
@@ -310,9 +311,10 @@ impl Ingestor {
             buffer.bytes += bytes;
             buffer.waiters.push(sender);
             buffer.keys.extend(key);
-            is_due(&inner.config, buffer.rows.len(), Duration::ZERO, Duration::ZERO)
+            // The first open buffer wakes the loop too, so it watches for quiet senders.
+            opened || is_due(&inner.config, buffer.rows.len(), Duration::ZERO, Duration::ZERO)
         };
-        if full {
+        if wake {
             inner.wake.notify_one();
         }
         match receiver.await {
@@ -343,11 +345,15 @@ impl Ingestor {
 }
 
 async fn flush_loop(inner: Arc<Inner>) {
-    let mut tick = inner.config.flush_interval / 4;
-    if !inner.config.quiet_after.is_zero() {
-        tick = tick.min(inner.config.quiet_after / 2);
-    }
-    let tick = tick.max(Duration::from_millis(5));
+    // An idle process wakes rarely; while a buffer is open, often enough to see its senders
+    // go quiet (a request that opens a buffer wakes the loop).
+    let idle_tick = (inner.config.flush_interval / 4).max(Duration::from_millis(10));
+    let busy_tick = match inner.config.quiet_after.is_zero() {
+        true => idle_tick,
+        false => idle_tick
+            .min(inner.config.quiet_after / 2)
+            .max(Duration::from_millis(5)),
+    };
     let mut pruned = Instant::now();
     loop {
         let stopping = inner.stopping.load(Ordering::Acquire);
@@ -372,6 +378,10 @@ async fn flush_loop(inner: Arc<Inner>) {
             pruned = Instant::now();
             prune_request_keys(&inner).await;
         }
+        let tick = match inner.buffers.lock().await.is_empty() {
+            true => idle_tick,
+            false => busy_tick,
+        };
         tokio::select! {
             _ = inner.wake.notified() => {}
             _ = tokio::time::sleep(tick) => {}
