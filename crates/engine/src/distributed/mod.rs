@@ -245,10 +245,13 @@ impl Distribution {
             return false;
         }
         let own = Url::parse(&self.settings.self_url).ok();
-        match own {
+        let left_out = match own {
             Some(own) => self.workers.leave_out_unreachable(&own).await > 0,
             None => false,
-        }
+        };
+        // A node that was just restarted is listed before it listens: another node's call to
+        // it is refused, yet it answers the probe a moment later. Running again reaches it.
+        left_out || refused_elsewhere(error)
     }
 
     /// The worker service to serve on the query port.
@@ -455,6 +458,13 @@ pub(crate) fn unreachable_node(error: &DataFusionError) -> Option<String> {
     None
 }
 
+/// Whether `error` reports, as text from another node (a remote error carries no causes),
+/// that a connection to a node was refused.
+fn refused_elsewhere(error: &DataFusionError) -> bool {
+    let text = error.to_string();
+    text.contains("tcp connect error") || text.contains("Connection refused")
+}
+
 /// Whether `error` says the plan cannot travel (the query then runs where it was planned),
 /// and why.
 pub(crate) fn stays_local(error: &DataFusionError) -> Option<String> {
@@ -498,5 +508,23 @@ pub(crate) async fn with_worker_metrics(
             Arc::clone(plan)
         }
         Err(_) => Arc::clone(plan),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_connection_reported_by_another_node_is_recognized() {
+        let remote = DataFusionError::External(
+            "code: 'The service is currently unavailable', message: \"tcp connect error\", source: \
+             ConnectError(\"tcp connect error\", 127.0.0.1:60387, Os { code: 111, kind: ConnectionRefused, \
+             message: \"Connection refused\" })"
+                .into(),
+        );
+        assert!(refused_elsewhere(&remote));
+        let other = DataFusionError::External("division by zero".into());
+        assert!(!refused_elsewhere(&other));
     }
 }
