@@ -357,7 +357,7 @@ async fn flush_loop(inner: Arc<Inner>) {
     let mut pruned = Instant::now();
     loop {
         let stopping = inner.stopping.load(Ordering::Acquire);
-        let due = take_due_buffers(&inner, stopping).await;
+        let (due, open) = take_due_buffers(&inner, stopping).await;
         for ((database, table, signal), buffer) in due {
             let Ok(slot) = inner.flush_slots.clone().acquire_owned().await else {
                 return;
@@ -378,10 +378,7 @@ async fn flush_loop(inner: Arc<Inner>) {
             pruned = Instant::now();
             prune_request_keys(&inner).await;
         }
-        let tick = match inner.buffers.lock().await.is_empty() {
-            true => idle_tick,
-            false => busy_tick,
-        };
+        let tick = if open { busy_tick } else { idle_tick };
         tokio::select! {
             _ = inner.wake.notified() => {}
             _ = tokio::time::sleep(tick) => {}
@@ -413,7 +410,8 @@ fn is_due(config: &IngestConfig, rows: usize, age: Duration, quiet: Duration) ->
     rows >= config.worth_rows || age >= config.flush_interval || gone_quiet
 }
 
-async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Buffer)> {
+/// The buffers due now, taken out, and whether any other stays open.
+async fn take_due_buffers(inner: &Inner, everything: bool) -> (Vec<(BufferKey, Buffer)>, bool) {
     let mut buffers = inner.buffers.lock().await;
     let due: Vec<BufferKey> = buffers
         .iter()
@@ -428,7 +426,8 @@ async fn take_due_buffers(inner: &Inner, everything: bool) -> Vec<(BufferKey, Bu
         })
         .map(|(key, _)| key.clone())
         .collect();
-    due.into_iter().filter_map(|key| buffers.remove_entry(&key)).collect()
+    let taken = due.into_iter().filter_map(|key| buffers.remove_entry(&key)).collect();
+    (taken, !buffers.is_empty())
 }
 
 async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffer: Buffer) {

@@ -625,11 +625,7 @@ impl TrawlTable {
                     }
                 }
             }
-            let source = if selected.is_narrow() {
-                source.with_pushdown_filters(true)
-            } else {
-                source
-            };
+            let source = selected.filtering_in_reader(source);
             let mut builder = FileScanConfigBuilder::new(url, Arc::new(source));
             if let Some(rows) = exact_rows(counted.iter().map(|(_, file)| file)) {
                 builder = builder.with_statistics(self.statistics_of(rows));
@@ -725,11 +721,7 @@ impl TrawlTable {
             parts.push(DataSourceExec::from_data_source(config));
         }
         if !partial.is_empty() {
-            let source = if selected.is_narrow() {
-                source.with_pushdown_filters(true)
-            } else {
-                source
-            };
+            let source = selected.filtering_in_reader(source);
             parts.push(self.filtered_scan(state, url, source, partial, &predicate, &wanted)?);
         }
         combined(parts, Arc::new(self.schema.project(&wanted)?), limit)

@@ -707,6 +707,17 @@ impl Selected {
     pub(crate) fn is_narrow(&self) -> bool {
         self.of > 0 && self.kept.saturating_mul(8) <= self.of
     }
+
+    /// `source`, filtering inside the reader when the selections are narrow.
+    pub(crate) fn filtering_in_reader(
+        &self,
+        source: datafusion::datasource::physical_plan::ParquetSource,
+    ) -> datafusion::datasource::physical_plan::ParquetSource {
+        match self.is_narrow() {
+            true => source.with_pushdown_filters(true),
+            false => source,
+        }
+    }
 }
 
 /// `chunks` of `segment` (classified by statistics) narrowed by its token index for `need`:
