@@ -1,6 +1,5 @@
 //! Rows → one Arrow batch, sorted by time, with each column's type widened across rows.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -13,7 +12,7 @@ use trawl_catalog::ColumnInfo;
 use trawl_common::{KqlType, Row, TIME_COLUMN, Value};
 
 use crate::schema::{UTC, field, segment_arrow_type};
-use crate::shred::Shredder;
+use crate::shred::{HiddenBuilder, Shredder};
 use crate::{Result, StorageError};
 
 /// What [`rows_to_batch`] made: the batch, its columns, and its time range.
@@ -35,22 +34,27 @@ fn time_of(row: &Row) -> i64 {
 /// Sorts `rows` by `timestamp` and builds one batch. A column whose values disagree in type
 /// widens (`long`→`real`; anything else → `dynamic`). The hidden columns of shredded keys
 /// (`trawl_common::shred`) come last; cells named like hidden columns are dropped.
-pub fn rows_to_batch(mut rows: Vec<Row>) -> Result<RowsBatch> {
+pub fn rows_to_batch(rows: Vec<Row>) -> Result<RowsBatch> {
     if rows.is_empty() {
         return Err(StorageError::Invalid("no rows to write".into()));
     }
-    rows.sort_by_key(time_of);
-    let min_time = time_of(&rows[0]);
-    let max_time = rows.last().map_or(min_time, time_of);
+    // The order by time, found once: the rows themselves stay where they are.
+    let times: Vec<i64> = rows.iter().map(time_of).collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    if !times.is_sorted() {
+        order.sort_by_key(|&i| times[i]);
+    }
+    let min_time = times[order[0]];
+    let max_time = order.last().map_or(min_time, |&i| times[i]);
 
     // Column order: first seen; type: widened over all rows.
     let mut index = ColumnIndex::default();
     let mut columns: Vec<(&'static str, KqlType)> = Vec::new();
-    for row in &rows {
-        for (position, (name, value)) in row.cells.iter().enumerate() {
+    for &i in &order {
+        for (position, (name, value)) in rows[i].cells.iter().enumerate() {
             let kql_type = value.kql_type();
             match index.get(position, name) {
-                Some(i) => columns[i].1 = columns[i].1.widen(kql_type),
+                Some(c) => columns[c].1 = columns[c].1.widen(kql_type),
                 None => {
                     index.insert(position, name, columns.len());
                     columns.push((name, kql_type));
@@ -58,28 +62,49 @@ pub fn rows_to_batch(mut rows: Vec<Row>) -> Result<RowsBatch> {
             }
         }
     }
+    let fields: Vec<_> = columns
+        .iter()
+        .map(|(name, kql_type)| field(name, *kql_type, segment_arrow_type(*kql_type)))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    // Hot keys of the bags get hidden columns of their own (decision 002), taken from each
+    // bag's text as it is appended.
+    let shredder = Shredder::new(&schema);
 
     let row_count = rows.len();
     let mut builders: Vec<ColumnBuilder> = columns
         .iter()
         .map(|(_, kql_type)| ColumnBuilder::new(*kql_type, row_count))
         .collect();
-    for (row_index, row) in rows.iter().enumerate() {
-        for (position, (name, value)) in row.cells.iter().enumerate() {
-            if let Some(i) = index.get(position, name) {
-                builders[i].append(row_index, value);
+    let mut hidden: Vec<Option<HiddenBuilder>> = (0..columns.len()).map(|_| None).collect();
+    let bags: Vec<usize> = shredder
+        .hidden_builders(row_count)
+        .into_iter()
+        .map(|(column, builder)| {
+            hidden[column] = Some(builder);
+            column
+        })
+        .collect();
+    for (row_index, &i) in order.iter().enumerate() {
+        for (position, (name, value)) in rows[i].cells.iter().enumerate() {
+            if let Some(c) = index.get(position, name) {
+                builders[c].append(row_index, value);
+                if let Some(hidden) = &mut hidden[c] {
+                    append_hidden(hidden, row_index, value);
+                }
             }
         }
     }
     drop(rows);
 
-    let mut fields = Vec::with_capacity(columns.len());
-    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(columns.len());
-    for ((name, kql_type), builder) in columns.iter().zip(builders) {
-        fields.push(field(name, *kql_type, segment_arrow_type(*kql_type)));
-        arrays.push(builder.finish(row_count));
-    }
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
+    let arrays: Vec<ArrayRef> = builders.into_iter().map(|b| b.finish(row_count)).collect();
+    let batch = RecordBatch::try_new(schema, arrays)?;
+    let hidden: Vec<ArrayRef> = bags
+        .iter()
+        .filter_map(|&column| hidden[column].take())
+        .flat_map(|builder| builder.finish(row_count))
+        .collect();
+    let batch = shredder.assemble(&batch, hidden)?;
     let columns: Vec<ColumnInfo> = columns
         .into_iter()
         .map(|(name, kql_type)| ColumnInfo {
@@ -87,9 +112,6 @@ pub fn rows_to_batch(mut rows: Vec<Row>) -> Result<RowsBatch> {
             kql_type,
         })
         .collect();
-    // Hot keys of the bags get hidden columns of their own (decision 002).
-    let shredder = Shredder::new(&batch.schema());
-    let batch = shredder.shred(&batch)?;
     let columns = shredder.columns(&columns);
     Ok(RowsBatch {
         batch,
@@ -99,18 +121,31 @@ pub fn rows_to_batch(mut rows: Vec<Row>) -> Result<RowsBatch> {
     })
 }
 
+/// The hidden values of a bag cell, from the text the bag column holds for it. A bag text
+/// shared by several rows is walked once (its address names it while the rows live).
+fn append_hidden(hidden: &mut HiddenBuilder, row: usize, value: &Value) {
+    match value {
+        Value::JsonText(text) => {
+            let shared = (Arc::strong_count(text) > 1).then_some(Arc::as_ptr(text) as *const u8 as usize);
+            hidden.append(row, text, shared);
+        }
+        other => hidden.append(row, &dynamic_text(other), None),
+    }
+}
+
 /// Column numbers by name. Rows of one request share their layout, so the column found at a
 /// cell position is remembered and checked first, which saves hashing most names.
 #[derive(Default)]
 struct ColumnIndex {
-    by_name: HashMap<&'static str, usize>,
+    by_name: datafusion::common::HashMap<&'static str, usize>,
     by_position: Vec<Option<(&'static str, usize)>>,
 }
 
 impl ColumnIndex {
     fn get(&mut self, position: usize, name: &'static str) -> Option<usize> {
+        // Names are the mapping's constants: the same text is usually the same address.
         if let Some(Some((seen, column))) = self.by_position.get(position)
-            && *seen == name
+            && (std::ptr::eq(*seen, name) || *seen == name)
         {
             return Some(*column);
         }
@@ -284,6 +319,62 @@ mod tests {
         let bag = out.batch.column(4).as_string::<i32>();
         assert!(bag.is_null(2) && bag.is_null(4));
         assert_eq!(bag.value(3), r#"{"a":1}"#);
+        Ok(())
+    }
+
+    #[test]
+    fn hidden_columns_built_with_the_rows_equal_shredding_the_written_bags()
+    -> std::result::Result<(), Box<dyn std::error::Error>> {
+        use trawl_common::shred::{HIDDEN_PREFIX, shredded_column};
+        let shared: Arc<str> = Arc::from(r#"{"service.name":"checkout","host.name":"h1"}"#);
+        let other: Arc<str> = Arc::from(r#"{"service.name":"cart","k8s.namespace.name":{"a":1}}"#);
+        let mut rows = Vec::new();
+        for i in 0..40i64 {
+            // Out of time order, shared bags interleaved with a row's own and with rows that
+            // have none, a bag of another type, and a hidden-named cell that must not survive.
+            let mut cells = vec![(
+                "resource",
+                Value::JsonText(if i % 3 == 0 { shared.clone() } else { other.clone() }),
+            )];
+            match i % 5 {
+                0 => cells.push((
+                    "attributes",
+                    Value::JsonText(Arc::from(format!(r#"{{"http.route":"/r{i}"}}"#))),
+                )),
+                1 => cells.push(("attributes", Value::Long(i))),
+                2 => cells.push(("attributes", Value::Dynamic(serde_json::json!({"http.method": "GET"})))),
+                3 => cells.push(("__trawl_shred:attributes:http.route", Value::String("forged".into()))),
+                _ => {}
+            }
+            if i % 7 == 0 {
+                cells.remove(0);
+            }
+            rows.push(row((i * 37) % 41, cells));
+        }
+        let out = rows_to_batch(rows)?;
+        let batch = &out.batch;
+        let bags: Vec<usize> = ["resource", "attributes"]
+            .iter()
+            .filter_map(|name| batch.schema().index_of(name).ok())
+            .collect();
+        assert_eq!(bags.len(), 2);
+        // The reference: shred the written bag columns as a merge does.
+        let own: Vec<usize> = (0..batch.num_columns())
+            .filter(|&i| !batch.schema().field(i).name().starts_with(HIDDEN_PREFIX))
+            .collect();
+        let written = batch.project(&own)?;
+        let reference = Shredder::new(&written.schema()).shred(&written)?;
+        assert_eq!(reference.schema(), batch.schema());
+        for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+            let expected = reference.column_by_name(field.name()).ok_or("no reference column")?;
+            assert_eq!(column.as_ref(), expected.as_ref(), "column {}", field.name());
+        }
+        let route = batch
+            .column_by_name(&shredded_column("attributes", "http.route"))
+            .ok_or("no hidden route")?
+            .as_string::<i32>();
+        assert!(route.iter().all(|value| value != Some("forged")));
+        assert!(route.iter().any(|value| value == Some("/r0")));
         Ok(())
     }
 

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
+use datafusion::arrow::array::{Array, ArrayBuilder, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use jiter::{Jiter, Peek};
@@ -89,11 +89,97 @@ impl Shredder {
 
     /// `batch` (of the input schema) with its hidden columns.
     pub fn shred(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let hidden = self
+            .bags
+            .iter()
+            .flat_map(|bag| shred_column(batch.column(bag.index).as_ref(), bag.keys))
+            .collect();
+        self.assemble(batch, hidden)
+    }
+
+    /// Builders for the hidden columns of each shredded bag, by the bag's column position in
+    /// the input schema: for a writer that sees each bag's text as it builds the batch.
+    pub(crate) fn hidden_builders(&self, rows: usize) -> Vec<(usize, HiddenBuilder)> {
+        self.bags
+            .iter()
+            .map(|bag| (bag.index, HiddenBuilder::new(bag.keys, rows)))
+            .collect()
+    }
+
+    /// `batch` (of the input schema) with `hidden`: the hidden columns of every bag in order,
+    /// as [`Shredder::hidden_builders`] made them.
+    pub(crate) fn assemble(&self, batch: &RecordBatch, hidden: Vec<ArrayRef>) -> Result<RecordBatch> {
         let mut arrays: Vec<ArrayRef> = self.kept.iter().map(|&i| batch.column(i).clone()).collect();
-        for bag in &self.bags {
-            arrays.extend(shred_column(batch.column(bag.index).as_ref(), bag.keys));
-        }
+        arrays.extend(hidden);
         Ok(RecordBatch::try_new(self.schema.clone(), arrays)?)
+    }
+}
+
+/// The hidden columns of one bag column, built row by row. A text several rows share (the
+/// resource of a request, one `Arc` in every row) is walked once, however its rows are
+/// ordered.
+pub(crate) struct HiddenBuilder {
+    keys: &'static [&'static str],
+    builders: Vec<StringBuilder>,
+    /// Values of shared texts, by the address of the text.
+    shared: datafusion::common::HashMap<usize, Vec<Option<String>>>,
+    scratch: Vec<Option<String>>,
+}
+
+impl HiddenBuilder {
+    fn new(keys: &'static [&'static str], rows: usize) -> HiddenBuilder {
+        HiddenBuilder {
+            keys,
+            builders: keys.iter().map(|_| StringBuilder::with_capacity(rows, 0)).collect(),
+            shared: datafusion::common::HashMap::default(),
+            scratch: vec![None; keys.len()],
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.builders.first().map_or(0, |b| b.len())
+    }
+
+    fn pad_to(&mut self, rows: usize) {
+        let missing = rows.saturating_sub(self.len());
+        if missing > 0 {
+            self.builders.iter_mut().for_each(|b| b.append_nulls(missing));
+        }
+    }
+
+    /// Appends the hidden values of row `row` whose bag is `text`. `shared` is the text's
+    /// address when other rows hold the same text; the address must stay the text's while
+    /// this builder lives. A second bag for the same row is ignored (the first one counts).
+    pub(crate) fn append(&mut self, row: usize, text: &str, shared: Option<usize>) {
+        if self.len() > row {
+            return;
+        }
+        self.pad_to(row);
+        let keys = self.keys;
+        let values = match shared {
+            Some(address) => self.shared.entry(address).or_insert_with(|| {
+                let mut values = vec![None; keys.len()];
+                extract_keys(text, keys, &mut values);
+                values
+            }),
+            None => {
+                self.scratch.iter_mut().for_each(|v| *v = None);
+                extract_keys(text, keys, &mut self.scratch);
+                &mut self.scratch
+            }
+        };
+        for (builder, value) in self.builders.iter_mut().zip(values.iter()) {
+            builder.append_option(value.as_deref());
+        }
+    }
+
+    /// The hidden columns of `rows` rows.
+    pub(crate) fn finish(mut self, rows: usize) -> Vec<ArrayRef> {
+        self.pad_to(rows);
+        self.builders
+            .into_iter()
+            .map(|mut b| Arc::new(b.finish()) as ArrayRef)
+            .collect()
     }
 }
 

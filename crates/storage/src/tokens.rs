@@ -24,7 +24,7 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
-use datafusion::common::ScalarValue;
+use datafusion::common::{HashSet as FastSet, ScalarValue};
 use datafusion::logical_expr::{Expr, Operator};
 use datafusion::parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use datafusion::parquet::bloom_filter::Sbbf;
@@ -239,11 +239,17 @@ impl ColumnBuilder {
         if self.ends.is_empty() {
             self.blocks.extend_from_slice(&0u32.to_le_bytes());
         } else {
-            let mut filter = Sbbf::new_with_ndv_fpp(self.ends.len() as u64, FPP)?;
+            // Terms repeat within a block (the same words in many bodies): each distinct one
+            // is hashed into the filter once, and the filter is sized for the distinct ones.
+            let mut distinct: FastSet<&[u8]> = FastSet::with_capacity(self.ends.len());
             let mut begin = 0;
             for &end in &self.ends {
-                filter.insert(&self.terms[begin..end]);
+                distinct.insert(&self.terms[begin..end]);
                 begin = end;
+            }
+            let mut filter = Sbbf::new_with_ndv_fpp(distinct.len() as u64, FPP)?;
+            for term in distinct {
+                filter.insert(term);
             }
             filter.fold_to_target_fpp(FPP);
             let bytes = filter.num_blocks() * 32;

@@ -156,8 +156,18 @@ fn write_any_value(out: &mut String, value: &AnyValue) {
 
 /// Appends `text` as a JSON string, escaped as `serde_json` escapes it.
 pub(crate) fn write_json_string(out: &mut String, text: &str) {
+    out.reserve(text.len() + 2);
     out.push('"');
     let bytes = text.as_bytes();
+    // Most texts need no escape: one pass without branches (it vectorizes) says so.
+    let plain = !bytes.iter().fold(false, |escape, &byte| {
+        escape | (byte < 0x20) | (byte == b'"') | (byte == b'\\')
+    });
+    if plain {
+        out.push_str(text);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (index, &byte) in bytes.iter().enumerate() {
         let escape: &str = match byte {
