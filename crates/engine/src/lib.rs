@@ -18,6 +18,7 @@ mod prepared;
 pub mod progress;
 mod run;
 mod slices;
+mod warm;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -39,7 +39,7 @@ pub use checked::SegmentDamage;
 pub use live_scans::ScanTotals;
 pub use location::{S3Settings, StoreLocation};
 pub use merge::{MergePolicy, Merger};
-pub use probe::{UnreadableSegment, find_cause};
+pub use probe::{UnreadableSegment, Warmed, find_cause, warm_footers};
 pub use progress::ScanCounters;
 pub use segment::{Encoded, SegmentWriter, encode_rows};
 pub use segment_scan::{LazyScans, ScanSpec, SegmentScanExec};

@@ -147,3 +147,37 @@ fn problem_in(footer: &Arc<ParquetMetaData>, bytes: u64) -> Option<String> {
         Err(_) => Some("the segment cannot be read: its schema does not decode".to_string()),
     }
 }
+
+/// What [`warm_footers`] read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Warmed {
+    pub segments: usize,
+    /// Memory the footers take in the cache.
+    pub bytes: usize,
+}
+
+/// Reads the footers of `segments`, in their order, into the footer cache the scans share,
+/// until their size reaches half the cache (the rest stays for the queries' own). A segment
+/// whose footer cannot be read is passed over: the query that reads it reports it.
+pub async fn warm_footers(state: &dyn Session, segments: Vec<SegmentMeta>) -> Warmed {
+    let budget = state
+        .runtime_env()
+        .cache_manager
+        .get_file_metadata_cache()
+        .cache_limit()
+        / 2;
+    let mut warmed = Warmed::default();
+    let mut footers = futures::stream::iter(segments)
+        .map(|segment| async move { footer(state, &segment).await })
+        .buffered(CONCURRENT_FETCHES);
+    while let Some(fetched) = footers.next().await {
+        if let Ok(footer) = fetched {
+            warmed.segments += 1;
+            warmed.bytes += footer.memory_size();
+        }
+        if warmed.bytes >= budget {
+            break;
+        }
+    }
+    warmed
+}

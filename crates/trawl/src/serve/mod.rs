@@ -99,6 +99,10 @@ pub struct ServeArgs {
     /// Seconds a deleted database, table or view can be restored; then the janitor purges it.
     #[arg(long, env = "RESTORE_WINDOW_SECS", default_value_t = 7 * 86_400)]
     pub restore_window_secs: u64,
+    /// Longest time a query node spends at start-up reading the footers of the newest
+    /// segments into its footer cache before it takes queries (0: none).
+    #[arg(long, env = "WARM_UP_SECS", default_value_t = 10)]
+    pub warm_up_secs: u64,
     /// SSO: the OpenID Connect provider's issuer URL. The `--oidc-*` settings are imported
     /// into the catalog at the first start only; later they are changed on the admin page.
     #[arg(long, env = "OIDC_ISSUER")]
@@ -384,6 +388,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             worker_routes = engine
                 .worker()
                 .map(|worker| trawl_api::worker::routes(worker, master.clone()));
+        }
+        if args.warm_up_secs > 0 {
+            let limit = Duration::from_secs(args.warm_up_secs);
+            match tokio::time::timeout(limit, engine.warm_footers()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "cannot warm the footer cache; queries read footers as they go")
+                }
+                Err(_) => tracing::info!(
+                    seconds = args.warm_up_secs,
+                    "footer cache warm-up stopped at its time limit"
+                ),
+            }
         }
         let query_state = QueryState {
             engine,
