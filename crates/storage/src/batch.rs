@@ -76,15 +76,11 @@ pub fn rows_to_batch(rows: Vec<Row>) -> Result<RowsBatch> {
         .iter()
         .map(|(_, kql_type)| ColumnBuilder::new(*kql_type, row_count))
         .collect();
+    // By column: the bags come in column order, so their hidden columns do too.
     let mut hidden: Vec<Option<HiddenBuilder>> = (0..columns.len()).map(|_| None).collect();
-    let bags: Vec<usize> = shredder
-        .hidden_builders(row_count)
-        .into_iter()
-        .map(|(column, builder)| {
-            hidden[column] = Some(builder);
-            column
-        })
-        .collect();
+    for (column, builder) in shredder.hidden_builders(row_count) {
+        hidden[column] = Some(builder);
+    }
     for (row_index, &i) in order.iter().enumerate() {
         for (position, (name, value)) in rows[i].cells.iter().enumerate() {
             if let Some(c) = index.get(position, name) {
@@ -99,9 +95,9 @@ pub fn rows_to_batch(rows: Vec<Row>) -> Result<RowsBatch> {
 
     let arrays: Vec<ArrayRef> = builders.into_iter().map(|b| b.finish(row_count)).collect();
     let batch = RecordBatch::try_new(schema, arrays)?;
-    let hidden: Vec<ArrayRef> = bags
-        .iter()
-        .filter_map(|&column| hidden[column].take())
+    let hidden: Vec<ArrayRef> = hidden
+        .into_iter()
+        .flatten()
         .flat_map(|builder| builder.finish(row_count))
         .collect();
     let batch = shredder.assemble(&batch, hidden)?;

@@ -98,7 +98,8 @@ impl Shredder {
     }
 
     /// Builders for the hidden columns of each shredded bag, by the bag's column position in
-    /// the input schema: for a writer that sees each bag's text as it builds the batch.
+    /// the input schema, in column order: for a writer that sees each bag's text as it builds
+    /// the batch.
     pub(crate) fn hidden_builders(&self, rows: usize) -> Vec<(usize, HiddenBuilder)> {
         self.bags
             .iter()
@@ -173,6 +174,17 @@ impl HiddenBuilder {
         }
     }
 
+    /// Appends again, as row `row`, the values of the last text appended without an address.
+    fn repeat(&mut self, row: usize) {
+        if self.len() > row {
+            return;
+        }
+        self.pad_to(row);
+        for (builder, value) in self.builders.iter_mut().zip(&self.scratch) {
+            builder.append_option(value.as_deref());
+        }
+    }
+
     /// The hidden columns of `rows` rows.
     pub(crate) fn finish(mut self, rows: usize) -> Vec<ArrayRef> {
         self.pad_to(rows);
@@ -184,7 +196,7 @@ impl HiddenBuilder {
 }
 
 /// The hidden columns of `keys` for one bag column of JSON text.
-fn shred_column(bags: &dyn Array, keys: &[&str]) -> Vec<ArrayRef> {
+fn shred_column(bags: &dyn Array, keys: &'static [&'static str]) -> Vec<ArrayRef> {
     if let Some(array) = bags.as_string_opt::<i32>() {
         shred_texts(array.iter(), array.len(), keys)
     } else if let Some(array) = bags.as_string_view_opt() {
@@ -196,26 +208,22 @@ fn shred_column(bags: &dyn Array, keys: &[&str]) -> Vec<ArrayRef> {
     }
 }
 
-fn shred_texts<'a>(texts: impl Iterator<Item = Option<&'a str>>, rows: usize, keys: &[&str]) -> Vec<ArrayRef> {
-    let mut builders: Vec<StringBuilder> = keys.iter().map(|_| StringBuilder::with_capacity(rows, 0)).collect();
-    let mut values: Vec<Option<String>> = vec![None; keys.len()];
+fn shred_texts<'a>(
+    texts: impl Iterator<Item = Option<&'a str>>,
+    rows: usize,
+    keys: &'static [&'static str],
+) -> Vec<ArrayRef> {
+    let mut hidden = HiddenBuilder::new(keys, rows);
     let mut previous: Option<&str> = None;
-    for text in texts {
-        if text.is_none() || text != previous {
-            values.iter_mut().for_each(|v| *v = None);
-            if let Some(json) = text {
-                extract_keys(json, keys, &mut values);
-            }
-            previous = text;
+    for (row, text) in texts.enumerate() {
+        match text {
+            None => {} // null in every hidden column
+            Some(json) if previous == Some(json) => hidden.repeat(row),
+            Some(json) => hidden.append(row, json, None),
         }
-        for (builder, value) in builders.iter_mut().zip(&values) {
-            builder.append_option(value.as_deref());
-        }
+        previous = text;
     }
-    builders
-        .into_iter()
-        .map(|mut b| Arc::new(b.finish()) as ArrayRef)
-        .collect()
+    hidden.finish(rows)
 }
 
 /// `values[i] = json_as_text(json, keys[i])` for every key, in one walk over `json`.
