@@ -20,11 +20,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex};
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::catalog::Session;
-use datafusion::common::{HashSet as FastSet, ScalarValue};
+use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Expr, Operator};
 use datafusion::parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use datafusion::parquet::bloom_filter::Sbbf;
@@ -32,12 +30,9 @@ use datafusion::parquet::file::metadata::ParquetMetaData;
 use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
 use trawl_catalog::SegmentMeta;
-use trawl_common::KqlType;
-use trawl_functions::dynamic::unquote_json_string;
 use trawl_functions::tokenizer::terms;
 
 use crate::chunks::Chunks;
-use crate::schema::kql_type_of;
 use crate::store::SegmentStore;
 
 /// Rows per block: the unit the index can skip. A divisor of `CHUNK_ROWS`, so blocks do not
@@ -61,208 +56,8 @@ const MAX_INDEX_BYTES: u64 = 1 << 30;
 /// Parsed indexes kept in memory, in bytes of filters.
 pub const CACHE_BYTES: usize = 256 << 20;
 
-// ---------------------------------------------------------------------------------------------
-// Writing
-
-/// Builds the index of one segment from its batches, in the order they are written.
-#[derive(Debug)]
-pub(crate) struct TokenIndexBuilder {
-    columns: Vec<ColumnBuilder>,
-    rows_in_block: usize,
-    rows: u64,
-}
-
-#[derive(Debug)]
-struct ColumnBuilder {
-    /// Position in the batches' schema.
-    position: usize,
-    name: String,
-    /// The finished blocks, serialized: per block a `u32` length, then the filter's bitset.
-    blocks: Vec<u8>,
-    block_count: u32,
-    /// The current block's terms, ASCII-lowercased, back to back; `ends` marks where each ends.
-    terms: Vec<u8>,
-    ends: Vec<usize>,
-    /// The previous value of the block: repeats (the resource of one request) add nothing.
-    last: Option<Vec<u8>>,
-    /// For a dynamic column until its first block is done: how many of its values are bags
-    /// (JSON objects and arrays) and how many are not.
-    probe: Option<(usize, usize)>,
-}
-
-impl TokenIndexBuilder {
-    /// A builder for batches of `schema`: it indexes the string columns and the dynamic ones
-    /// that hold text (the JSON text of a value and the content of a JSON string, as `has`
-    /// reads them). A dynamic column whose first block holds mostly bags (attributes,
-    /// resources) is left out: its keys and values would make the index several times larger,
-    /// and the text people search is in the other columns and in the bags' shredded keys.
-    pub(crate) fn new(schema: &SchemaRef) -> TokenIndexBuilder {
-        let columns = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .filter(|(_, field)| {
-                matches!(kql_type_of(field), KqlType::String | KqlType::Dynamic)
-                    && matches!(
-                        field.data_type(),
-                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                    )
-            })
-            .map(|(position, field)| ColumnBuilder {
-                position,
-                name: field.name().clone(),
-                blocks: Vec::new(),
-                block_count: 0,
-                terms: Vec::new(),
-                ends: Vec::new(),
-                last: None,
-                probe: (kql_type_of(field) == KqlType::Dynamic).then_some((0, 0)),
-            })
-            .collect();
-        TokenIndexBuilder {
-            columns,
-            rows_in_block: 0,
-            rows: 0,
-        }
-    }
-
-    /// Adds the rows of `batch`.
-    pub(crate) fn add(&mut self, batch: &RecordBatch) -> crate::Result<()> {
-        let mut start = 0;
-        while start < batch.num_rows() {
-            let take = (BLOCK_ROWS - self.rows_in_block).min(batch.num_rows() - start);
-            for column in &mut self.columns {
-                if let Some(array) = batch.columns().get(column.position) {
-                    column.add(array.as_ref(), start, take);
-                }
-            }
-            start += take;
-            self.rows_in_block += take;
-            self.rows += take as u64;
-            if self.rows_in_block == BLOCK_ROWS {
-                self.finish_block()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn finish_block(&mut self) -> crate::Result<()> {
-        // Whether a dynamic column is indexed is decided by its first block.
-        self.columns
-            .retain(|column| column.probe.is_none_or(|(bags, texts)| bags <= texts));
-        for column in &mut self.columns {
-            column.probe = None;
-            column.finish_block()?;
-        }
-        self.rows_in_block = 0;
-        Ok(())
-    }
-
-    /// The serialized index; `None` when there is nothing to index.
-    pub(crate) fn finish(mut self) -> crate::Result<Option<Vec<u8>>> {
-        if self.columns.is_empty() || self.rows == 0 {
-            return Ok(None);
-        }
-        if self.rows_in_block > 0 {
-            self.finish_block()?;
-        }
-        let mut out = Vec::with_capacity(
-            64 + self
-                .columns
-                .iter()
-                .map(|c| c.blocks.len() + c.name.len() + 16)
-                .sum::<usize>(),
-        );
-        out.extend_from_slice(MAGIC);
-        out.push(VERSION);
-        out.extend_from_slice(&(BLOCK_ROWS as u32).to_le_bytes());
-        out.extend_from_slice(&self.rows.to_le_bytes());
-        out.extend_from_slice(&(self.columns.len() as u32).to_le_bytes());
-        for column in &self.columns {
-            out.extend_from_slice(&(column.name.len() as u32).to_le_bytes());
-            out.extend_from_slice(column.name.as_bytes());
-            out.extend_from_slice(&column.block_count.to_le_bytes());
-            out.extend_from_slice(&(column.blocks.len() as u64).to_le_bytes());
-            out.extend_from_slice(&column.blocks);
-        }
-        Ok(Some(out))
-    }
-}
-
-impl ColumnBuilder {
-    fn add(&mut self, array: &dyn Array, start: usize, len: usize) {
-        let array = array.slice(start, len);
-        if let Some(strings) = array.as_string_opt::<i32>() {
-            strings.iter().for_each(|value| self.add_value(value));
-        } else if let Some(strings) = array.as_string_opt::<i64>() {
-            strings.iter().for_each(|value| self.add_value(value));
-        } else if let Some(strings) = array.as_string_view_opt() {
-            strings.iter().for_each(|value| self.add_value(value));
-        }
-    }
-
-    fn add_value(&mut self, value: Option<&str>) {
-        let Some(value) = value else { return };
-        if self.last.as_deref() == Some(value.as_bytes()) {
-            return;
-        }
-        if let Some((bags, texts)) = &mut self.probe {
-            match value.as_bytes().first() {
-                Some(b'{' | b'[') => *bags += 1,
-                _ => *texts += 1,
-            }
-        }
-        self.push_terms(value);
-        // `has` reads a quoted JSON string as its content: index both forms.
-        if let Some(unquoted) = unquote_json_string(value)
-            && unquoted.as_ref() != value
-        {
-            self.push_terms(&unquoted);
-        }
-        match &mut self.last {
-            Some(last) => {
-                last.clear();
-                last.extend_from_slice(value.as_bytes());
-            }
-            None => self.last = Some(value.as_bytes().to_vec()),
-        }
-    }
-
-    fn push_terms(&mut self, text: &str) {
-        for term in terms(text) {
-            self.terms.extend(term.bytes().map(|b| b.to_ascii_lowercase()));
-            self.ends.push(self.terms.len());
-        }
-    }
-
-    fn finish_block(&mut self) -> crate::Result<()> {
-        if self.ends.is_empty() {
-            self.blocks.extend_from_slice(&0u32.to_le_bytes());
-        } else {
-            // Terms repeat within a block (the same words in many bodies): each distinct one
-            // is hashed into the filter once, and the filter is sized for the distinct ones.
-            let mut distinct: FastSet<&[u8]> = FastSet::with_capacity(self.ends.len());
-            let mut begin = 0;
-            for &end in &self.ends {
-                distinct.insert(&self.terms[begin..end]);
-                begin = end;
-            }
-            let mut filter = Sbbf::new_with_ndv_fpp(distinct.len() as u64, FPP)?;
-            for term in distinct {
-                filter.insert(term);
-            }
-            filter.fold_to_target_fpp(FPP);
-            let bytes = filter.num_blocks() * 32;
-            self.blocks.extend_from_slice(&(bytes as u32).to_le_bytes());
-            filter.write_bitset(&mut self.blocks)?;
-        }
-        self.block_count += 1;
-        self.terms.clear();
-        self.ends.clear();
-        self.last = None;
-        Ok(())
-    }
-}
+mod write;
+pub(crate) use write::TokenIndexBuilder;
 
 // ---------------------------------------------------------------------------------------------
 // Reading
