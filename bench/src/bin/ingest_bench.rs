@@ -81,6 +81,11 @@ struct Args {
     /// Passed to the started server as --merge-interval-secs (0: no background merges).
     #[arg(long)]
     merge_interval_secs: Option<u64>,
+    /// Send at this steady rate (records per second, all connections together) instead of
+    /// as fast as the server answers: for the acknowledgement latency at low load, and for
+    /// segments and merges at a steady rate.
+    #[arg(long)]
+    rate: Option<u64>,
     /// More arguments for `trawl serve` (repeatable).
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
@@ -98,6 +103,8 @@ struct Server {
     data_dir: tempfile::TempDir,
     log_path: PathBuf,
     base_url: String,
+    /// The operator port's base URL (`/metrics`).
+    operator_url: String,
 }
 
 impl Server {
@@ -145,11 +152,34 @@ impl Server {
             data_dir,
             log_path,
             base_url: format!("http://{}", addr(ports[0])),
+            operator_url: format!("http://{}", addr(ports[3])),
         })
     }
 
     fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Live segments and the small ones among them, as the janitor's last merge pass counted
+    /// them (`None` before the first pass).
+    async fn segments(&self, client: &reqwest::Client) -> Option<(u64, u64)> {
+        let text = client
+            .get(format!("{}/metrics", self.operator_url))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        let gauge = |name: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<f64>().ok())
+        };
+        let (live, small) = (
+            gauge("trawl_storage_segments_live")?,
+            gauge("trawl_storage_segments_small")?,
+        );
+        Some((live as u64, small as u64))
     }
 
     fn log_tail(&self) -> String {
@@ -293,6 +323,23 @@ struct Measured {
     until: std::sync::Mutex<Option<Instant>>,
 }
 
+/// Spaces requests evenly: request `k` of all connections goes out `k × batch / rate` seconds
+/// after the start (late ones at once).
+struct Pacer {
+    start: tokio::time::Instant,
+    seconds_per_request: f64,
+    issued: AtomicUsize,
+}
+
+impl Pacer {
+    async fn wait(&self) {
+        let k = self.issued.fetch_add(1, Ordering::Relaxed);
+        let at = self.start + Duration::from_secs_f64(k as f64 * self.seconds_per_request);
+        tokio::time::sleep_until(at).await;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn worker(
     client: reqwest::Client,
     url: String,
@@ -301,9 +348,16 @@ async fn worker(
     counters: Arc<Counters>,
     stop: Arc<AtomicBool>,
     measured: Arc<Measured>,
+    pacer: Option<Arc<Pacer>>,
 ) -> Vec<u32> {
     let mut latencies = Vec::new();
     while let Some(payload) = source.next(&stop).await {
+        if let Some(pacer) = &pacer {
+            pacer.wait().await;
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
         let mut attempts = 0u32;
         loop {
             let began = Instant::now();
@@ -465,9 +519,17 @@ async fn main() -> anyhow::Result<()> {
         until: std::sync::Mutex::new(None),
     });
     let workers_left = Arc::new(AtomicUsize::new(args.concurrency));
+    let pacer = args.rate.filter(|rate| *rate > 0).map(|rate| {
+        Arc::new(Pacer {
+            start: tokio::time::Instant::now(),
+            seconds_per_request: args.batch as f64 / rate as f64,
+            issued: AtomicUsize::new(0),
+        })
+    });
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..args.concurrency {
         let token = token.clone();
+        let pacer = pacer.clone();
         let (client, url, source, counters, stop, measured, left) = (
             client.clone(),
             url.clone(),
@@ -478,7 +540,7 @@ async fn main() -> anyhow::Result<()> {
             Arc::clone(&workers_left),
         );
         workers.spawn(async move {
-            let latencies = worker(client, url, token, source, counters, stop, measured).await;
+            let latencies = worker(client, url, token, source, counters, stop, measured, pacer).await;
             left.fetch_sub(1, Ordering::Relaxed);
             latencies
         });
@@ -553,7 +615,9 @@ async fn main() -> anyhow::Result<()> {
 
     let mut stopped_cleanly = None;
     let mut on_disk = None;
+    let mut segments = None;
     if let Some(s) = server.as_mut() {
+        segments = s.segments(&client).await;
         stopped_cleanly = Some(matches!(s.stop()?, Some(status) if status.success()));
         on_disk = Some(dir_bytes(&s.data_dir.path().join("data")));
     }
@@ -576,6 +640,9 @@ async fn main() -> anyhow::Result<()> {
     );
     if let Some(ms) = args.flush_interval_ms {
         println!("  server:      --flush-interval-ms {ms}");
+    }
+    if let Some(rate) = args.rate {
+        println!("  paced:       {} records/s offered", thousands(rate as f64));
     }
     println!(
         "  sustained:   {} {signal}/s ({requests_rate:.1} requests/s)",
@@ -618,6 +685,9 @@ async fn main() -> anyhow::Result<()> {
             }
         );
     }
+    if let Some((live, small)) = segments.filter(|(live, _)| *live > 0) {
+        println!("  segments:    {live} live, {small} of them small (at the janitor's last merge pass)");
+    }
     let shown: Vec<String> = timeline
         .iter()
         .map(|n| format!("{}k", (*n as f64 / 1000.0).round()))
@@ -639,6 +709,7 @@ async fn main() -> anyhow::Result<()> {
             "peak_rss_bytes": pid.map(|_| peak_rss), "server_cores": server_cores, "client_cores": bench_cores,
             "records_total": total_records, "retries": counters.retries.load(Ordering::Relaxed),
             "errors": counters.errors.load(Ordering::Relaxed), "bytes_on_disk": on_disk,
+            "rate_offered": args.rate, "segments_live": segments.map(|s| s.0), "segments_small": segments.map(|s| s.1),
         });
         println!("{line}");
     }

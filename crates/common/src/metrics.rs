@@ -59,6 +59,10 @@ pub struct Metrics {
     pub storage_orphans_deleted: Counter,
     /// Whether this process holds the janitor's lease (1) or not (0).
     pub janitor_lease_held: Gauge,
+    /// Live segments of every table, and the small ones among them (merge candidates), as
+    /// the janitor's last merge pass left them.
+    pub storage_segments_live: Gauge,
+    pub storage_segments_small: Gauge,
     /// Object store requests by `operation` (put, get, head, list, delete, copy, rename): latency.
     pub storage_request_seconds: HistogramFamily,
     /// Object store requests that failed, by `operation`.
@@ -123,6 +127,8 @@ impl Metrics {
         let storage_segments_deleted = Counter::default();
         let storage_orphans_deleted = Counter::default();
         let janitor_lease_held = Gauge::default();
+        let storage_segments_live = Gauge::default();
+        let storage_segments_small = Gauge::default();
         let storage_request_seconds: HistogramFamily = Family::new_with_constructor(seconds_histogram);
         let storage_request_errors = Family::<Labels, Counter>::default();
         let storage_cache_read_bytes = Family::<Labels, Counter>::default();
@@ -245,6 +251,16 @@ impl Metrics {
             janitor_lease_held.clone(),
         );
         r.register(
+            "storage_segments_live",
+            "Live segments of every table after the janitor's last merge pass",
+            storage_segments_live.clone(),
+        );
+        r.register(
+            "storage_segments_small",
+            "Live segments still small enough to merge after the janitor's last merge pass",
+            storage_segments_small.clone(),
+        );
+        r.register(
             "storage_request_seconds",
             "Object store request latency, by operation",
             storage_request_seconds.clone(),
@@ -357,6 +373,8 @@ impl Metrics {
             storage_segments_deleted,
             storage_orphans_deleted,
             janitor_lease_held,
+            storage_segments_live,
+            storage_segments_small,
             storage_request_seconds,
             storage_request_errors,
             storage_cache_read_bytes,

@@ -91,6 +91,11 @@ async fn damaged_segment_affects_only_its_readers(damaged_file: &'static [u8], r
     };
     assert_eq!(f.run_window(query, later).await?.1, vec![vec![serde_json::json!(7)]]);
 
+    // Merges on a runtime of their own, as `trawl serve` runs them.
+    let background = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
     let merger = Merger::new(
         f.catalog.clone(),
         f.writer.clone(),
@@ -98,10 +103,13 @@ async fn damaged_segment_affects_only_its_readers(damaged_file: &'static [u8], r
             grace: Duration::ZERO,
             ..MergePolicy::default()
         },
-    )?;
+    )?
+    .on_runtime(background.handle().clone());
     // The merge of its group fails (logged; those segments stay live), the pass goes on.
     let report = merger.merge_once().await?;
+    background.shutdown_background();
     assert_eq!(report.failed, 1, "{report:?}");
+    assert_eq!((report.live, report.small), (9, 9));
     assert_eq!(f.catalog.live_segments("default", "default", None).await?.len(), 9);
     assert_eq!(f.run_window(query, later).await?.1, vec![vec![serde_json::json!(7)]]);
     Ok(())

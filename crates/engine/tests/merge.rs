@@ -30,9 +30,15 @@ async fn merge_rewrites_small_segments_and_keeps_rows() -> TestResult {
         grace: Duration::ZERO,
         ..MergePolicy::default()
     };
-    let merger = Merger::new(f.catalog.clone(), f.writer.clone(), policy)?;
+    // On a runtime of its own, as `trawl serve` runs merges; the catalog is used from this one.
+    let background = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let merger = Merger::new(f.catalog.clone(), f.writer.clone(), policy)?.on_runtime(background.handle().clone());
     let report = merger.merge_once().await?;
     assert_eq!((report.merges, report.inputs, report.rows), (2, 8, 12));
+    assert_eq!((report.live, report.small), (2, 2));
     let live = f.catalog.live_segments("default", "default", None).await?;
     assert_eq!(live.len(), 2);
     assert!(live.iter().all(|s| s.merge_level == 1));
@@ -53,6 +59,7 @@ async fn merge_rewrites_small_segments_and_keeps_rows() -> TestResult {
     assert_eq!(f.rows("default | count").await?, vec![vec![json!(12)]]);
     // Nothing left to merge.
     assert_eq!(merger.merge_once().await?.merges, 0);
+    background.shutdown_background();
     Ok(())
 }
 

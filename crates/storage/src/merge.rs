@@ -1,14 +1,19 @@
 //! Background merge of small segments, and deletion of tombstoned objects after a grace
 //! period (so queries in flight keep reading them).
 //!
-//! Policy: per table and kind of rows, live segments under `small_segment_rows` are taken in
-//! time order and
-//! cut into groups of at most `max_output_rows` rows and `max_inputs` segments; a group of at
-//! least `min_inputs` segments is rewritten as one time-sorted segment (a streaming merge of
-//! the time-sorted inputs, encoded batch by batch), registered together with the tombstones of its
-//! inputs in one catalog transaction. A crash before that commit leaves an unregistered
-//! object (ignored by queries); after it, the inputs are tombstoned. Either way every row is
-//! counted exactly once.
+//! Policy (per table and kind of rows): a live segment under `small_segment_rows` is small.
+//! Small segments are taken in time order, in windows of neighbours of at most `max_inputs`
+//! segments and `max_output_rows` rows. A window of at least `min_inputs` segments, or of two
+//! or more holding half of `max_output_rows`, is rewritten as one time-sorted segment (a
+//! streaming merge of the time-sorted inputs, encoded batch by batch), unless one input holds
+//! most of its rows (over 60%): a big segment is not rewritten to take in a few small ones
+//! each time they arrive beside it, it waits for neighbours of its own size. A row is so
+//! rewritten a few times on its way to a large segment (each merge multiplies its segment's
+//! rows by 1.7 or more, about 4 at a steady rate), not once per pass. Once a kind of rows has had no new small segment for `idle_after`, its small
+//! segments are merged regardless of tier, so a table that went quiet ends with few segments.
+//! The merged segment is registered together with the tombstones of its inputs in one catalog
+//! transaction. A crash before that commit leaves an unregistered object (ignored by
+//! queries); after it, the inputs are tombstoned. Either way every row is counted exactly once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -42,17 +47,89 @@ pub struct MergePolicy {
     pub min_inputs: usize,
     /// How long tombstoned objects stay readable before deletion.
     pub grace: Duration,
+    /// A kind of rows of a table with no new small segment for this long is quiet: its small
+    /// segments are merged whatever their tiers.
+    pub idle_after: Duration,
 }
 
 impl Default for MergePolicy {
     fn default() -> Self {
         MergePolicy {
-            small_segment_rows: 1_000_000,
+            small_segment_rows: 500_000,
             max_output_rows: 1_000_000,
             max_inputs: 6,
             min_inputs: 4,
             grace: Duration::from_secs(300),
+            idle_after: Duration::from_secs(300),
         }
+    }
+}
+
+/// The most of a merge's rows one input may hold (outside quiet tables): a big segment is not
+/// rewritten to take in a few small ones; it waits for inputs of its own size.
+const MOST_FROM_ONE_INPUT: f64 = 0.6;
+
+impl MergePolicy {
+    /// Whether a segment of `rows` rows is a merge candidate.
+    pub fn is_small(&self, rows: u64) -> bool {
+        rows < self.small_segment_rows
+    }
+
+    /// The groups of `segments` (the live segments of one table) to merge now: per kind of
+    /// rows (the signal the catalog recorded; for segments registered before it did,
+    /// [`row_kind`] of their columns), see the module's documentation. `now` is in
+    /// nanoseconds since the epoch, as `created_at`.
+    pub fn plan(&self, segments: Vec<SegmentMeta>, now: i64) -> Vec<Vec<SegmentMeta>> {
+        let mut by_kind: BTreeMap<&'static str, Vec<SegmentMeta>> = BTreeMap::new();
+        for segment in segments.into_iter().filter(|s| self.is_small(s.rows)) {
+            let kind = segment
+                .signal
+                .map(|signal| signal.row_kind())
+                .unwrap_or_else(|| row_kind(segment.columns.iter().map(|c| c.name.as_str())));
+            by_kind.entry(kind).or_default().push(segment);
+        }
+        by_kind
+            .into_values()
+            .flat_map(|kind| self.plan_kind(kind, now))
+            .collect()
+    }
+
+    /// Windows of neighbours in time, oldest first: from each start, as many segments as one
+    /// merge may take; merged when worth it, else the window starts one segment later.
+    fn plan_kind(&self, mut segments: Vec<SegmentMeta>, now: i64) -> Vec<Vec<SegmentMeta>> {
+        segments.sort_by(|a, b| (a.min_time, a.max_time, &a.id).cmp(&(b.min_time, b.max_time, &b.id)));
+        let idle = i64::try_from(self.idle_after.as_nanos()).unwrap_or(i64::MAX);
+        let newest = segments.iter().map(|s| s.created_at).max().unwrap_or(i64::MIN);
+        let quiet = now.saturating_sub(newest) >= idle;
+        let mut chosen: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut start = 0;
+        while start < segments.len() {
+            let (mut end, mut rows, mut biggest) = (start, 0u64, 0u64);
+            while end < segments.len()
+                && end - start < self.max_inputs.max(2)
+                && rows + segments[end].rows <= self.max_output_rows
+            {
+                rows += segments[end].rows;
+                biggest = biggest.max(segments[end].rows);
+                end += 1;
+            }
+            let inputs = end - start;
+            let enough =
+                inputs >= self.min_inputs.max(2) || (inputs >= 2 && (quiet || rows >= self.max_output_rows / 2));
+            let balanced = quiet || biggest as f64 <= rows as f64 * MOST_FROM_ONE_INPUT;
+            if enough && balanced {
+                chosen.push(start..end);
+                start = end;
+            } else {
+                start += 1;
+            }
+        }
+        let mut groups = Vec::with_capacity(chosen.len());
+        for range in chosen.into_iter().rev() {
+            groups.push(segments.drain(range).collect());
+        }
+        groups.reverse();
+        groups
     }
 }
 
@@ -64,6 +141,10 @@ pub struct MergeReport {
     pub rows: u64,
     /// Groups that could not be merged this pass (logged; their segments stay).
     pub failed: usize,
+    /// Live segments of every table after the pass.
+    pub live: usize,
+    /// Of those, the small ones (under `small_segment_rows`): what merging has yet to do.
+    pub small: usize,
 }
 
 /// Merges small segments of every table.
@@ -73,6 +154,8 @@ pub struct Merger {
     writer: SegmentWriter,
     context: SessionContext,
     policy: MergePolicy,
+    /// Where merges read, sort and encode, when not on the caller's runtime.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for Merger {
@@ -98,7 +181,17 @@ impl Merger {
             writer,
             context,
             policy,
+            runtime: None,
         })
+    }
+
+    /// Merges read, sort and encode their rows on `runtime` (a runtime of lower priority, so
+    /// they take the CPU ingest and queries leave idle); the catalog is read and written from
+    /// the caller's. The store's requests of a merge are made from `runtime` too: give the
+    /// merger a store client of its own.
+    pub fn on_runtime(mut self, runtime: tokio::runtime::Handle) -> Merger {
+        self.runtime = Some(runtime);
+        self
     }
 
     /// One pass over every table.
@@ -107,7 +200,10 @@ impl Merger {
         for database in self.catalog.databases().await? {
             for table in self.catalog.tables(&database).await? {
                 let segments = self.catalog.live_segments(&database, &table.name, None).await?;
-                for group in self.plan_groups(segments) {
+                report.live += segments.len();
+                report.small += segments.iter().filter(|s| self.policy.is_small(s.rows)).count();
+                let now = trawl_common::time::now_nanos();
+                for group in self.policy.plan(segments, now) {
                     let inputs = group.len();
                     // A group that cannot be merged (a damaged input, even one a decoder panics
                     // on) stays as it is; the other groups are merged.
@@ -119,6 +215,8 @@ impl Merger {
                             report.inputs += inputs;
                             report.rows += rows;
                             report.merges += 1;
+                            report.live = report.live + 1 - inputs;
+                            report.small = report.small + usize::from(self.policy.is_small(rows)) - inputs;
                         }
                         Ok(Err(error)) => {
                             tracing::warn!(database, table = table.name, %error, "a merge failed; its segments stay as they are");
@@ -139,86 +237,25 @@ impl Merger {
         Ok(report)
     }
 
-    /// Groups of small segments to merge: per kind of rows (the signal the catalog recorded;
-    /// for segments registered before it did, [`row_kind`] of their columns), in time order.
-    fn plan_groups(&self, segments: Vec<SegmentMeta>) -> Vec<Vec<SegmentMeta>> {
-        let mut by_kind: BTreeMap<&'static str, Vec<SegmentMeta>> = BTreeMap::new();
-        for segment in segments.into_iter().filter(|s| s.rows < self.policy.small_segment_rows) {
-            let kind = segment
-                .signal
-                .map(|signal| signal.row_kind())
-                .unwrap_or_else(|| row_kind(segment.columns.iter().map(|c| c.name.as_str())));
-            by_kind.entry(kind).or_default().push(segment);
-        }
-        by_kind
-            .into_values()
-            .flat_map(|kind| self.plan_kind_groups(kind))
-            .collect()
-    }
-
-    fn plan_kind_groups(&self, segments: Vec<SegmentMeta>) -> Vec<Vec<SegmentMeta>> {
-        let mut groups = Vec::new();
-        let mut current: Vec<SegmentMeta> = Vec::new();
-        let mut current_rows = 0;
-        for segment in segments {
-            let full = current_rows + segment.rows > self.policy.max_output_rows
-                || current.len() >= self.policy.max_inputs.max(2);
-            if full && !current.is_empty() {
-                groups.push(std::mem::take(&mut current));
-                current_rows = 0;
-            }
-            current_rows += segment.rows;
-            current.push(segment);
-        }
-        groups.push(current);
-        groups.retain(|g| g.len() >= self.policy.min_inputs);
-        groups
-    }
-
     async fn merge_group(&self, database: &str, table: &str, group: Vec<SegmentMeta>) -> Result<u64> {
-        let columns = union_columns(group.iter().map(|s| s.columns.as_slice()));
-        let min_time = group.iter().map(|s| s.min_time).min().unwrap_or(i64::MIN);
-        let max_time = group.iter().map(|s| s.max_time).max().unwrap_or(i64::MAX);
-        let merge_level = group.iter().map(|s| s.merge_level).max().unwrap_or(0) + 1;
         let inputs: Vec<String> = group.iter().map(|s| s.id.clone()).collect();
-        let group_rows: u64 = group.iter().map(|s| s.rows).sum();
-        let input_bytes: u64 = group.iter().map(|s| s.bytes).sum();
-        // One kind of rows per group; the signal is kept when the inputs recorded it.
-        let signal = group.iter().find_map(|s| s.signal);
-        // Hidden columns are computed again from the bags, so rows of segments written before
-        // a key was shredded get theirs too.
-        let columns: Vec<_> = columns.into_iter().filter(|c| !is_hidden_column(&c.name)).collect();
-        let provider = TrawlTable::with_segments(table_schema(&columns), group);
-        let mut frame = self.context.read_table(Arc::new(provider))?;
-        if columns.iter().any(|c| c.name == TIME_COLUMN) {
-            frame = frame.sort(vec![SortExpr::new(ident(TIME_COLUMN), true, true)])?;
-        }
-        let expected_rows = usize::try_from(group_rows).unwrap_or(usize::MAX);
-        // The plan is a streaming merge of the inputs (each time-sorted), not a full sort.
-        let mut stream = frame.execute_stream().await?;
-        let shredder = Shredder::new(&stream.schema());
-        let columns = shredder.columns(&columns);
-        let mut encoder = SegmentEncoder::new(shredder.schema(), expected_rows)?
-            .with_capacity(usize::try_from(input_bytes + input_bytes / 16).unwrap_or(0));
-        let mut rows = 0u64;
-        while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            rows += batch.num_rows() as u64;
-            encoder.write(&shredder.shred(&batch)?)?;
-        }
-        if rows != group_rows {
-            return Err(StorageError::Invalid(format!(
-                "merge read {rows} rows from segments that hold {group_rows}; nothing changed"
-            )));
-        }
-        let bytes = encoder.finish()?;
-        let mut merged = self
-            .writer
-            .write_encoded(database, table, bytes, columns, min_time, max_time, rows, merge_level)
-            .await?;
-        merged.signal = signal;
-        METRICS.storage_segments_written.inc();
-        METRICS.storage_segment_bytes_written.inc_by(merged.bytes);
+        let build = merged_segment(
+            self.context.clone(),
+            self.writer.clone(),
+            database.to_string(),
+            table.to_string(),
+            group,
+        );
+        let merged = match &self.runtime {
+            Some(runtime) => match runtime.spawn(build).await {
+                Ok(merged) => merged?,
+                // As if it had panicked here: the pass counts the group as failed.
+                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                Err(error) => return Err(StorageError::Invalid(format!("the merge was stopped: {error}"))),
+            },
+            None => build.await?,
+        };
+        let rows = merged.rows;
         let committing = std::time::Instant::now();
         let committed = self.catalog.commit_segments(&[merged], &inputs).await;
         METRICS.catalog_commit_seconds.observe(seconds_since(committing));
@@ -281,3 +318,59 @@ impl Merger {
         Ok(ids.len())
     }
 }
+
+/// The segment `group` merges into, written to the store (not registered).
+async fn merged_segment(
+    context: SessionContext,
+    writer: SegmentWriter,
+    database: String,
+    table: String,
+    group: Vec<SegmentMeta>,
+) -> Result<SegmentMeta> {
+    let columns = union_columns(group.iter().map(|s| s.columns.as_slice()));
+    let min_time = group.iter().map(|s| s.min_time).min().unwrap_or(i64::MIN);
+    let max_time = group.iter().map(|s| s.max_time).max().unwrap_or(i64::MAX);
+    let merge_level = group.iter().map(|s| s.merge_level).max().unwrap_or(0) + 1;
+    let group_rows: u64 = group.iter().map(|s| s.rows).sum();
+    let input_bytes: u64 = group.iter().map(|s| s.bytes).sum();
+    // One kind of rows per group; the signal is kept when the inputs recorded it.
+    let signal = group.iter().find_map(|s| s.signal);
+    // Hidden columns are computed again from the bags, so rows of segments written before
+    // a key was shredded get theirs too.
+    let columns: Vec<_> = columns.into_iter().filter(|c| !is_hidden_column(&c.name)).collect();
+    let provider = TrawlTable::with_segments(table_schema(&columns), group);
+    let mut frame = context.read_table(Arc::new(provider))?;
+    if columns.iter().any(|c| c.name == TIME_COLUMN) {
+        frame = frame.sort(vec![SortExpr::new(ident(TIME_COLUMN), true, true)])?;
+    }
+    let expected_rows = usize::try_from(group_rows).unwrap_or(usize::MAX);
+    // The plan is a streaming merge of the inputs (each time-sorted), not a full sort.
+    let mut stream = frame.execute_stream().await?;
+    let shredder = Shredder::new(&stream.schema());
+    let columns = shredder.columns(&columns);
+    let mut encoder = SegmentEncoder::new(shredder.schema(), expected_rows)?
+        .with_capacity(usize::try_from(input_bytes + input_bytes / 16).unwrap_or(0));
+    let mut rows = 0u64;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        rows += batch.num_rows() as u64;
+        encoder.write(&shredder.shred(&batch)?)?;
+    }
+    if rows != group_rows {
+        return Err(StorageError::Invalid(format!(
+            "merge read {rows} rows from segments that hold {group_rows}; nothing changed"
+        )));
+    }
+    let bytes = encoder.finish()?;
+    let mut merged = writer
+        .write_encoded(&database, &table, bytes, columns, min_time, max_time, rows, merge_level)
+        .await?;
+    merged.signal = signal;
+    METRICS.storage_segments_written.inc();
+    METRICS.storage_segment_bytes_written.inc_by(merged.bytes);
+    Ok(merged)
+}
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;

@@ -11,6 +11,7 @@ use trawl_catalog::{Catalog, Objects};
 use trawl_common::metrics::METRICS;
 use trawl_storage::Merger;
 
+use super::background::Background;
 use super::wait_for;
 
 /// The catalog lease the janitor's work is done under.
@@ -50,7 +51,7 @@ impl JanitorSettings {
 /// work that is due. A clean stop releases the lease at once, so another janitor takes over
 /// at its next pass; a holder that dies is replaced once the lease runs out.
 pub async fn janitor_loop(
-    merger: Result<Merger, trawl_storage::StorageError>,
+    merger: anyhow::Result<Merger>,
     catalog: Arc<dyn Catalog>,
     objects: Arc<dyn Objects>,
     settings: JanitorSettings,
@@ -59,9 +60,22 @@ pub async fn janitor_loop(
     let merger = match merger {
         Ok(merger) => merger,
         Err(error) => {
-            tracing::error!(%error, "the janitor is off: cannot start it");
+            tracing::error!(error = format!("{error:#}"), "the janitor is off: cannot start it");
             return;
         }
+    };
+    // Merges read, sort and encode on threads of lower priority: while ingest and queries
+    // keep both cores busy, merges wait rather than slow them.
+    let background = match Background::start("trawl-merge") {
+        Ok(background) => Some(background),
+        Err(error) => {
+            tracing::warn!(%error, "cannot start the merge threads; merges run at normal priority");
+            None
+        }
+    };
+    let merger = match background.as_ref().and_then(Background::handle) {
+        Some(handle) => merger.on_runtime(handle),
+        None => merger,
     };
     let holder = uuid::Uuid::new_v4().simple().to_string();
     let ttl = i64::try_from(settings.lease().as_nanos()).unwrap_or(i64::MAX);
@@ -101,11 +115,20 @@ pub async fn janitor_loop(
             last_merge = Some(Instant::now());
             let started = trawl_common::time::now_nanos();
             let outcome = match merger.merge_once().await {
-                Ok(report) if report.merges > 0 || report.failed > 0 => Ok(Some(format!(
-                    "merged {} groups of {} segments ({} rows); {} groups failed",
-                    report.merges, report.inputs, report.rows, report.failed
-                ))),
-                Ok(_) => Ok(None),
+                Ok(report) => {
+                    METRICS
+                        .storage_segments_live
+                        .set(i64::try_from(report.live).unwrap_or(i64::MAX));
+                    METRICS
+                        .storage_segments_small
+                        .set(i64::try_from(report.small).unwrap_or(i64::MAX));
+                    Ok((report.merges > 0 || report.failed > 0).then(|| {
+                        format!(
+                            "merged {} groups of {} segments ({} rows); {} groups failed; {} live segments, {} small",
+                            report.merges, report.inputs, report.rows, report.failed, report.live, report.small
+                        )
+                    }))
+                }
                 Err(error) => Err(error.to_string()),
             };
             log.record("MergeSegments", started, outcome).await;

@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+mod background;
 mod ingest;
 mod janitor;
 mod roles;
@@ -173,7 +174,7 @@ pub struct ServeArgs {
     #[arg(long, env = "TRAWL_DISTRIBUTE_MIN_SEGMENTS", default_value_t = 16)]
     pub distribute_min_segments: usize,
     /// Seconds between background merges of small segments (0 turns merging off).
-    #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 30)]
+    #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 10)]
     pub merge_interval_secs: u64,
     /// Age after which a segment object no segment of the catalog names (written, never
     /// registered) is deleted by the janitor (seconds; 0 turns the sweep off).
@@ -484,12 +485,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     servers.spawn(serve_http(
         bind(args.operator_bind, "operator").await?,
-        trawl_api::operator::router(ingestor.clone(), readiness.clone(), info.clone(), faults),
+        trawl_api::operator::router(ingestor.clone(), readiness.clone(), info.clone(), faults.clone()),
         stop.clone(),
     ));
     listening.push(format!("operator {}", args.operator_bind));
     let janitor = match (roles.has(ServiceRole::Janitor), &writer) {
-        (true, Some(writer)) => {
+        (true, Some(_)) => {
             let policy = MergePolicy {
                 grace: deletion_grace(args),
                 ..MergePolicy::default()
@@ -499,8 +500,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 orphan_age: (args.orphan_age_secs > 0).then(|| Duration::from_secs(args.orphan_age_secs)),
                 restore_window: Duration::from_secs(args.restore_window_secs),
             };
+            let merger = setup::janitor_store(args, faults.clone())
+                .and_then(|store| Ok(Merger::new(catalog.clone(), SegmentWriter::new(store), policy)?));
             Some(tokio::spawn(janitor_loop(
-                Merger::new(catalog.clone(), writer.clone(), policy),
+                merger,
                 catalog.clone(),
                 objects.clone(),
                 settings,

@@ -36,13 +36,8 @@ pub(super) fn master_keys(
         .context("cannot use the master key (BZRK_MASTER_KEY)")
 }
 
-/// The segment store, swept of partial writes, behind the local cache when `cached` and on
-/// object storage.
-pub(super) async fn open_store(
-    args: &ServeArgs,
-    faults: Option<Arc<trawl_common::faults::Faults>>,
-    cached: bool,
-) -> anyhow::Result<trawl_storage::SegmentStore> {
+/// Where segments live, and a client of the store there.
+fn open_location(args: &ServeArgs) -> anyhow::Result<(StoreLocation, trawl_storage::SegmentStore)> {
     let location = args
         .object_store
         .clone()
@@ -52,9 +47,34 @@ pub(super) async fn open_store(
         region: args.s3_region.clone(),
         virtual_hosted_style: args.s3_virtual_hosted_style,
     };
-    let mut store = location
+    let store = location
         .open(&s3)
         .with_context(|| format!("cannot open the segment store {location}"))?;
+    Ok((location, store))
+}
+
+/// A client of the segment store for the janitor alone: merges make their requests from a
+/// runtime of lower priority, and pooled connections they open must not serve ingest and
+/// queries (whose requests would then wait on that runtime).
+pub(super) fn janitor_store(
+    args: &ServeArgs,
+    faults: Option<Arc<trawl_common::faults::Faults>>,
+) -> anyhow::Result<trawl_storage::SegmentStore> {
+    let (_, store) = open_location(args)?;
+    Ok(match faults {
+        Some(faults) => store.with_faults(faults),
+        None => store,
+    })
+}
+
+/// The segment store, swept of partial writes, behind the local cache when `cached` and on
+/// object storage.
+pub(super) async fn open_store(
+    args: &ServeArgs,
+    faults: Option<Arc<trawl_common::faults::Faults>>,
+    cached: bool,
+) -> anyhow::Result<trawl_storage::SegmentStore> {
+    let (location, mut store) = open_location(args)?;
     store
         .check_reachable()
         .await
