@@ -10,9 +10,31 @@ pub fn is_term_byte(byte: u8) -> bool {
 }
 
 /// The terms of `text`, in order.
-pub fn terms(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_ascii_alphanumeric() && c.is_ascii())
-        .filter(|t| !t.is_empty())
+pub fn terms(text: &str) -> Terms<'_> {
+    Terms { text, at: 0 }
+}
+
+/// Iterator of [`terms`]: walks bytes, not chars. Terms start and end at ASCII bytes (or the
+/// text's ends), which are always char boundaries, so no slice splits a character.
+#[derive(Debug, Clone)]
+pub struct Terms<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Iterator for Terms<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let start = self.at + bytes.get(self.at..)?.iter().position(|&b| is_term_byte(b))?;
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| !is_term_byte(b))
+            .map_or(bytes.len(), |length| start + length);
+        self.at = end;
+        self.text.get(start..end)
+    }
 }
 
 /// Whether `haystack` has `needle` as whole terms. An empty needle matches nothing.
@@ -60,6 +82,30 @@ pub fn has_term(haystack: &str, needle: &str, case_sensitive: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terms_are_the_runs_between_ascii_separators() {
+        let by_chars = |text: &str| -> Vec<String> {
+            text.split(|c: char| !c.is_ascii_alphanumeric() && c.is_ascii())
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        for text in [
+            "",
+            "   ",
+            "a",
+            "GET /api/v1?x=5&y=héllo",
+            "\"quoted\" text\\n with 日本語 and émigré-café",
+            "ends with a separator.",
+            ".starts with one",
+            "x",
+            "ÿ",
+            "a\u{0}b\u{7f}c\u{80}d",
+        ] {
+            assert_eq!(terms(text).collect::<Vec<_>>(), by_chars(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn matches_whole_terms_only() {

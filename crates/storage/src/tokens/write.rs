@@ -1,6 +1,8 @@
 //! Writing the token index: per block of [`BLOCK_ROWS`] rows and indexed column, a filter
 //! over the block's distinct terms, serialized in the layout [`super::TokenIndex::parse`] reads.
 
+use std::borrow::Cow;
+
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -161,12 +163,15 @@ impl ColumnBuilder {
                 _ => *texts += 1,
             }
         }
-        self.push_terms(value);
-        // `has` reads a quoted JSON string as its content: index both forms.
-        if let Some(unquoted) = unquote_json_string(value)
-            && unquoted.as_ref() != value
-        {
-            self.push_terms(&unquoted);
+        // `has` reads a quoted JSON string as its content: index both forms. Without escapes
+        // the content's terms are the quoted text's (a quote separates terms): index it once.
+        match unquote_json_string(value) {
+            Some(Cow::Borrowed(content)) => self.push_terms(content),
+            Some(Cow::Owned(content)) => {
+                self.push_terms(value);
+                self.push_terms(&content);
+            }
+            None => self.push_terms(value),
         }
         match &mut self.last {
             Some(last) => {
