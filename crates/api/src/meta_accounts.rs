@@ -7,7 +7,7 @@ use trawl_auth::token::Role;
 use trawl_catalog::{Principal, PrincipalKind, SsoSettings};
 use trawl_proto::meta as pb;
 
-use super::{MetaApi, auth_status, caller, internal, is_self, needs};
+use super::{Caller, MetaApi, auth_status, caller, internal, is_self, needs};
 use crate::meta_messages::*;
 
 impl MetaApi {
@@ -63,16 +63,24 @@ impl MetaApi {
         Ok(GrpcResponse::new(principal_message(&principal)))
     }
 
+    /// The account `name`, when the caller is that account or an admin (else `what` is
+    /// refused).
+    async fn own_or_admin(&self, caller: &Caller, name: &str, what: &str) -> Result<Principal, Status> {
+        if !is_self(caller, name) {
+            needs(caller, &[Role::Admin], what)?;
+        }
+        self.principal_named(name).await
+    }
+
     pub(super) async fn change_password(
         &self,
         request: tonic::Request<pb::SetPasswordRequest>,
     ) -> Result<GrpcResponse<pb::Empty>, Status> {
         let caller = caller(&request)?;
         let body = request.into_inner();
-        if !is_self(&caller, &body.name) {
-            needs(&caller, &[Role::Admin], "setting another account's password")?;
-        }
-        let principal = self.principal_named(&body.name).await?;
+        let principal = self
+            .own_or_admin(&caller, &body.name, "setting another account's password")
+            .await?;
         if principal.kind != PrincipalKind::User {
             return Err(Status::failed_precondition(format!(
                 "'{}' is a service account: it signs in with tokens only",
@@ -104,10 +112,9 @@ impl MetaApi {
     ) -> Result<GrpcResponse<pb::CreatedToken>, Status> {
         let caller = caller(&request)?;
         let body = request.into_inner();
-        if !is_self(&caller, &body.name) {
-            needs(&caller, &[Role::Admin], "making a token for another account")?;
-        }
-        let principal = self.principal_named(&body.name).await?;
+        let principal = self
+            .own_or_admin(&caller, &body.name, "making a token for another account")
+            .await?;
         let now = trawl_common::time::now_nanos();
         let expires_at = match body.expires_in_seconds {
             0 => None,
@@ -137,10 +144,9 @@ impl MetaApi {
     ) -> Result<GrpcResponse<pb::ListAccessTokensResponse>, Status> {
         let caller = caller(&request)?;
         let body = request.into_inner();
-        if !is_self(&caller, &body.name) {
-            needs(&caller, &[Role::Admin], "listing another account's tokens")?;
-        }
-        let principal = self.principal_named(&body.name).await?;
+        let principal = self
+            .own_or_admin(&caller, &body.name, "listing another account's tokens")
+            .await?;
         let tokens = self.directory.access_tokens_of(&principal.id).await.map_err(internal)?;
         Ok(GrpcResponse::new(pb::ListAccessTokensResponse {
             tokens: tokens
