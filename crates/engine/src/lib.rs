@@ -12,6 +12,7 @@ mod budget;
 pub mod cells;
 mod coop;
 mod distributed;
+mod events;
 mod explain;
 mod memory;
 mod prepared;
@@ -44,8 +45,8 @@ use trawl_storage::{ScanCounters, SegmentStore, TrawlTable};
 
 pub use datafusion_distributed::ChannelResolver;
 pub use distributed::{ClusterSettings, Placement, ScanProbe, Workers, scanned_here};
+pub use events::{PartialFailure, QueryEvent, QueryEvents, RunOptions};
 pub use progress::{BinProgress, OperatorDiagnostics, PlanningProgress, Progress};
-pub use run::{PartialFailure, QueryEvent, QueryEvents, RunOptions};
 pub use trawl_common::window::{QueryWindow, resolve_window, resolve_window_now};
 pub use trawl_planner::QueryWarning;
 pub use trawl_storage::ScanTotals;
