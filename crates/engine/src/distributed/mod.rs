@@ -250,8 +250,10 @@ impl Distribution {
             None => false,
         };
         // A node that was just restarted is listed before it listens: another node's call to
-        // it is refused, yet it answers the probe a moment later. Running again reaches it.
-        left_out || refused_elsewhere(error)
+        // it is refused, yet it answers the probe a moment later; and a pooled connection to
+        // the process it replaced is reset on first use. Running again reaches it (at most
+        // `MAX_LOST_NODE_RETRIES` times: the query only reads).
+        left_out || unreachable_node(error).is_some() || lost_connection_elsewhere(error)
     }
 
     /// The worker service to serve on the query port.
@@ -459,10 +461,17 @@ pub(crate) fn unreachable_node(error: &DataFusionError) -> Option<String> {
 }
 
 /// Whether `error` reports, as text from another node (a remote error carries no causes),
-/// that a connection to a node was refused.
-fn refused_elsewhere(error: &DataFusionError) -> bool {
+/// that a connection to a node was refused or reset.
+fn lost_connection_elsewhere(error: &DataFusionError) -> bool {
     let text = error.to_string();
-    text.contains("tcp connect error") || text.contains("Connection refused")
+    [
+        "tcp connect error",
+        "Connection refused",
+        "connection reset",
+        "Connection reset",
+    ]
+    .iter()
+    .any(|sign| text.contains(sign))
 }
 
 /// Whether `error` says the plan cannot travel (the query then runs where it was planned),
@@ -516,15 +525,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_refused_connection_reported_by_another_node_is_recognized() {
+    fn a_refused_or_reset_connection_reported_by_another_node_is_recognized() {
         let remote = DataFusionError::External(
             "code: 'The service is currently unavailable', message: \"tcp connect error\", source: \
              ConnectError(\"tcp connect error\", 127.0.0.1:60387, Os { code: 111, kind: ConnectionRefused, \
              message: \"Connection refused\" })"
                 .into(),
         );
-        assert!(refused_elsewhere(&remote));
+        assert!(lost_connection_elsewhere(&remote));
+        let reset = DataFusionError::External(
+            "a query node this query was spread over cannot be reached (code: 'Unknown error', message: \
+             \"transport error\", source: tonic::transport::Error(Transport, hyper::Error(Io, \
+             Kind(ConnectionReset))): transport error: connection error: connection reset)"
+                .into(),
+        );
+        assert!(lost_connection_elsewhere(&reset));
         let other = DataFusionError::External("division by zero".into());
-        assert!(!refused_elsewhere(&other));
+        assert!(!lost_connection_elsewhere(&other));
     }
 }
