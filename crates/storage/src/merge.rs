@@ -9,8 +9,9 @@
 //! most of its rows (over 60%): a big segment is not rewritten to take in a few small ones
 //! each time they arrive beside it, it waits for neighbours of its own size. A row is so
 //! rewritten a few times on its way to a large segment (each merge multiplies its segment's
-//! rows by 1.7 or more, about 4 at a steady rate), not once per pass. Once a kind of rows has had no new small segment for `idle_after`, its small
-//! segments are merged regardless of tier, so a table that went quiet ends with few segments.
+//! rows by 1.7 or more, about 4 at a steady rate), not once per pass. Once a kind of rows has
+//! had no new small segment for `idle_after`, its small segments are merged whatever their
+//! sizes, so a table that went quiet ends with few segments.
 //! The merged segment is registered together with the tombstones of its inputs in one catalog
 //! transaction. A crash before that commit leaves an unregistered object (ignored by
 //! queries); after it, the inputs are tombstoned. Either way every row is counted exactly once.
