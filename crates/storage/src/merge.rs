@@ -49,7 +49,7 @@ pub struct MergePolicy {
     /// How long tombstoned objects stay readable before deletion.
     pub grace: Duration,
     /// A kind of rows of a table with no new small segment for this long is quiet: its small
-    /// segments are merged whatever their tiers.
+    /// segments are merged whatever their sizes.
     pub idle_after: Duration,
 }
 

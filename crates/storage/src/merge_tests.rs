@@ -146,11 +146,11 @@ fn an_hour_of_one_second_flushes_keeps_few_small_segments_and_rewrites_each_row_
             run.most_small
         );
         assert!(run.small_at_end <= bound);
-        // Each row is rewritten about once per tier it climbs (4 to 6 times as many rows per
-        // merge), never again and again: 1k-row flushes climb 5 tiers to 500k rows.
-        let tiers = ((policy.small_segment_rows as f64 / rate as f64).ln() / 4f64.ln()).ceil();
+        // Each row is rewritten about once per step its segment climbs (4 to 6 times as many
+        // rows per merge), never again and again: 1k-row flushes climb 5 steps to 500k rows.
+        let steps = ((policy.small_segment_rows as f64 / rate as f64).ln() / 4f64.ln()).ceil();
         assert!(
-            run.rewrites_per_row <= tiers + 0.5,
+            run.rewrites_per_row <= steps + 0.5,
             "rows rewritten {} times",
             run.rewrites_per_row
         );
