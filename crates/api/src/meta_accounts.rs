@@ -10,6 +10,17 @@ use trawl_proto::meta as pb;
 use super::{Caller, MetaApi, auth_status, caller, internal, is_self, needs};
 use crate::meta_messages::*;
 
+/// Refuses a service account where only users make sense (passwords, SSO).
+fn signs_in_as_user(principal: &Principal) -> Result<(), Status> {
+    if principal.kind == PrincipalKind::User {
+        return Ok(());
+    }
+    Err(Status::failed_precondition(format!(
+        "'{}' is a service account: it signs in with tokens only",
+        principal.name
+    )))
+}
+
 impl MetaApi {
     pub(super) async fn principal_named(&self, name: &str) -> Result<Principal, Status> {
         self.directory
@@ -81,12 +92,7 @@ impl MetaApi {
         let principal = self
             .own_or_admin(&caller, &body.name, "setting another account's password")
             .await?;
-        if principal.kind != PrincipalKind::User {
-            return Err(Status::failed_precondition(format!(
-                "'{}' is a service account: it signs in with tokens only",
-                body.name
-            )));
-        }
+        signs_in_as_user(&principal)?;
         if principal.password_hash.is_none() {
             return Err(Status::failed_precondition(format!(
                 "'{}' signs in with SSO: an account signs in one way only",
@@ -198,12 +204,7 @@ impl MetaApi {
         needs(&caller, &[Role::Admin], "switching an account to SSO")?;
         let body = request.into_inner();
         let mut principal = self.principal_named(&body.name).await?;
-        if principal.kind != PrincipalKind::User {
-            return Err(Status::failed_precondition(format!(
-                "'{}' is a service account: it signs in with tokens only",
-                body.name
-            )));
-        }
+        signs_in_as_user(&principal)?;
         self.directory.switch_to_sso(&principal.id).await.map_err(internal)?;
         principal.password_hash = None;
         Ok(GrpcResponse::new(principal_message(&principal)))

@@ -241,7 +241,8 @@ impl Distribution {
         // A failed call between nodes arrives as an external error (the transport's); the
         // probe then tells whether a node is gone.
         let external = matches!(error.find_root(), DataFusionError::External(_));
-        if !external && unreachable_node(error).is_none() {
+        let unreachable = unreachable_node(error).is_some();
+        if !external && !unreachable {
             return false;
         }
         let own = Url::parse(&self.settings.self_url).ok();
@@ -253,7 +254,7 @@ impl Distribution {
         // it is refused, yet it answers the probe a moment later; and a pooled connection to
         // the process it replaced is reset on first use. Running again reaches it (at most
         // `MAX_LOST_NODE_RETRIES` times: the query only reads).
-        left_out || unreachable_node(error).is_some() || lost_connection_elsewhere(error)
+        left_out || unreachable || lost_connection_elsewhere(error)
     }
 
     /// The worker service to serve on the query port.
