@@ -139,8 +139,9 @@ def test_default_table_answers_before_any_ingest(trawl_factory):
 
 
 def test_a_restarted_server_warms_its_footer_cache_before_it_is_ready(trawl_factory):
-    """At start-up the query node reads the footers of the live segments into its cache (the
-    log says how many) before it takes queries; `--warm-up-secs 0` turns that off."""
+    """At start-up the query node reads the footers and token indexes of the live segments
+    into their caches (the log says how many) before it takes queries; `--warm-up-secs 0`
+    turns that off."""
     server = trawl_factory("warm")
     for batch in range(3):
         records = [{"body": {"stringValue": f"warm-up {batch} {i}"}} for i in range(20)]
@@ -150,10 +151,13 @@ def test_a_restarted_server_warms_its_footer_cache_before_it_is_ready(trawl_fact
     server.stop_cleanly()
     server.start()
     log = server.log_paths[-1].read_text(errors="replace")
-    warmed = re.search(r"footer cache warmed.*?footers=(\d+) live_segments=(\d+)", log)
+    warmed = re.search(r"footer cache warmed.*?footers=(\d+) live_segments=(\d+).*?token_indexes=(\d+)", log)
     assert warmed, f"no warm-up line in the log of the restart:\n{server.log_tail()}"
-    footers, live = int(warmed.group(1)), int(warmed.group(2))
+    footers, live, indexes = int(warmed.group(1)), int(warmed.group(2)), int(warmed.group(3))
     assert 1 <= footers <= live, warmed.group(0)
+    # Every segment written here has a token index, and the warm-up read each one it had the
+    # footer of.
+    assert indexes == footers, warmed.group(0)
     assert server.count('default | where body has "warm-up"') == 60
     server.stop_cleanly()
     server.extra_args = ["--warm-up-secs", "0"]

@@ -1,7 +1,8 @@
-//! Start-up warming: a query node that starts reads the footers of the newest live segments
-//! into the footer cache before it takes queries, so the first queries after a restart do not
-//! each wait for the footers of every segment they touch (a footer is a small read, but a
-//! query over a day touches hundreds, and a cold store answers each in milliseconds).
+//! Start-up warming: a query node that starts reads the footers and token indexes of the
+//! newest live segments into their caches before it takes queries, so the first queries after
+//! a restart do not each wait for the footers and indexes of every segment they touch (each
+//! is a small read, but a query over a day touches hundreds, and a cold store answers each in
+//! milliseconds).
 
 use std::time::Instant;
 
@@ -12,7 +13,8 @@ use crate::Engine;
 
 impl Engine {
     /// Reads the footers of the live segments of every table, newest first, into the footer
-    /// cache, up to half its size. Callers bound the time it may take.
+    /// cache, up to half its size, then their token indexes into the index cache, up to half
+    /// of it. Callers bound the time it may take.
     pub async fn warm_footers(&self) -> Result<Warmed, TrawlError> {
         let started = Instant::now();
         let mut segments = Vec::new();
@@ -28,6 +30,8 @@ impl Engine {
             footers = warmed.segments,
             live_segments = live,
             cached_mib = warmed.bytes >> 20,
+            token_indexes = warmed.indexes,
+            token_index_mib = warmed.index_bytes >> 20,
             millis = started.elapsed().as_millis() as u64,
             "footer cache warmed"
         );

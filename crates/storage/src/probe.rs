@@ -154,11 +154,16 @@ pub struct Warmed {
     pub segments: usize,
     /// Memory the footers take in the cache.
     pub bytes: usize,
+    /// Token indexes read into their cache, and the memory they take.
+    pub indexes: usize,
+    pub index_bytes: usize,
 }
 
 /// Reads the footers of `segments`, in their order, into the footer cache the scans share,
-/// until their size reaches half the cache (the rest stays for the queries' own). A segment
-/// whose footer cannot be read is passed over: the query that reads it reports it.
+/// until their size reaches half the cache (the rest stays for the queries' own); then the
+/// token indexes of the same segments, in the same order, until they fill half the index
+/// cache. A segment whose footer or index cannot be read is passed over: the query that
+/// reads it reports it (or reads it without its index).
 pub async fn warm_footers(state: &dyn Session, segments: Vec<SegmentMeta>) -> Warmed {
     let budget = state
         .runtime_env()
@@ -167,15 +172,34 @@ pub async fn warm_footers(state: &dyn Session, segments: Vec<SegmentMeta>) -> Wa
         .cache_limit()
         / 2;
     let mut warmed = Warmed::default();
-    let mut footers = futures::stream::iter(segments)
-        .map(|segment| async move { footer(state, &segment).await })
-        .buffered(CONCURRENT_FETCHES);
-    while let Some(fetched) = footers.next().await {
-        if let Ok(footer) = fetched {
-            warmed.segments += 1;
-            warmed.bytes += footer.memory_size();
+    let mut read = Vec::new();
+    {
+        let mut footers = futures::stream::iter(segments)
+            .map(|segment| async move {
+                let fetched = footer(state, &segment).await;
+                (segment, fetched)
+            })
+            .buffered(CONCURRENT_FETCHES);
+        while let Some((segment, fetched)) = footers.next().await {
+            if let Ok(footer) = fetched {
+                warmed.segments += 1;
+                warmed.bytes += footer.memory_size();
+                read.push((segment, footer));
+            }
+            if warmed.bytes >= budget {
+                break;
+            }
         }
-        if warmed.bytes >= budget {
+    }
+    let mut indexes = futures::stream::iter(read)
+        .map(|(segment, footer)| async move { crate::tokens::warm_index(state, &segment, &footer).await })
+        .buffered(CONCURRENT_FETCHES);
+    while let Some(size) = indexes.next().await {
+        if let Some(size) = size {
+            warmed.indexes += 1;
+            warmed.index_bytes += size;
+        }
+        if warmed.index_bytes >= crate::tokens::CACHE_BYTES / 2 {
             break;
         }
     }

@@ -285,6 +285,12 @@ async fn index_of(state: &dyn Session, segment: &SegmentMeta, footer: &ParquetMe
     Some(index)
 }
 
+/// Reads the index of `segment` into the cache (start-up warming); the memory it takes, or
+/// `None` when the segment has none or it cannot be read.
+pub(crate) async fn warm_index(state: &dyn Session, segment: &SegmentMeta, footer: &ParquetMetaData) -> Option<usize> {
+    index_of(state, segment, footer).await.map(|index| index.size())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Asking
 

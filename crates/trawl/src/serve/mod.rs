@@ -12,6 +12,8 @@ use clap::Args;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 mod background;
+#[cfg(target_os = "linux")]
+mod code_pages;
 mod ingest;
 mod janitor;
 mod roles;
@@ -100,8 +102,9 @@ pub struct ServeArgs {
     /// Seconds a deleted database, table or view can be restored; then the janitor purges it.
     #[arg(long, env = "RESTORE_WINDOW_SECS", default_value_t = 7 * 86_400)]
     pub restore_window_secs: u64,
-    /// Longest time a query node spends at start-up reading the footers of the newest
-    /// segments into its footer cache before it takes queries (0: none).
+    /// Longest time a query node spends at start-up reading the footers and token indexes of
+    /// the newest segments into their caches before it takes queries (0: no warm-up, and no
+    /// read-ahead of the executable's code either).
     #[arg(long, env = "WARM_UP_SECS", default_value_t = 10)]
     pub warm_up_secs: u64,
     /// SSO: the OpenID Connect provider's issuer URL. The `--oidc-*` settings are imported
@@ -257,6 +260,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServeConfig::validate(args)?;
     let args = &config.args;
     let roles = Roles::new(&args.role);
+    #[cfg(target_os = "linux")]
+    if args.warm_up_secs > 0 {
+        code_pages::read_ahead();
+    }
     roles
         .check(Settings {
             master_key: args.master_key.is_some(),
