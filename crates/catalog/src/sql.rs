@@ -124,6 +124,10 @@ impl SqlCatalog {
         let url = format!("sqlite://{path}?mode=rwc");
         let pool = AnyPoolOptions::new()
             .max_connections(4)
+            // A connection to a local file does not go stale the way one over a network does:
+            // no ping before each use (a round trip to the connection's thread, several per
+            // query). The pool still checks a connection when it is given back.
+            .test_before_acquire(false)
             .after_connect(|connection, _| {
                 Box::pin(async move {
                     connection
