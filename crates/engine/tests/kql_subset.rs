@@ -191,6 +191,75 @@ async fn summarize_count_dcount_and_bin() -> TestResult {
 }
 
 #[tokio::test]
+async fn percentiles_share_one_sketch_and_keep_their_types() -> TestResult {
+    let f = Fixture::new().await?;
+    // Each percentile of `percentiles` reads the sketch every one of them shares; it must be
+    // what `percentilew(x, 1, p)` gives on its own digest, in the type of the values.
+    let (columns, rows) = f
+        .run(
+            "range x from 1 to 5000 step 1 | extend r = x * 0.5, d = x * 1ms, i = toint(x) \
+             | summarize percentiles(x, 50, 95, 99), w50 = percentilew(x, 1, 50), w95 = percentilew(x, 1, 95), \
+             w99 = percentilew(x, 1, 99), pr = percentile(r, 90), wr = percentilew(r, 1, 90), \
+             percentiles(d, 10, 50), wd = percentilew(d, 1, 50), pi = percentile(i, 75), c1 = count(), c2 = count()",
+        )
+        .await?;
+    let names: Vec<&str> = columns.iter().map(|(name, _)| name.as_str()).collect();
+    let types: Vec<&str> = columns.iter().map(|(_, kql_type)| kql_type.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "percentile_x_50",
+            "percentile_x_95",
+            "percentile_x_99",
+            "w50",
+            "w95",
+            "w99",
+            "pr",
+            "wr",
+            "percentile_d_10",
+            "percentile_d_50",
+            "wd",
+            "pi",
+            "c1",
+            "c2"
+        ]
+    );
+    assert_eq!(
+        types,
+        [
+            "long", "long", "long", "long", "long", "long", "real", "real", "timespan", "timespan", "timespan", "int",
+            "long", "long"
+        ]
+    );
+    let row = &rows[0];
+    assert_eq!(row[0..3], row[3..6], "{row:?}");
+    assert_eq!(row[6], row[7], "{row:?}");
+    assert_eq!(row[9], row[10], "{row:?}");
+    assert_eq!(row[12], json!(5000));
+    assert_eq!(row[13], json!(5000));
+    // On 5,000 distinct values the digest is within a percent of the exact rank.
+    for (at, exact) in [(0, 2500.0), (1, 4750.0), (2, 4950.0), (11, 3750.0)] {
+        let value = row[at].as_f64().ok_or("not a number")?;
+        assert!((value - exact).abs() <= 50.0, "{at}: {value} vs {exact}");
+    }
+    let ten = row[8].as_str().ok_or("not a timespan")?;
+    assert!(
+        ten.starts_with("00:00:00.49") || ten.starts_with("00:00:00.50"),
+        "{ten}"
+    );
+    // Few values: exact nearest rank, and the sketch of no values gives nulls.
+    let rows = f
+        .rows("range x from 1 to 10 step 1 | summarize percentiles(x, 0, 50, 100), p = percentile(x, 95)")
+        .await?;
+    assert_eq!(rows, vec![vec![json!(1), json!(5), json!(10), json!(10)]]);
+    let rows = f
+        .rows("range x from 1 to 10 step 1 | where x > 100 | summarize percentiles(x, 50, 90)")
+        .await?;
+    assert_eq!(rows, vec![vec![json!(null), json!(null)]]);
+    Ok(())
+}
+
+#[tokio::test]
 async fn time_window_prunes_segments() -> TestResult {
     let f = sample().await?;
     let window = QueryWindow {

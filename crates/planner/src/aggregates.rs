@@ -68,6 +68,14 @@ pub enum Finish {
     /// The value KQL gives when nothing was aggregated (a sum of no values is 0, their
     /// average NaN).
     Otherwise(datafusion::common::ScalarValue),
+    /// One percentile of a t-digest sketch (`percentile_tdigest`, the UDF given), as `target`
+    /// (the type of the values: whole numbers, times and timespans come back rounded). The
+    /// percentiles of one `percentiles(x, 50, 95, 99)` share one sketch.
+    Percentile {
+        udf: Arc<ScalarUDF>,
+        percent: f64,
+        target: DataType,
+    },
 }
 
 impl Finish {
@@ -81,6 +89,13 @@ impl Finish {
             Finish::Cast(data_type) => cast(cast(value, DataType::Int64), data_type.clone()),
             Finish::Otherwise(default) => {
                 datafusion::functions::expr_fn::coalesce(vec![value, Expr::Literal(default.clone(), None)])
+            }
+            Finish::Percentile { udf, percent, target } => {
+                let real = Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(udf), vec![value, lit(*percent)]));
+                match target {
+                    DataType::Float64 => real,
+                    other => cast(cast(real, DataType::Int64), other.clone()),
+                }
             }
         }
     }
@@ -351,6 +366,7 @@ impl Planner<'_> {
                 };
                 let mut outputs = Vec::new();
                 let first_percent = 1 + usize::from(weighted);
+                let sketch = self.percentile_sketch(args, weighted, kql_type, input, group_names, e.span)?;
                 for (index, p) in args[first_percent..].iter().enumerate() {
                     let percent = match &p.kind {
                         ExprKind::Literal(Literal::Long(n)) => *n as f64,
@@ -381,6 +397,19 @@ impl Planner<'_> {
                         None if name == "percentile" && item.name().is_some() => out_name.clone(),
                         None => format!("percentile_{column_name}_{label}"),
                     };
+                    if let Some((aggregate, udf)) = &sketch {
+                        outputs.push(AggregateOutput {
+                            name: out,
+                            aggregate: aggregate.clone(),
+                            finish: Finish::Percentile {
+                                udf: Arc::clone(udf),
+                                percent,
+                                target: trawl_functions::types::arrow_type(kql_type),
+                            },
+                            kql_type,
+                        });
+                        continue;
+                    }
                     // Kusto's percentile is nearest-rank over a t-digest: the registered
                     // `percentilew` with weight 1 computes exactly that.
                     let weighted = KExpr::new(
@@ -598,6 +627,112 @@ impl Planner<'_> {
     }
 }
 
+impl Planner<'_> {
+    /// For `percentile(s)(w)` over whole numbers, reals, times or timespans: one t-digest
+    /// sketch of the values (`tdigest(x, weight)`, the aggregate every percentile of the call
+    /// shares; the summarize computes it once) and the `percentile_tdigest` UDF that reads a
+    /// percentile off it. It gives what `percentilew(x, weight, p)` gives: the same digest,
+    /// the same nearest-rank reading. `None` for other types (they keep `percentilew`).
+    fn percentile_sketch(
+        &mut self,
+        args: &[KExpr],
+        weighted: bool,
+        kql_type: KqlType,
+        input: &Tabular,
+        group_names: &[String],
+        span: trawl_kql::Span,
+    ) -> Result<Option<(Expr, Arc<ScalarUDF>)>, TrawlError> {
+        let shareable = matches!(
+            kql_type,
+            KqlType::Int | KqlType::Long | KqlType::Real | KqlType::Timespan | KqlType::DateTime
+        );
+        let Some(function) = trawl_functions::registry::lookup("percentile_tdigest").filter(|_| shareable) else {
+            return Ok(None);
+        };
+        let weight = if weighted {
+            args[1].clone()
+        } else {
+            KExpr::new(ExprKind::Literal(Literal::Long(1)), span)
+        };
+        let call = NamedExpr {
+            names: Vec::new(),
+            expr: KExpr::new(
+                ExprKind::Call {
+                    function: trawl_kql::ast::Ident::new("tdigest", span),
+                    args: vec![args[0].clone(), weight],
+                },
+                span,
+            ),
+            span,
+        };
+        let mut produced = self.aggregate_outputs(&call, input, group_names)?;
+        if produced.len() != 1 {
+            return Ok(None);
+        }
+        Ok(Some((produced.remove(0).aggregate, Arc::new((function.udf)()))))
+    }
+}
+
 fn finish_is_cast(finish: &Finish) -> bool {
     matches!(finish, Finish::Cast(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::catalog::TableProvider;
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    use datafusion::logical_expr::LogicalPlan;
+
+    use super::*;
+
+    struct NoTables;
+
+    impl crate::TableLookup for NoTables {
+        fn table(&self, _: &str) -> Option<Arc<dyn TableProvider>> {
+            None
+        }
+    }
+
+    /// The aggregate expressions of every `Aggregate` node of `plan`.
+    fn aggregates(plan: &LogicalPlan) -> Vec<usize> {
+        let mut found = Vec::new();
+        let _ = plan.apply_with_subqueries(|node| {
+            if let LogicalPlan::Aggregate(aggregate) = node {
+                found.push(aggregate.aggr_expr.len());
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        found
+    }
+
+    #[test]
+    fn the_percentiles_of_one_call_and_repeated_aggregates_are_computed_once() -> Result<(), TrawlError> {
+        let plan = |text: &str| -> Result<Vec<usize>, TrawlError> {
+            let planned = crate::plan_text(text, &NoTables, crate::PlanOptions::default())?;
+            Ok(aggregates(&planned.results[0].plan))
+        };
+        let range = "range x from 1 to 10 step 1 | extend y = x * 2";
+        assert_eq!(plan(&format!("{range} | summarize percentiles(x, 50, 95, 99)"))?, [1]);
+        assert_eq!(
+            plan(&format!("{range} | summarize percentiles(x, 50), percentile(x, 99)"))?,
+            [1]
+        );
+        assert_eq!(
+            plan(&format!("{range} | summarize count(), n = count(), 2 * count()"))?,
+            [1]
+        );
+        // Different values, weights or functions are different aggregates.
+        assert_eq!(
+            plan(&format!("{range} | summarize percentiles(x, 50), percentiles(y, 50)"))?,
+            [2]
+        );
+        assert_eq!(
+            plan(&format!(
+                "{range} | summarize percentiles(x, 50), percentilesw(x, y, 50)"
+            ))?,
+            [2]
+        );
+        assert_eq!(plan(&format!("{range} | summarize count(), sum(x), avg(x)"))?.len(), 1);
+        Ok(())
+    }
 }

@@ -436,8 +436,7 @@ impl Planner<'_> {
         // Every aggregate call becomes an internal aggregate column; an item that is not a bare
         // aggregate call (`round(avg(x), 2)`, `100.0 * countif(e) / count()`) is computed
         // from those columns after the aggregation.
-        let mut aggregate_exprs = Vec::new();
-        let mut internals: Vec<(String, Finish, KqlType)> = Vec::new();
+        let mut internals = Aggregates::default();
         let mut outputs: Vec<(String, SummarizeOutput)> = Vec::new();
         for (position, item) in aggregates.iter().enumerate() {
             let rewritten_item = percentiles_array_sugar(item);
@@ -445,10 +444,9 @@ impl Planner<'_> {
             let direct = matches!(&item.expr.kind, ExprKind::Call { function, .. } if is_aggregate(&function.name));
             if direct {
                 for output in self.aggregate_outputs(item, &input, &group_names)? {
-                    let internal_name = format!("__trawl_aggregate_{}", aggregate_exprs.len());
-                    aggregate_exprs.push(output.aggregate.alias(&internal_name));
-                    internals.push((internal_name.clone(), output.finish, output.kql_type));
-                    outputs.push((output.name, SummarizeOutput::Column(internal_name, output.kql_type)));
+                    let (name, kql_type) = (output.name.clone(), output.kql_type);
+                    let internal_name = internals.add(output, None);
+                    outputs.push((name, SummarizeOutput::Column(internal_name, kql_type)));
                 }
                 continue;
             }
@@ -477,9 +475,7 @@ impl Planner<'_> {
                         "this aggregate cannot be used inside an expression",
                     ));
                 }
-                let output = produced.remove(0);
-                aggregate_exprs.push(output.aggregate.alias(&internal_name));
-                internals.push((internal_name, output.finish, output.kql_type));
+                internals.add(produced.remove(0), Some(internal_name));
             }
             let name = item
                 .name()
@@ -507,13 +503,13 @@ impl Planner<'_> {
             builder = builder.filter(crate::budget::marker(keys)).map_err(|e| internal(&e))?;
         }
         let aggregated = builder
-            .aggregate(group_exprs, aggregate_exprs)
+            .aggregate(group_exprs, internals.computed)
             .map_err(|e| internal(&e))?;
         // Stage 1: group columns and finished internal aggregates.
         let mut stage: Vec<Expr> = group_names.iter().map(|n| column(n).alias(n)).collect();
         let mut stage_columns = columns.clone();
-        for (internal_name, finish, kql_type) in &internals {
-            stage.push(finish.apply(column(internal_name)).alias(internal_name));
+        for (source, internal_name, finish, kql_type) in &internals.finished {
+            stage.push(finish.apply(column(source)).alias(internal_name));
             stage_columns.push((internal_name.clone(), *kql_type));
         }
         let staged = Tabular {
@@ -535,6 +531,40 @@ impl Planner<'_> {
         }
         let plan = build(staged.builder().project(projection).map_err(|e| internal(&e))?)?;
         Ok(Tabular { plan, columns })
+    }
+}
+
+/// The aggregates a `summarize` computes, each once: outputs whose aggregate is the same
+/// expression (the percentiles of one `percentiles(x, 50, 95, 99)` share a sketch; `count()`
+/// asked twice) read the same column, each through its own finish.
+#[derive(Default)]
+struct Aggregates {
+    /// The aggregate expressions, aliased `__trawl_aggregate_<n>`.
+    computed: Vec<Expr>,
+    /// Per output: the computed column it reads, its own column after the finish, the finish
+    /// and its type.
+    finished: Vec<(String, String, Finish, KqlType)>,
+}
+
+impl Aggregates {
+    /// Adds `output`, named `name` after its finish (a new internal name when `None`), and
+    /// returns that name.
+    fn add(&mut self, output: crate::aggregates::AggregateOutput, name: Option<String>) -> String {
+        let source = match self.computed.iter().position(|computed| match computed {
+            Expr::Alias(alias) => *alias.expr == output.aggregate,
+            _ => false,
+        }) {
+            Some(index) => format!("__trawl_aggregate_{index}"),
+            None => {
+                let source = format!("__trawl_aggregate_{}", self.computed.len());
+                self.computed.push(output.aggregate.alias(&source));
+                source
+            }
+        };
+        let name = name.unwrap_or_else(|| format!("__trawl_output_{}", self.finished.len()));
+        self.finished
+            .push((source, name.clone(), output.finish, output.kql_type));
+        name
     }
 }
 
