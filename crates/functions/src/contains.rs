@@ -7,6 +7,7 @@
 //! text), then compares the needle around each hit ignoring ASCII case; a needle with other
 //! characters is compared after Unicode lower-casing of both sides.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use datafusion::arrow::array::BooleanArray;
@@ -16,6 +17,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 use memchr::memmem;
 
+use crate::dynamic::dynamic_to_string;
 use crate::util::{StringArg, all_scalar, rows_of, two_strings};
 
 /// A needle prepared for many haystacks.
@@ -98,9 +100,13 @@ impl Searcher {
 }
 
 /// `kql_contains(haystack, needle)` / `kql_contains_cs(...)`: see the module documentation.
+/// The `_dynamic` variants take the JSON text of a dynamic value and search what `tostring()`
+/// gives of it (a string's content, read in place when it has no escapes; other values'
+/// JSON text; null as ""), in one pass over the column.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct ContainsUdf {
     case_sensitive: bool,
+    dynamic: bool,
     signature: Signature,
 }
 
@@ -108,22 +114,32 @@ impl ContainsUdf {
     pub fn new(case_sensitive: bool) -> ContainsUdf {
         ContainsUdf {
             case_sensitive,
+            dynamic: false,
             signature: two_strings(),
         }
     }
 
-    pub fn function_name(case_sensitive: bool) -> &'static str {
-        if case_sensitive {
-            "kql_contains_cs"
-        } else {
-            "kql_contains"
+    /// The variant over dynamic values' JSON text.
+    pub fn dynamic(case_sensitive: bool) -> ContainsUdf {
+        ContainsUdf {
+            dynamic: true,
+            ..ContainsUdf::new(case_sensitive)
+        }
+    }
+
+    pub fn function_name(case_sensitive: bool, dynamic: bool) -> &'static str {
+        match (case_sensitive, dynamic) {
+            (true, false) => "kql_contains_cs",
+            (false, false) => "kql_contains",
+            (true, true) => "kql_contains_cs_dynamic",
+            (false, true) => "kql_contains_dynamic",
         }
     }
 }
 
 impl ScalarUDFImpl for ContainsUdf {
     fn name(&self) -> &str {
-        Self::function_name(self.case_sensitive)
+        Self::function_name(self.case_sensitive, self.dynamic)
     }
 
     fn signature(&self) -> &Signature {
@@ -145,7 +161,13 @@ impl ScalarUDFImpl for ContainsUdf {
         };
         let matches = |i: usize| -> bool {
             haystack.with_value(i, |hay| {
-                let Some(hay) = hay else { return false };
+                let text = match (hay, self.dynamic) {
+                    (hay, true) => Some(dynamic_to_string(hay)),
+                    (Some(hay), false) => Some(Cow::Borrowed(hay)),
+                    (None, false) => None,
+                };
+                let Some(text) = text else { return false };
+                let hay: &str = &text;
                 match &constant {
                     Some(searcher) => searcher.is_match(hay),
                     None => needle.with_value(i, |needle| {
@@ -190,6 +212,68 @@ mod tests {
         // Non-ASCII needles fold with Unicode.
         assert!(folded("CAFÉ au lait", "café"));
         assert!(!folded("cafe", "café"));
+    }
+
+    fn dynamic_matches(case_sensitive: bool, texts: &[Option<&str>], needle: &str) -> Result<Vec<Option<bool>>> {
+        use datafusion::arrow::array::{Array, StringArray};
+        use datafusion::arrow::datatypes::Field;
+        use datafusion::config::ConfigOptions;
+
+        let udf = ContainsUdf::dynamic(case_sensitive);
+        let array: Arc<dyn Array> = Arc::new(StringArray::from(texts.to_vec()));
+        let args = vec![
+            ColumnarValue::Array(array),
+            ColumnarValue::Scalar(ScalarValue::Utf8(Some(needle.to_string()))),
+        ];
+        let result = udf.invoke_with_args(ScalarFunctionArgs {
+            args,
+            arg_fields: vec![
+                Arc::new(Field::new("hay", DataType::Utf8, true)),
+                Arc::new(Field::new("needle", DataType::Utf8, true)),
+            ],
+            number_rows: texts.len(),
+            return_field: Arc::new(Field::new("r", DataType::Boolean, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+        })?;
+        let ColumnarValue::Array(array) = result else {
+            return datafusion::common::internal_err!("not an array");
+        };
+        let booleans = array
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .ok_or_else(|| datafusion::error::DataFusionError::Internal("not booleans".into()))?;
+        Ok(booleans.iter().collect())
+    }
+
+    #[test]
+    fn dynamic_text_is_searched_as_tostring_reads_it() -> Result<()> {
+        let texts = [
+            Some(r#""a DeadLock was found""#),
+            Some(r#""escaped "deadlock" here""#),
+            Some(r#""deadlock""#),
+            Some(r#"{"reason":"deadlock"}"#),
+            Some(r#""deadloc""#),
+            Some("null"),
+            None,
+            Some("42"),
+        ];
+        assert_eq!(
+            dynamic_matches(false, &texts, "deadlock")?,
+            [true, true, true, true, false, false, false, false].map(Some)
+        );
+        assert_eq!(
+            dynamic_matches(true, &texts, "DeadLock")?,
+            [true, false, false, false, false, false, false, false].map(Some)
+        );
+        // The quotes of a JSON string are not part of its text; an object's are.
+        assert_eq!(
+            dynamic_matches(false, &texts, "\"")?,
+            [false, true, false, true, false, false, false, false].map(Some)
+        );
+        // Null and JSON null read as "", which contains the empty needle.
+        assert_eq!(dynamic_matches(false, &texts, "")?, [true; 8].map(Some));
+        assert_eq!(dynamic_matches(false, &texts, "42")?[7], Some(true));
+        Ok(())
     }
 
     #[test]

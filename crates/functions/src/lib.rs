@@ -49,6 +49,8 @@ pub fn scalar_udfs() -> Vec<ScalarUDF> {
         ScalarUDF::from(strings::HasUdf::new(true)),
         ScalarUDF::from(contains::ContainsUdf::new(false)),
         ScalarUDF::from(contains::ContainsUdf::new(true)),
+        ScalarUDF::from(contains::ContainsUdf::dynamic(false)),
+        ScalarUDF::from(contains::ContainsUdf::dynamic(true)),
         ScalarUDF::from(dynamic::DynamicToStringUdf::new()),
         ScalarUDF::from(dynamic::ToJsonStringUdf::new()),
     ]

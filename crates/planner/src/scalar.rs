@@ -659,13 +659,13 @@ impl Planner<'_> {
                     // A vectorized substring search (`functions::contains`), for needles whose
                     // case folding is ASCII's (others keep ILIKE's Unicode folding).
                     Some(text) if substring && (case_sensitive || text.is_ascii()) => {
-                        let udf = Arc::new(ScalarUDF::from(ContainsUdf::new(case_sensitive)));
-                        let found = udf_call(udf.clone(), vec![hay, lit(text)]);
-                        let found = match (raw, json_text_prefilter(text)) {
-                            // Raw JSON text first: every match holds the needle there too.
-                            (Some(raw), Some(_)) => udf_call(udf, vec![raw, lit(text)]).and(found),
-                            _ => found,
+                        // A dynamic value's JSON text is searched as `tostring()` reads it, in
+                        // one pass (a string without escapes in place).
+                        let (udf, hay) = match raw {
+                            Some(raw) => (ContainsUdf::dynamic(case_sensitive), raw),
+                            None => (ContainsUdf::new(case_sensitive), hay),
                         };
+                        let found = udf_call(Arc::new(ScalarUDF::from(udf)), vec![hay, lit(text)]);
                         match (negated, column) {
                             (true, _) => Expr::Not(Box::new(found)),
                             // Null text contains no needle but "": segments without the column
