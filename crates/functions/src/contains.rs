@@ -5,7 +5,8 @@
 //! Case-sensitive search is `memchr::memmem`. Case-insensitive search of an ASCII needle
 //! looks for its rarest letter in both cases with `memchr2` (one vectorized pass over the
 //! text), then compares the needle around each hit ignoring ASCII case; a needle with other
-//! characters is compared after Unicode lower-casing of both sides.
+//! characters is compared after Unicode lower-casing of both sides. A constant needle is
+//! looked for in a whole column's data buffers at once ([`column`]), not row by row.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -19,6 +20,8 @@ use memchr::memmem;
 
 use crate::dynamic::dynamic_to_string;
 use crate::util::{StringArg, all_scalar, rows_of, two_strings};
+
+mod column;
 
 /// A needle prepared for many haystacks.
 pub struct Searcher {
@@ -159,6 +162,11 @@ impl ScalarUDFImpl for ContainsUdf {
             StringArg::Scalar(Some(text)) => Some(Searcher::new(text, self.case_sensitive)),
             _ => None,
         };
+        if let (Some(searcher), StringArg::Array(array)) = (&constant, &haystack)
+            && let Some(found) = column::search_column(searcher, array.as_ref(), self.dynamic)
+        {
+            return Ok(ColumnarValue::Array(Arc::new(found)));
+        }
         let matches = |i: usize| -> bool {
             haystack.with_value(i, |hay| {
                 let text = match (hay, self.dynamic) {
