@@ -102,6 +102,16 @@ impl Searcher {
     }
 }
 
+/// The text a row is searched as: a string as it is; a dynamic value's JSON text as
+/// `tostring()` reads it (a string's content, null as ""). `None` for a null string.
+fn searched_text(value: Option<&str>, dynamic: bool) -> Option<Cow<'_, str>> {
+    match (value, dynamic) {
+        (value, true) => Some(dynamic_to_string(value)),
+        (Some(value), false) => Some(Cow::Borrowed(value)),
+        (None, false) => None,
+    }
+}
+
 /// `kql_contains(haystack, needle)` / `kql_contains_cs(...)`: see the module documentation.
 /// The `_dynamic` variants take the JSON text of a dynamic value and search what `tostring()`
 /// gives of it (a string's content, read in place when it has no escapes; other values'
@@ -169,12 +179,9 @@ impl ScalarUDFImpl for ContainsUdf {
         }
         let matches = |i: usize| -> bool {
             haystack.with_value(i, |hay| {
-                let text = match (hay, self.dynamic) {
-                    (hay, true) => Some(dynamic_to_string(hay)),
-                    (Some(hay), false) => Some(Cow::Borrowed(hay)),
-                    (None, false) => None,
+                let Some(text) = searched_text(hay, self.dynamic) else {
+                    return false;
                 };
-                let Some(text) = text else { return false };
                 let hay: &str = &text;
                 match &constant {
                     Some(searcher) => searcher.is_match(hay),
@@ -292,16 +299,20 @@ mod tests {
         assert!(Searcher::new("", true).is_match("x"));
     }
 
-    #[test]
-    fn agrees_with_a_plain_search_on_many_inputs() {
-        let alphabet = ['a', 'b', 'A', 'B', 'k', 'K', '-', 'é'];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
+    /// A xorshift generator of test inputs, from `seed`.
+    pub(super) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    #[test]
+    fn agrees_with_a_plain_search_on_many_inputs() {
+        let alphabet = ['a', 'b', 'A', 'B', 'k', 'K', '-', 'é'];
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..20_000 {
             let text: String = (0..(next() % 12)).map(|_| alphabet[(next() % 8) as usize]).collect();
             let needle: String = (0..(next() % 4)).map(|_| alphabet[(next() % 7) as usize]).collect();

@@ -8,8 +8,7 @@ use std::ops::Range;
 
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, StringArray, StringViewArray};
 
-use super::{Kind, Searcher};
-use crate::dynamic::dynamic_to_string;
+use super::{Kind, Searcher, searched_text};
 
 /// Views of at most this many bytes hold their string inline, not in a data buffer.
 const INLINE_BYTES: usize = 12;
@@ -60,11 +59,7 @@ impl Searcher {
     /// Whether `text` (a row's value; JSON text when `dynamic`) contains the needle, one row
     /// at a time.
     fn row_matches(&self, text: &str, dynamic: bool) -> bool {
-        if dynamic {
-            self.is_match(&dynamic_to_string(Some(text)))
-        } else {
-            self.is_match(text)
-        }
+        searched_text(Some(text), dynamic).is_some_and(|text| self.is_match(&text))
     }
 }
 
@@ -248,13 +243,7 @@ mod tests {
     #[test]
     fn random_columns_agree_with_row_by_row_search() {
         let alphabet = ['a', 'b', 'A', 'k', '"', '\\', ' ', 'é'];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::contains::tests::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..300 {
             let texts: Vec<Option<String>> = (0..(next() % 40))
                 .map(|_| {
