@@ -247,12 +247,13 @@ mod tests {
         for _ in 0..300 {
             let texts: Vec<Option<String>> = (0..(next() % 40))
                 .map(|_| {
-                    (next() % 10 != 0).then(|| (0..(next() % 30)).map(|_| alphabet[(next() % 8) as usize]).collect())
+                    (!next().is_multiple_of(10))
+                        .then(|| (0..(next() % 30)).map(|_| alphabet[(next() % 8) as usize]).collect())
                 })
                 .collect();
             let texts: Vec<Option<&str>> = texts.iter().map(|t| t.as_deref()).collect();
             let needle: String = (0..1 + next() % 3).map(|_| alphabet[(next() % 6) as usize]).collect();
-            let searcher = Searcher::new(&needle, next() % 2 == 0);
+            let searcher = Searcher::new(&needle, next().is_multiple_of(2));
             for dynamic in [false, true] {
                 let expected = one_by_one(&searcher, &texts, dynamic);
                 for found in both_layouts(&searcher, &texts, dynamic) {
