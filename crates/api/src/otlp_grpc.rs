@@ -239,11 +239,11 @@ async fn export(state: &IngestState, signal: Signal, request: Request<Vec<u8>>) 
     // The same key as the same request over OTLP/HTTP.
     let key = RequestKey::of_body(&format!("otlp/{signal:?}"), request.get_ref());
     drop(request); // the rows own everything they need; free the payload while they wait
-    let ack = admitted
-        .accept(mapped.rows, key, mapped.rejected)
+    let (ack, message) = mapped
+        .store(&admitted, key)
         .await
         .map_err(|error| grpc_status(&error))?;
     Ok(Response::new(
-        ExportResponse::new(signal, ack.refused, mapped.error_message).encode_to_vec(),
+        ExportResponse::new(signal, ack.refused, message).encode_to_vec(),
     ))
 }

@@ -15,9 +15,9 @@ use axum::routing::post;
 use prost::Message;
 pub use trawl_common::Signal;
 use trawl_common::{ErrorCode, TrawlError};
-use trawl_ingest::{Credentials, RequestKey};
-use trawl_intake::IntakeOutput;
+use trawl_ingest::{Ack, Admitted, Credentials, RequestKey};
 use trawl_intake::otlp::{self, PayloadFormat};
+use trawl_intake::{ColumnsOutput, IntakeOutput};
 use trawl_proto::otlp::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
 use trawl_proto::otlp::collector::metrics::v1::{ExportMetricsPartialSuccess, ExportMetricsServiceResponse};
 use trawl_proto::otlp::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
@@ -34,12 +34,37 @@ pub struct RpcStatus {
     pub message: String,
 }
 
-/// Decodes and maps one export request of `signal` to rows.
-pub fn map_request(signal: Signal, body: &[u8], format: PayloadFormat, now: i64) -> Result<IntakeOutput, TrawlError> {
+/// What one export request mapped to: log records and spans are written straight into
+/// columns; metric data points as rows.
+#[derive(Debug)]
+pub enum Mapped {
+    Rows(IntakeOutput),
+    Columns(ColumnsOutput),
+}
+
+impl Mapped {
+    /// Stores the rows through `admitted` and answers with the acknowledgement and the
+    /// partial-success message of the items the mapping refused.
+    pub async fn store(self, admitted: &Admitted, key: RequestKey) -> Result<(Ack, String), TrawlError> {
+        match self {
+            Mapped::Rows(output) => admitted
+                .accept(output.rows, key, output.rejected)
+                .await
+                .map(|ack| (ack, output.error_message)),
+            Mapped::Columns(output) => admitted
+                .accept_columns(output.columns, key, output.rejected)
+                .await
+                .map(|ack| (ack, output.error_message)),
+        }
+    }
+}
+
+/// Decodes and maps one export request of `signal`.
+pub fn map_request(signal: Signal, body: &[u8], format: PayloadFormat, now: i64) -> Result<Mapped, TrawlError> {
     Ok(match signal {
-        Signal::Logs => otlp::logs_to_rows(&otlp::decode_logs(body, format)?, now),
-        Signal::Traces => otlp::traces_to_rows(&otlp::decode_traces(body, format)?, now),
-        Signal::Metrics => otlp::metrics_to_rows(&otlp::decode_metrics(body, format)?, now),
+        Signal::Logs => Mapped::Columns(otlp::logs_to_columns(&otlp::decode_logs(body, format)?, now)),
+        Signal::Traces => Mapped::Columns(otlp::traces_to_columns(&otlp::decode_traces(body, format)?, now)),
+        Signal::Metrics => Mapped::Rows(otlp::metrics_to_rows(&otlp::decode_metrics(body, format)?, now)),
     })
 }
 
@@ -104,8 +129,8 @@ async fn export(State(state): State<IngestState>, headers: HeaderMap, body: Byte
     };
     let key = RequestKey::of_body(&format!("otlp/{signal:?}"), &body);
     drop(body); // the rows own everything they need; free the payload while they wait
-    match admitted.accept(mapped.rows, key, mapped.rejected).await {
-        Ok(ack) => success_response(signal, format, ack.refused, mapped.error_message),
+    match mapped.store(&admitted, key).await {
+        Ok((ack, message)) => success_response(signal, format, ack.refused, message),
         Err(error) => error_response(&error, format),
     }
 }

@@ -3,9 +3,11 @@
 //! protocol mappings produce and the write path turns into Arrow ([`Row`], [`Value`]), and time
 //! units ([`time`]).
 //!
-//! This crate does no I/O and knows nothing of DataFusion, storage or the network.
+//! This crate does no I/O and knows nothing of DataFusion, storage or the network; of Arrow it
+//! knows only the array builders protocol mappings write rows into ([`columns`]).
 
 pub mod adx;
+pub mod columns;
 pub mod error;
 pub mod faults;
 pub mod metrics;

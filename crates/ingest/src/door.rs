@@ -23,6 +23,12 @@ use trawl_catalog::{Directory, Objects, SignalTables};
 use trawl_common::metrics::{METRICS, label};
 use trawl_common::{ErrorCode, Signal, TrawlError};
 
+use datafusion::arrow::array::{Array, AsArray, UInt32Array};
+use datafusion::arrow::compute::take_record_batch;
+use datafusion::arrow::datatypes::TimestampNanosecondType;
+use trawl_common::columns::Columns;
+use trawl_storage::{RowsBatch, columns_to_batch};
+
 use crate::budget::{ByteBudget, Reservation};
 use crate::{Ingestor, RequestKey};
 
@@ -89,14 +95,73 @@ fn chosen_table(row: &trawl_common::Row) -> Option<String> {
             .and_then(|v| v.as_str())
             .map(str::to_string),
         // The common case: resources as JSON text; parsed only when they name a table.
-        Some(trawl_common::Value::JsonText(text)) if text.contains(TABLE_ATTRIBUTE) => {
-            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
-                .ok()
-                .and_then(|resource| resource.get(TABLE_ATTRIBUTE)?.as_str().map(str::to_string))
-        }
+        Some(trawl_common::Value::JsonText(text)) => return table_in_text(text),
         _ => None,
     };
     chosen.filter(|name| table_name_ok(name))
+}
+
+/// The valid table the resource's JSON text names with `trawl.table`, if any.
+fn table_in_text(text: &str) -> Option<String> {
+    if !text.contains(TABLE_ATTRIBUTE) {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+        .ok()
+        .and_then(|resource| resource.get(TABLE_ATTRIBUTE)?.as_str().map(str::to_string))
+        .filter(|name| table_name_ok(name))
+}
+
+/// [`rows_by_table`] for rows in a batch (sorted by time; each part stays sorted).
+pub fn batch_by_table(route: &IngestRoute, batch: RowsBatch) -> Result<Vec<(String, RowsBatch)>, TrawlError> {
+    let resources = batch
+        .batch
+        .column_by_name("resource")
+        .and_then(|c| c.as_string_opt::<i32>());
+    let chosen: Vec<Option<String>> = match resources {
+        Some(resources) if route.allow_table_override => {
+            resources.iter().map(|text| text.and_then(table_in_text)).collect()
+        }
+        _ => Vec::new(),
+    };
+    if chosen.iter().all(Option::is_none) {
+        return Ok(vec![(route.table.clone(), batch)]);
+    }
+    let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+    for (row, table) in chosen.into_iter().enumerate() {
+        let table = table.unwrap_or_else(|| route.table.clone());
+        let row = row as u32;
+        match groups.iter_mut().find(|(name, _)| *name == table) {
+            Some((_, rows)) => rows.push(row),
+            None => groups.push((table, vec![row])),
+        }
+    }
+    let times = batch
+        .batch
+        .column_by_name(trawl_common::TIME_COLUMN)
+        .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>());
+    let time_at = |row: u32| {
+        times
+            .filter(|t| t.is_valid(row as usize))
+            .map_or(i64::MIN, |t| t.value(row as usize))
+    };
+    groups
+        .into_iter()
+        .map(|(table, rows)| {
+            let (min_time, max_time) = (time_at(rows[0]), time_at(rows[rows.len() - 1]));
+            let part = take_record_batch(&batch.batch, &UInt32Array::from(rows))
+                .map_err(|e| TrawlError::internal(format!("could not split the rows by table: {e}")))?;
+            Ok((
+                table,
+                RowsBatch {
+                    batch: part,
+                    columns: batch.columns.clone(),
+                    min_time,
+                    max_time,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// Who may send, and where their rows go.
@@ -283,9 +348,32 @@ impl Admitted {
     /// ([`RequestKey::of_body`]; each table's part is deduplicated on its own), `refused`
     /// counts the items the face's mapping refused. Answers once every part is durable.
     pub async fn accept(&self, rows: Vec<trawl_common::Row>, key: RequestKey, refused: i64) -> Result<Ack, TrawlError> {
-        let stored = rows.len();
+        let groups = rows_by_table(&self.route, rows)
+            .into_iter()
+            .filter(|(_, rows)| !rows.is_empty())
+            .map(|(table, rows)| {
+                trawl_storage::rows_to_batch(rows)
+                    .map(|batch| (table, batch))
+                    .map_err(|e| TrawlError::internal(format!("could not lay out the rows: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.store(groups, key, refused).await
+    }
+
+    /// [`Admitted::accept`] for rows a mapping wrote into columns.
+    pub async fn accept_columns(&self, columns: Columns, key: RequestKey, refused: i64) -> Result<Ack, TrawlError> {
+        if columns.rows == 0 {
+            return self.store(Vec::new(), key, refused).await;
+        }
+        let batch =
+            columns_to_batch(columns).map_err(|e| TrawlError::internal(format!("could not lay out the rows: {e}")))?;
+        let groups = batch_by_table(&self.route, batch)?;
+        self.store(groups, key, refused).await
+    }
+
+    async fn store(&self, groups: Vec<(String, RowsBatch)>, key: RequestKey, refused: i64) -> Result<Ack, TrawlError> {
         let route = &self.route;
-        let groups = rows_by_table(route, rows);
+        let stored = groups.iter().map(|(_, batch)| batch.batch.num_rows()).sum();
         for (table, _) in &groups {
             if *table != route.table {
                 self.door.auth.check_writable(&route.database, table).await?;
@@ -293,16 +381,13 @@ impl Admitted {
         }
         // All groups wait for their flushes together; the request is acknowledged when
         // every one is durable.
-        let submits = groups
-            .into_iter()
-            .filter(|(_, rows)| !rows.is_empty())
-            .map(|(table, rows)| async move {
-                let key = key.for_table(&route.database, &table);
-                self.door
-                    .ingestor
-                    .submit(&route.database, &table, self.signal, rows, Some(key))
-                    .await
-            });
+        let submits = groups.into_iter().map(|(table, batch)| async move {
+            let key = key.for_table(&route.database, &table);
+            self.door
+                .ingestor
+                .submit_batch(&route.database, &table, self.signal, batch, Some(key))
+                .await
+        });
         futures::future::try_join_all(submits).await?;
         if refused > 0 {
             METRICS
@@ -354,5 +439,50 @@ mod tests {
             sizes(rows_by_table(&route, rows())),
             vec![("audit".to_string(), 2), ("logs".to_string(), 2)]
         );
+    }
+
+    #[test]
+    fn records_in_columns_choose_their_table_too() -> Result<(), Box<dyn std::error::Error>> {
+        use trawl_common::KqlType;
+        use trawl_common::columns::ColumnsBuilder;
+        let batch = || {
+            let mut builder = ColumnsBuilder::new();
+            let time = builder.column("timestamp", KqlType::DateTime);
+            let resource = builder.column("resource", KqlType::Dynamic);
+            let resources = [
+                r#"{"trawl.table":"audit"}"#,
+                r#"{"service.name":"x"}"#,
+                r#"{"trawl.table":"bad name!"}"#,
+                r#"{"service.name":"y","trawl.table":"audit"}"#,
+            ];
+            for (i, text) in resources.iter().enumerate() {
+                builder.set_integer(time, 10 * i as i64);
+                builder.set_bag(resource, text, &[]);
+                builder.end_row();
+            }
+            columns_to_batch(builder.finish())
+        };
+        let mut route = IngestRoute {
+            database: "d".into(),
+            table: "logs".into(),
+            allow_table_override: false,
+            signal_tables: SignalTables::default(),
+        };
+        let sizes = |groups: Vec<(String, RowsBatch)>| {
+            groups
+                .into_iter()
+                .map(|(t, b)| (t, b.batch.num_rows(), b.min_time, b.max_time))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            sizes(batch_by_table(&route, batch()?)?),
+            vec![("logs".to_string(), 4, 0, 30)]
+        );
+        route.allow_table_override = true;
+        assert_eq!(
+            sizes(batch_by_table(&route, batch()?)?),
+            vec![("audit".to_string(), 2, 0, 30), ("logs".to_string(), 2, 10, 20)]
+        );
+        Ok(())
     }
 }

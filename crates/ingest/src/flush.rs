@@ -83,15 +83,7 @@ async fn take_due_buffers(inner: &Inner, everything: bool) -> (Vec<(BufferKey, B
     let mut buffers = inner.buffers.lock().await;
     let due: Vec<BufferKey> = buffers
         .iter()
-        .filter(|(_, b)| {
-            everything
-                || is_due(
-                    &inner.config,
-                    b.rows.len(),
-                    b.opened_at.elapsed(),
-                    b.last_arrival.elapsed(),
-                )
-        })
+        .filter(|(_, b)| everything || is_due(&inner.config, b.rows, b.opened_at.elapsed(), b.last_arrival.elapsed()))
         .map(|(key, _)| key.clone())
         .collect();
     let taken = due.into_iter().filter_map(|key| buffers.remove_entry(&key)).collect();
@@ -99,7 +91,7 @@ async fn take_due_buffers(inner: &Inner, everything: bool) -> (Vec<(BufferKey, B
 }
 
 async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffer: Buffer) {
-    let count = buffer.rows.len();
+    let count = buffer.rows;
     let started = Instant::now();
     let deadline = buffer.opened_at + inner.config.retry_for;
     let outcome = write_and_register(
@@ -108,7 +100,7 @@ async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffe
         database,
         table,
         signal,
-        buffer.rows,
+        buffer.parts,
         &buffer.keys,
         deadline,
     )

@@ -32,7 +32,7 @@ use tokio::task::JoinHandle;
 use trawl_catalog::Catalog;
 use trawl_common::metrics::METRICS;
 use trawl_common::{Row, Signal, TrawlError};
-use trawl_storage::SegmentWriter;
+use trawl_storage::{RowsBatch, SegmentWriter, rows_to_batch};
 
 pub use budget::{ByteBudget, Reservation};
 pub use dedup::RequestKey;
@@ -103,7 +103,9 @@ type BufferKey = (String, String, Signal);
 
 #[derive(Debug)]
 struct Buffer {
-    rows: Vec<Row>,
+    /// One batch per request, each sorted by time; the flush combines them.
+    parts: Vec<RowsBatch>,
+    rows: usize,
     bytes: usize,
     waiters: Vec<Waiter>,
     /// Keys of the requests whose rows are here.
@@ -200,6 +202,24 @@ impl Ingestor {
         if rows.is_empty() {
             return Ok(());
         }
+        let batch =
+            rows_to_batch(rows).map_err(|e| TrawlError::internal(format!("could not lay out the rows: {e}")))?;
+        self.submit_batch(database, table, signal, batch, key).await
+    }
+
+    /// [`Ingestor::submit`] for rows already in a batch (sorted by time, as
+    /// `trawl_storage::columns_to_batch` and `rows_to_batch` make them).
+    pub async fn submit_batch(
+        &self,
+        database: &str,
+        table: &str,
+        signal: Signal,
+        batch: RowsBatch,
+        key: Option<RequestKey>,
+    ) -> Result<(), TrawlError> {
+        if batch.batch.num_rows() == 0 {
+            return Ok(());
+        }
         let inner = &self.inner;
         if inner.stopping.load(Ordering::Acquire) {
             return Err(TrawlError::unavailable("ingest is shutting down"));
@@ -211,7 +231,7 @@ impl Ingestor {
             },
             _ => None,
         };
-        self.buffer_and_wait(database, table, signal, rows, key).await
+        self.buffer_and_wait(database, table, signal, batch, key).await
     }
 
     /// `Some(key)` when the request must be stored; `None` when it is stored already (or a
@@ -268,12 +288,12 @@ impl Ingestor {
         database: &str,
         table: &str,
         signal: Signal,
-        rows: Vec<Row>,
+        batch: RowsBatch,
         key: Option<RequestKey>,
     ) -> Result<(), TrawlError> {
         let inner = &self.inner;
-        let count = rows.len();
-        let bytes: usize = rows.iter().map(Row::approximate_bytes).sum();
+        let count = batch.batch.num_rows();
+        let bytes = batch.batch.get_array_memory_size();
         let waiting = inner.buffered_rows.fetch_add(count, Ordering::AcqRel);
         let waiting_bytes = inner.buffered_bytes.fetch_add(bytes, Ordering::AcqRel);
         let over =
@@ -300,20 +320,22 @@ impl Ingestor {
             let buffer = buffers
                 .entry((database.to_string(), table.to_string(), signal))
                 .or_insert_with(|| Buffer {
-                    rows: Vec::new(),
+                    parts: Vec::new(),
+                    rows: 0,
                     bytes: 0,
                     waiters: Vec::new(),
                     keys: Vec::new(),
                     opened_at: Instant::now(),
                     last_arrival: Instant::now(),
                 });
-            buffer.rows.extend(rows);
+            buffer.parts.push(batch);
+            buffer.rows += count;
             buffer.last_arrival = Instant::now();
             buffer.bytes += bytes;
             buffer.waiters.push(sender);
             buffer.keys.extend(key);
             // The first open buffer wakes the loop too, so it watches for quiet senders.
-            opened || is_due(&inner.config, buffer.rows.len(), Duration::ZERO, Duration::ZERO)
+            opened || is_due(&inner.config, buffer.rows, Duration::ZERO, Duration::ZERO)
         };
         if wake {
             inner.wake.notify_one();
@@ -413,6 +435,49 @@ mod tests {
         let segments = catalog.live_segments("default", "default", None).await?;
         assert_eq!(segments.iter().map(|s| s.rows).sum::<u64>(), 15);
         assert_eq!(ingestor.buffered_rows(), 0);
+        ingestor.shutdown().await;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn requests_whose_types_differ_share_one_segment() -> Result<(), Box<dyn std::error::Error>> {
+        let config = IngestConfig {
+            flush_interval: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let (_dir, catalog, ingestor) = setup(config).await?;
+        let numbers: Vec<Row> = (0..3)
+            .map(|i| {
+                let mut row = Row::default();
+                row.push("timestamp", Value::DateTime(10 - i));
+                row.push("body", Value::Long(i));
+                row.push("level", Value::Long(i));
+                row
+            })
+            .collect();
+        let (a, b) = tokio::join!(
+            ingestor.submit("default", "default", Signal::Logs, rows(4), None),
+            ingestor.submit("default", "default", Signal::Logs, numbers, None)
+        );
+        a?;
+        b?;
+        let segments = catalog.live_segments("default", "default", None).await?;
+        assert_eq!(segments.len(), 1);
+        assert_eq!(segments[0].rows, 7);
+        assert_eq!((segments[0].min_time, segments[0].max_time), (0, 10));
+        let types: Vec<(String, trawl_common::KqlType)> = segments[0]
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.kql_type))
+            .collect();
+        assert!(
+            types.contains(&("body".to_string(), trawl_common::KqlType::Dynamic)),
+            "{types:?}"
+        );
+        assert!(
+            types.contains(&("level".to_string(), trawl_common::KqlType::Long)),
+            "{types:?}"
+        );
         ingestor.shutdown().await;
         Ok(())
     }

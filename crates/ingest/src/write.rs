@@ -1,4 +1,4 @@
-//! A flush's write: encode the buffer's rows once, put the segment durably and register it
+//! A flush's write: combine the buffer's batches and encode them once, put the segment durably and register it
 //! with its request keys, retrying a failed put or commit with doubling backoff until the
 //! buffer's deadline.
 
@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use trawl_catalog::{Catalog, CatalogError};
 use trawl_common::metrics::{METRICS, label, seconds_since};
-use trawl_common::{ErrorCode, Row, Signal, TrawlError};
-use trawl_storage::{SegmentWriter, encode_rows};
+use trawl_common::{ErrorCode, Signal, TrawlError};
+use trawl_storage::{RowsBatch, SegmentWriter, encode_parts};
 
 use crate::RequestKey;
 
@@ -31,11 +31,11 @@ pub(crate) async fn write_and_register(
     database: &str,
     table: &str,
     signal: Signal,
-    rows: Vec<Row>,
+    parts: Vec<RowsBatch>,
     keys: &[RequestKey],
     deadline: Instant,
 ) -> Result<(), (TrawlError, CommitOutcome)> {
-    let encoded = encode_rows(rows).await.map_err(|e| {
+    let encoded = encode_parts(parts).await.map_err(|e| {
         (
             TrawlError::new(ErrorCode::Unavailable, format!("could not store the batch: {e}")),
             CommitOutcome::NotRegistered,

@@ -95,6 +95,14 @@ impl From<IntakeError> for TrawlError {
     }
 }
 
+/// [`IntakeOutput`] with the rows written into columns (OTLP logs and spans on the ingest path).
+#[derive(Debug)]
+pub struct ColumnsOutput {
+    pub columns: trawl_common::columns::Columns,
+    pub rejected: i64,
+    pub error_message: String,
+}
+
 /// What a mapping produced from one request: the rows to store, and how many items (spans, log
 /// records or metric data points) it refused, with a message for OTLP partial-success
 /// responses (`rejected_spans` / `rejected_log_records` / `rejected_data_points`).

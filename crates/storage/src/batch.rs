@@ -3,12 +3,15 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayBuilder, ArrayRef, BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder, StringBuilder,
-    TimestampNanosecondBuilder,
+    Array, ArrayBuilder, ArrayRef, AsArray, BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder,
+    PrimitiveArray, StringBuilder, TimestampNanosecondBuilder, UInt32Array,
 };
+use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{DurationNanosecondType, Int64Type, TimestampNanosecondType};
 use datafusion::arrow::record_batch::RecordBatch;
 use trawl_catalog::ColumnInfo;
+use trawl_common::columns::Columns;
 use trawl_common::{KqlType, Row, TIME_COLUMN, Value};
 
 use crate::schema::{UTC, field, segment_arrow_type};
@@ -252,7 +255,7 @@ impl ColumnBuilder {
 }
 
 /// The JSON text of a value stored in a dynamic column.
-fn dynamic_text(value: &Value) -> String {
+pub(crate) fn dynamic_text(value: &Value) -> String {
     let json = match value {
         Value::Dynamic(json) => return json.to_string(),
         Value::JsonText(text) => return text.to_string(),
@@ -265,6 +268,83 @@ fn dynamic_text(value: &Value) -> String {
         Value::Timespan(nanos) => serde_json::Value::String(trawl_common::time::format_timespan(*nanos)),
     };
     json.to_string()
+}
+
+/// The rows a protocol mapping wrote into columns ([`trawl_common::columns`]) as one batch
+/// sorted by `timestamp`, laid out as [`rows_to_batch`] lays out the same rows: the columns
+/// in the order the mapping declared them, then the hidden columns of the bags' shredded keys.
+pub fn columns_to_batch(columns: Columns) -> Result<RowsBatch> {
+    if columns.rows == 0 {
+        return Err(StorageError::Invalid("no rows to write".into()));
+    }
+    let rows = columns.rows;
+    let times: Option<&PrimitiveArray<Int64Type>> = columns
+        .columns
+        .iter()
+        .find(|c| c.name == TIME_COLUMN && c.kql_type == KqlType::DateTime)
+        .and_then(|c| c.values.as_primitive_opt::<Int64Type>());
+    let time_at = |row: usize| times.filter(|t| t.is_valid(row)).map_or(i64::MIN, |t| t.value(row));
+    let sorted = (1..rows).all(|row| time_at(row - 1) <= time_at(row));
+    let order: Option<UInt32Array> = (!sorted).then(|| {
+        let mut order: Vec<u32> = (0..rows as u32).collect();
+        order.sort_by_key(|&row| time_at(row as usize));
+        UInt32Array::from(order)
+    });
+    let (min_time, max_time) = match &order {
+        Some(order) => (
+            time_at(order.value(0) as usize),
+            time_at(order.value(rows - 1) as usize),
+        ),
+        None => (time_at(0), time_at(rows - 1)),
+    };
+    let ordered = |array: &ArrayRef| -> Result<ArrayRef> {
+        Ok(match &order {
+            Some(order) => take(array.as_ref(), order, None)?,
+            None => array.clone(),
+        })
+    };
+
+    let mut fields = Vec::with_capacity(columns.columns.len());
+    let mut arrays = Vec::with_capacity(columns.columns.len());
+    let mut hidden = Vec::new();
+    let mut infos = Vec::with_capacity(columns.columns.len());
+    for column in &columns.columns {
+        let values = ordered(&column.values)?;
+        let values: ArrayRef = match (column.kql_type, values.as_primitive_opt::<Int64Type>()) {
+            (KqlType::DateTime, Some(nanos)) => {
+                Arc::new(nanos.reinterpret_cast::<TimestampNanosecondType>().with_timezone(UTC))
+            }
+            (KqlType::Timespan, Some(nanos)) => Arc::new(nanos.reinterpret_cast::<DurationNanosecondType>()),
+            _ => values,
+        };
+        let data_type = segment_arrow_type(column.kql_type);
+        if values.data_type() != &data_type {
+            return Err(StorageError::Invalid(format!(
+                "column {} holds {} values, expected {data_type}",
+                column.name,
+                values.data_type()
+            )));
+        }
+        fields.push(field(column.name, column.kql_type, data_type));
+        arrays.push(values);
+        for key in &column.hidden {
+            hidden.push(ordered(key)?);
+        }
+        infos.push(ColumnInfo {
+            name: column.name.to_string(),
+            kql_type: column.kql_type,
+        });
+    }
+    drop(columns);
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
+    let shredder = Shredder::new(&batch.schema());
+    let batch = shredder.assemble(&batch, hidden)?;
+    Ok(RowsBatch {
+        batch,
+        columns: shredder.columns(&infos),
+        min_time,
+        max_time,
+    })
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@ use datafusion::parquet::schema::types::ColumnPath;
 use trawl_catalog::{ColumnInfo, SegmentMeta, SegmentState};
 use trawl_common::Row;
 
-use crate::batch::rows_to_batch;
+use crate::batch::{RowsBatch, rows_to_batch};
+use crate::combine::combine_by_time;
 use crate::store::SegmentStore;
 use crate::tokens::{INDEX_KEY, TokenIndexBuilder};
 use crate::{Result, StorageError};
@@ -113,16 +114,26 @@ pub struct Encoded {
 
 /// Sorts and encodes `rows` as one segment's Parquet bytes (on a blocking thread).
 pub async fn encode_rows(rows: Vec<Row>) -> Result<Encoded> {
-    let row_count = rows.len() as u64;
+    encode_with(move || rows_to_batch(rows)).await
+}
+
+/// Combines the batches of one buffer ([`combine_by_time`]) and encodes them as one segment's
+/// Parquet bytes (on a blocking thread).
+pub async fn encode_parts(parts: Vec<RowsBatch>) -> Result<Encoded> {
+    encode_with(move || combine_by_time(parts)).await
+}
+
+async fn encode_with(build: impl FnOnce() -> Result<RowsBatch> + Send + 'static) -> Result<Encoded> {
     tokio::task::spawn_blocking(move || {
-        let built = rows_to_batch(rows)?;
+        let built = build()?;
+        let rows = built.batch.num_rows() as u64;
         let bytes = encode_parquet(&[built.batch])?;
         Ok::<_, StorageError>(Encoded {
             bytes,
             columns: built.columns,
             min_time: built.min_time,
             max_time: built.max_time,
-            rows: row_count,
+            rows,
         })
     })
     .await

@@ -90,10 +90,21 @@ pub(crate) fn any_value_text(value: &AnyValue) -> Arc<str> {
 }
 
 fn write_attributes(out: &mut String, attributes: &[KeyValue]) {
+    write_attributes_noting(out, attributes, &mut |_, _| {});
+}
+
+/// [`write_attributes`], calling `note` with each key and where its value's JSON text is in
+/// `out`. Returns false (and notes nothing) when a key repeats: the text then comes from
+/// [`attributes_to_json`]'s map, which keeps one value per key.
+pub(crate) fn write_attributes_noting(
+    out: &mut String,
+    attributes: &[KeyValue],
+    note: &mut dyn FnMut(&str, std::ops::Range<usize>),
+) -> bool {
     if has_repeated_key(attributes) {
         // Rare: let the map settle which position and value a repeated key keeps.
         out.push_str(&Json::Object(attributes_to_json(attributes)).to_string());
-        return;
+        return false;
     }
     out.push('{');
     for (index, attribute) in attributes.iter().enumerate() {
@@ -102,12 +113,15 @@ fn write_attributes(out: &mut String, attributes: &[KeyValue]) {
         }
         write_json_string(out, &attribute.key);
         out.push(':');
+        let start = out.len();
         match &attribute.value {
             Some(value) => write_any_value(out, value),
             None => out.push_str("null"),
         }
+        note(&attribute.key, start..out.len());
     }
     out.push('}');
+    true
 }
 
 fn has_repeated_key(attributes: &[KeyValue]) -> bool {
@@ -121,7 +135,7 @@ fn has_repeated_key(attributes: &[KeyValue]) -> bool {
     !attributes.iter().all(|attribute| seen.insert(attribute.key.as_str()))
 }
 
-fn write_any_value(out: &mut String, value: &AnyValue) {
+pub(crate) fn write_any_value(out: &mut String, value: &AnyValue) {
     let Some(value) = &value.value else {
         out.push_str("null");
         return;
@@ -329,15 +343,26 @@ impl Rejections {
     }
 
     pub(crate) fn into_output(self, rows: Vec<Row>) -> IntakeOutput {
-        let error_message = match (self.count, self.first_reason) {
-            (0, _) | (_, None) => String::new(),
-            (1, Some(reason)) => format!("rejected 1 {}: {reason}", self.singular),
-            (count, Some(reason)) => format!("rejected {count} {}; first: {reason}", self.plural),
-        };
         IntakeOutput {
             rows,
             rejected: self.count,
-            error_message,
+            error_message: self.message(),
+        }
+    }
+
+    pub(crate) fn into_columns(self, columns: trawl_common::columns::Columns) -> crate::ColumnsOutput {
+        crate::ColumnsOutput {
+            columns,
+            rejected: self.count,
+            error_message: self.message(),
+        }
+    }
+
+    fn message(&self) -> String {
+        match (self.count, &self.first_reason) {
+            (0, _) | (_, None) => String::new(),
+            (1, Some(reason)) => format!("rejected 1 {}: {reason}", self.singular),
+            (count, Some(reason)) => format!("rejected {count} {}; first: {reason}", self.plural),
         }
     }
 }

@@ -14,12 +14,13 @@ mod decode;
 mod json;
 mod logs;
 mod metrics;
+mod sink;
 mod traces;
 
 #[cfg(test)]
 mod fixtures;
 
 pub use decode::{PayloadFormat, decode_logs, decode_metrics, decode_traces};
-pub use logs::logs_to_rows;
+pub use logs::{logs_to_columns, logs_to_rows};
 pub use metrics::metrics_to_rows;
-pub use traces::traces_to_rows;
+pub use traces::{traces_to_columns, traces_to_rows};

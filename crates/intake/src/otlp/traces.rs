@@ -1,46 +1,108 @@
 //! Spans to span rows (SPEC "Span rows"): one row per span.
 
 use serde_json::{Map, Value as Json};
+use trawl_common::KqlType;
+use trawl_common::columns::ColumnsBuilder;
 use trawl_common::time::format_datetime;
-use trawl_common::{Row, Value};
 use trawl_proto::otlp::collector::trace::v1::ExportTraceServiceRequest;
 use trawl_proto::otlp::trace::v1::Span;
 use trawl_proto::otlp::trace::v1::span::{Event, Link, SpanKind};
 use trawl_proto::otlp::trace::v1::status::StatusCode;
 
-use crate::IntakeOutput;
 use crate::otlp::common::{
-    FLAG_BIT_0, Rejections, SPAN_ID_BYTES, SharedCells, TRACE_ID_BYTES, attributes_to_json, hex_id, push_attributes,
-    push_dropped_count, push_flags, push_non_empty, required_hex_id, timestamp_nanos,
+    FLAG_BIT_0, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, attributes_to_json, required_hex_id, timestamp_nanos,
 };
+use crate::otlp::logs::{hex_into, set_flags};
+use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_non_empty};
+use crate::{ColumnsOutput, IntakeOutput};
 
 /// Link flag bit 8: the sender knows whether the linked context is remote.
 const LINK_HAS_IS_REMOTE: u32 = 0x100;
 /// Link flag bit 9: the linked context is remote (meaningful only with bit 8).
 const LINK_IS_REMOTE: u32 = 0x200;
 
-/// Cells a span row can have besides the resource and scope ones.
-const SPAN_COLUMNS: usize = 21;
-
 /// Maps every span of `request` to a row. A span is rejected, not stored, when its trace id is
 /// not 16 bytes, its span id not 8, its parent span id neither empty nor 8, a link's ids are not
 /// 16 and 8 bytes, or a time is past the year 2262.
 pub fn traces_to_rows(request: &ExportTraceServiceRequest, ingest_time_nanos: i64) -> IntakeOutput {
-    let span_count = request
-        .resource_spans
-        .iter()
-        .flat_map(|resource_spans| &resource_spans.scope_spans)
-        .map(|scope_spans| scope_spans.spans.len())
-        .sum();
-    let mut rows = Vec::with_capacity(span_count);
+    let mut sink = RowSink::default();
+    let rejections = map_spans(request, ingest_time_nanos, &mut sink);
+    rejections.into_output(sink.rows)
+}
+
+/// [`traces_to_rows`] written straight into columns (the ingest path).
+pub fn traces_to_columns(request: &ExportTraceServiceRequest, ingest_time_nanos: i64) -> ColumnsOutput {
+    let mut sink = ColumnsBuilder::new();
+    let rejections = map_spans(request, ingest_time_nanos, &mut sink);
+    rejections.into_columns(sink.finish())
+}
+
+/// The columns of span rows, in the order of the SPEC's layout.
+struct SpanSlots<S> {
+    timestamp: S,
+    start_time: S,
+    end_time: S,
+    ingest_time: S,
+    duration: S,
+    trace_id: S,
+    span_id: S,
+    parent_span_id: S,
+    span_name: S,
+    span_kind: S,
+    trace_state: S,
+    status_code: S,
+    status_description: S,
+    sampled: S,
+    flags: S,
+    attributes: S,
+    events: S,
+    links: S,
+    dropped_attributes_count: S,
+    dropped_events_count: S,
+    dropped_links_count: S,
+    shared: SharedSlots<S>,
+}
+
+impl<S: Copy> SpanSlots<S> {
+    fn declare(sink: &mut impl Sink<Slot = S>) -> SpanSlots<S> {
+        SpanSlots {
+            timestamp: sink.column("timestamp", KqlType::DateTime),
+            start_time: sink.column("start_time", KqlType::DateTime),
+            end_time: sink.column("end_time", KqlType::DateTime),
+            ingest_time: sink.column("ingest_time", KqlType::DateTime),
+            duration: sink.column("duration", KqlType::Timespan),
+            trace_id: sink.column("trace_id", KqlType::String),
+            span_id: sink.column("span_id", KqlType::String),
+            parent_span_id: sink.column("parent_span_id", KqlType::String),
+            span_name: sink.column("span_name", KqlType::String),
+            span_kind: sink.column("span_kind", KqlType::String),
+            trace_state: sink.column("trace_state", KqlType::String),
+            status_code: sink.column("status_code", KqlType::String),
+            status_description: sink.column("status_description", KqlType::String),
+            sampled: sink.column("sampled", KqlType::Bool),
+            flags: sink.column("flags", KqlType::Long),
+            attributes: sink.column("attributes", KqlType::Dynamic),
+            events: sink.column("events", KqlType::Dynamic),
+            links: sink.column("links", KqlType::Dynamic),
+            dropped_attributes_count: sink.column("dropped_attributes_count", KqlType::Long),
+            dropped_events_count: sink.column("dropped_events_count", KqlType::Long),
+            dropped_links_count: sink.column("dropped_links_count", KqlType::Long),
+            shared: SharedSlots::declare(sink),
+        }
+    }
+}
+
+fn map_spans<K: Sink>(request: &ExportTraceServiceRequest, ingest_time_nanos: i64, sink: &mut K) -> Rejections {
+    let slots = SpanSlots::declare(sink);
     let mut rejections = Rejections::new("span", "spans");
+    let mut attributes = BagText::for_column("attributes");
     for (resource_index, resource_spans) in request.resource_spans.iter().enumerate() {
-        let resource_cells = SharedCells::for_resource(resource_spans.resource.as_ref());
+        let mut shared = SharedBags::for_resource(resource_spans.resource.as_ref());
         for (scope_index, scope_spans) in resource_spans.scope_spans.iter().enumerate() {
-            let shared = resource_cells.with_scope(scope_spans.scope.as_ref());
+            shared.set_scope(scope_spans.scope.as_ref());
             for (span_index, span) in scope_spans.spans.iter().enumerate() {
-                match span_row(span, &shared, ingest_time_nanos) {
-                    Ok(row) => rows.push(row),
+                match span_row(span, &shared, ingest_time_nanos, sink, &slots, &mut attributes) {
+                    Ok(()) => {}
                     Err(reason) => rejections.reject(
                         || {
                             format!(
@@ -54,61 +116,74 @@ pub fn traces_to_rows(request: &ExportTraceServiceRequest, ingest_time_nanos: i6
             }
         }
     }
-    rejections.into_output(rows)
+    rejections
 }
 
-fn span_row(span: &Span, shared: &SharedCells, ingest_time_nanos: i64) -> Result<Row, String> {
-    let trace_id = required_hex_id(&span.trace_id, TRACE_ID_BYTES, "trace_id")?;
-    let span_id = required_hex_id(&span.span_id, SPAN_ID_BYTES, "span_id")?;
-    let parent_span_id = hex_id(&span.parent_span_id, SPAN_ID_BYTES, "parent_span_id")?;
+fn span_row<K: Sink>(
+    span: &Span,
+    shared: &SharedBags,
+    ingest_time_nanos: i64,
+    sink: &mut K,
+    slots: &SpanSlots<K::Slot>,
+    attributes: &mut BagText,
+) -> Result<(), String> {
+    // Everything that can refuse the span comes before its first cell.
+    let (mut trace_hex, mut span_hex, mut parent_hex) = ([0u8; 64], [0u8; 64], [0u8; 64]);
+    let trace_id = hex_into(&span.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?
+        .ok_or_else(|| format!("expected trace_id of {TRACE_ID_BYTES} bytes, found an empty id"))?;
+    let span_id = hex_into(&span.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?
+        .ok_or_else(|| format!("expected span_id of {SPAN_ID_BYTES} bytes, found an empty id"))?;
+    let parent_span_id = hex_into(&span.parent_span_id, SPAN_ID_BYTES, "parent_span_id", &mut parent_hex)?;
     let start = timestamp_nanos(span.start_time_unix_nano, "start_time_unix_nano")?;
     let end = timestamp_nanos(span.end_time_unix_nano, "end_time_unix_nano")?;
     let events = events_json(&span.events)?;
     let links = links_json(&span.links)?;
 
-    let mut row = Row::with_capacity(SPAN_COLUMNS + shared.len());
     let timestamp = [end, start].into_iter().find(|nanos| *nanos != 0);
-    row.push("timestamp", Value::DateTime(timestamp.unwrap_or(ingest_time_nanos)));
+    sink.set_integer(slots.timestamp, timestamp.unwrap_or(ingest_time_nanos));
     if start != 0 {
-        row.push("start_time", Value::DateTime(start));
+        sink.set_integer(slots.start_time, start);
     }
     if end != 0 {
-        row.push("end_time", Value::DateTime(end));
+        sink.set_integer(slots.end_time, end);
     }
-    row.push("ingest_time", Value::DateTime(ingest_time_nanos));
+    sink.set_integer(slots.ingest_time, ingest_time_nanos);
     if start != 0 && end != 0 {
-        row.push("duration", Value::Timespan(end - start));
+        sink.set_integer(slots.duration, end - start);
     }
-    row.push("trace_id", Value::String(trace_id));
-    row.push("span_id", Value::String(span_id));
+    sink.set_text(slots.trace_id, trace_id);
+    sink.set_text(slots.span_id, span_id);
     if let Some(parent_span_id) = parent_span_id {
-        row.push("parent_span_id", Value::String(parent_span_id));
+        sink.set_text(slots.parent_span_id, parent_span_id);
     }
-    push_non_empty(&mut row, "span_name", &span.name);
+    set_non_empty(sink, slots.span_name, &span.name);
     if let Some(kind) = span_kind_name(span.kind) {
-        row.push("span_kind", Value::String(kind.to_owned()));
+        sink.set_text(slots.span_kind, kind);
     }
-    push_non_empty(&mut row, "trace_state", &span.trace_state);
+    set_non_empty(sink, slots.trace_state, &span.trace_state);
     let status = span.status.as_ref();
     let status_code = status.map_or(StatusCode::Unset as i32, |status| status.code);
-    row.push("status_code", Value::String(status_code_name(status_code).to_owned()));
+    sink.set_text(slots.status_code, status_code_name(status_code));
     if let Some(status) = status {
-        push_non_empty(&mut row, "status_description", &status.message);
+        set_non_empty(sink, slots.status_description, &status.message);
     }
-    push_flags(&mut row, "sampled", span.flags);
-    push_attributes(&mut row, "attributes", &span.attributes);
+    set_flags(sink, slots.sampled, slots.flags, span.flags);
+    if !span.attributes.is_empty() {
+        attributes.write(&span.attributes);
+        sink.set_bag(slots.attributes, attributes);
+    }
     if !events.is_empty() {
-        row.push("events", Value::Dynamic(Json::Array(events)));
+        sink.set_text(slots.events, &Json::Array(events).to_string());
     }
     if !links.is_empty() {
-        row.push("links", Value::Dynamic(Json::Array(links)));
+        sink.set_text(slots.links, &Json::Array(links).to_string());
     }
-    push_dropped_count(&mut row, "dropped_attributes_count", span.dropped_attributes_count);
-    push_dropped_count(&mut row, "dropped_events_count", span.dropped_events_count);
-    push_dropped_count(&mut row, "dropped_links_count", span.dropped_links_count);
-    shared.append_to(&mut row);
-    debug_assert!(row.cells.len() <= SPAN_COLUMNS + shared.len());
-    Ok(row)
+    set_count(sink, slots.dropped_attributes_count, span.dropped_attributes_count);
+    set_count(sink, slots.dropped_events_count, span.dropped_events_count);
+    set_count(sink, slots.dropped_links_count, span.dropped_links_count);
+    shared.set(sink, &slots.shared);
+    sink.end_row();
+    Ok(())
 }
 
 /// The stored name of a span kind; `None` for UNSPECIFIED and values this version does not know.

@@ -5,6 +5,7 @@ use trawl_proto::otlp::logs::v1::{ResourceLogs, ScopeLogs};
 
 use super::*;
 use crate::otlp::fixtures::{INGEST_NANOS, any_int, any_string, cell, columns, key_value, resource, scope};
+use trawl_common::Row;
 
 const TIME: u64 = 1_700_000_000_123_456_789;
 const OBSERVED: u64 = 1_700_000_001_000_000_000;

@@ -4,6 +4,7 @@ use trawl_proto::otlp::trace::v1::{ResourceSpans, ScopeSpans, Status};
 
 use super::*;
 use crate::otlp::fixtures::{INGEST_NANOS, any_int, any_string, cell, columns, key_value, resource, scope};
+use trawl_common::Row;
 
 const START: u64 = 1_700_000_000_000_000_000;
 const END: u64 = 1_700_000_000_250_000_100;

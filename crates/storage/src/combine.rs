@@ -1,0 +1,195 @@
+//! The batches of one ingest buffer (one per request) → the one batch of its segment: column
+//! sets united (types widened as [`KqlType::widen`] says, hidden columns after the others as
+//! the [`Shredder`] lays them out) and rows ordered by time.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder, new_null_array};
+use datafusion::arrow::compute::{cast, concat, interleave};
+use datafusion::arrow::datatypes::{
+    DataType, DurationNanosecondType, Float64Type, Int64Type, Schema, TimestampNanosecondType,
+};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::HashMap;
+use trawl_catalog::ColumnInfo;
+use trawl_common::shred::is_hidden_column;
+use trawl_common::{KqlType, TIME_COLUMN, Value};
+
+use crate::batch::{RowsBatch, dynamic_text};
+use crate::schema::{field, segment_arrow_type};
+use crate::shred::Shredder;
+use crate::{Result, StorageError};
+
+/// One batch holding the rows of all `parts`, ordered by `timestamp` (rows of equal time keep
+/// the order of their parts). Each part must be ordered by time already, as
+/// [`crate::rows_to_batch`] and [`crate::columns_to_batch`] make them.
+pub fn combine_by_time(mut parts: Vec<RowsBatch>) -> Result<RowsBatch> {
+    if parts.len() <= 1 {
+        return parts
+            .pop()
+            .ok_or_else(|| StorageError::Invalid("no rows to write".into()));
+    }
+    let min_time = parts.iter().map(|p| p.min_time).min().unwrap_or(i64::MIN);
+    let max_time = parts.iter().map(|p| p.max_time).max().unwrap_or(i64::MIN);
+
+    // The kept (not hidden) columns, first seen first, widened.
+    let mut united: Vec<ColumnInfo> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::default();
+    for part in &parts {
+        for column in part.columns.iter().filter(|c| !is_hidden_column(&c.name)) {
+            match position.get(column.name.as_str()) {
+                Some(&i) => united[i].kql_type = united[i].kql_type.widen(column.kql_type),
+                None => {
+                    position.insert(column.name.clone(), united.len());
+                    united.push(column.clone());
+                }
+            }
+        }
+    }
+    let kept = Schema::new(
+        united
+            .iter()
+            .map(|c| field(&c.name, c.kql_type, segment_arrow_type(c.kql_type)))
+            .collect::<Vec<_>>(),
+    );
+    let shredder = Shredder::new(&kept);
+    let schema = shredder.schema();
+    let columns = shredder.columns(&united);
+
+    // Every part in the united layout.
+    let mut laid_out: Vec<Vec<ArrayRef>> = Vec::with_capacity(parts.len());
+    for part in &parts {
+        laid_out.push(lay_out(part, &united, &schema)?);
+    }
+
+    let arrays: Vec<ArrayRef> = match time_order(&parts)? {
+        None => (0..schema.fields().len())
+            .map(|c| {
+                let pieces: Vec<&dyn Array> = laid_out.iter().map(|p| p[c].as_ref()).collect();
+                concat(&pieces)
+            })
+            .collect::<std::result::Result<_, _>>()?,
+        Some(order) => (0..schema.fields().len())
+            .map(|c| {
+                let pieces: Vec<&dyn Array> = laid_out.iter().map(|p| p[c].as_ref()).collect();
+                interleave(&pieces, &order)
+            })
+            .collect::<std::result::Result<_, _>>()?,
+    };
+    drop(laid_out);
+    let batch = RecordBatch::try_new(schema, arrays)?;
+    Ok(RowsBatch {
+        batch,
+        columns,
+        min_time,
+        max_time,
+    })
+}
+
+/// `part`'s columns in the order of `schema` (the united kept columns, then hidden ones):
+/// widened where its type is narrower, nulls where it lacks a column.
+fn lay_out(part: &RowsBatch, united: &[ColumnInfo], schema: &Schema) -> Result<Vec<ArrayRef>> {
+    let rows = part.batch.num_rows();
+    let part_schema = part.batch.schema();
+    let own = |name: &str| -> Option<(usize, KqlType)> {
+        let index = part_schema.index_of(name).ok()?;
+        let kql_type = part.columns.iter().find(|c| c.name == name).map(|c| c.kql_type)?;
+        Some((index, kql_type))
+    };
+    let mut arrays = Vec::with_capacity(schema.fields().len());
+    for (i, target) in schema.fields().iter().enumerate() {
+        let array = match own(target.name()) {
+            Some((index, from)) => {
+                let to = united.get(i).map_or(KqlType::String, |c| c.kql_type);
+                let array = part.batch.column(index).clone();
+                if from == to || i >= united.len() {
+                    array
+                } else {
+                    widen(&array, from, to)?
+                }
+            }
+            None => new_null_array(target.data_type(), rows),
+        };
+        if array.data_type() != target.data_type() {
+            return Err(StorageError::Invalid(format!(
+                "column {} is {} in one request and {} in the batch",
+                target.name(),
+                array.data_type(),
+                target.data_type()
+            )));
+        }
+        arrays.push(array);
+    }
+    Ok(arrays)
+}
+
+/// The `(part, row)` order of the rows by time; `None` when the parts follow each other in
+/// time already (or there is no time column), so concatenating them keeps the order.
+fn time_order(parts: &[RowsBatch]) -> Result<Option<Vec<(usize, usize)>>> {
+    let in_sequence = parts.windows(2).all(|w| w[0].max_time <= w[1].min_time);
+    let has_time = parts.iter().all(|p| p.batch.schema().index_of(TIME_COLUMN).is_ok());
+    if in_sequence || !has_time {
+        return Ok(None);
+    }
+    let total: usize = parts.iter().map(|p| p.batch.num_rows()).sum();
+    let mut keyed: Vec<(i64, u32, u32)> = Vec::with_capacity(total);
+    for (p, part) in parts.iter().enumerate() {
+        let index = part.batch.schema().index_of(TIME_COLUMN)?;
+        let Some(times) = part.batch.column(index).as_primitive_opt::<TimestampNanosecondType>() else {
+            return Ok(None);
+        };
+        let p = u32::try_from(p).map_err(|_| StorageError::Invalid("too many parts".into()))?;
+        for (row, time) in times.iter().enumerate() {
+            let row = u32::try_from(row).map_err(|_| StorageError::Invalid("too many rows".into()))?;
+            keyed.push((time.unwrap_or(i64::MIN), p, row));
+        }
+    }
+    // Stable: equal times keep the order of their parts and rows. Each part is one sorted run.
+    keyed.sort_by_key(|&(time, _, _)| time);
+    Ok(Some(
+        keyed
+            .into_iter()
+            .map(|(_, p, row)| (p as usize, row as usize))
+            .collect(),
+    ))
+}
+
+/// `array` (of KQL type `from`) as KQL type `to`, `to` being `from` widened: a long as a
+/// real, anything else as the JSON text of a dynamic value.
+fn widen(array: &ArrayRef, from: KqlType, to: KqlType) -> Result<ArrayRef> {
+    match to {
+        KqlType::Real => Ok(cast(array, &DataType::Float64)?),
+        KqlType::Long => Ok(cast(array, &DataType::Int64)?),
+        KqlType::Dynamic => {
+            let mut out = StringBuilder::with_capacity(array.len(), array.len() * 8);
+            for row in 0..array.len() {
+                match value_at(array.as_ref(), from, row) {
+                    Some(value) => out.append_value(dynamic_text(&value)),
+                    None => out.append_null(),
+                }
+            }
+            Ok(Arc::new(out.finish()))
+        }
+        other => Err(StorageError::Invalid(format!("cannot widen {from} to {other}"))),
+    }
+}
+
+/// The value at `row` of a segment column of KQL type `kql_type`; `None` when null.
+fn value_at(array: &dyn Array, kql_type: KqlType, row: usize) -> Option<Value> {
+    if array.is_null(row) {
+        return None;
+    }
+    Some(match kql_type {
+        KqlType::Bool => Value::Bool(array.as_boolean_opt()?.value(row)),
+        KqlType::Long | KqlType::Int => Value::Long(array.as_primitive_opt::<Int64Type>()?.value(row)),
+        KqlType::Real | KqlType::Decimal => Value::Real(array.as_primitive_opt::<Float64Type>()?.value(row)),
+        KqlType::DateTime => Value::DateTime(array.as_primitive_opt::<TimestampNanosecondType>()?.value(row)),
+        KqlType::Timespan => Value::Timespan(array.as_primitive_opt::<DurationNanosecondType>()?.value(row)),
+        KqlType::String | KqlType::Guid => Value::String(array.as_string_opt::<i32>()?.value(row).to_string()),
+        KqlType::Dynamic => Value::JsonText(Arc::from(array.as_string_opt::<i32>()?.value(row))),
+    })
+}
+
+#[cfg(test)]
+#[path = "combine_tests.rs"]
+mod tests;
