@@ -31,14 +31,15 @@ enum Values {
 }
 
 impl Values {
-    fn new(kql_type: KqlType) -> Values {
+    fn new(kql_type: KqlType, rows: usize) -> Values {
         match kql_type {
-            KqlType::Bool => Values::Bool(BooleanBuilder::new()),
+            KqlType::Bool => Values::Bool(BooleanBuilder::with_capacity(rows)),
             KqlType::Int | KqlType::Long | KqlType::DateTime | KqlType::Timespan => {
-                Values::Integer(Int64Builder::new())
+                Values::Integer(Int64Builder::with_capacity(rows))
             }
-            KqlType::Real | KqlType::Decimal => Values::Real(Float64Builder::new()),
-            KqlType::String | KqlType::Guid | KqlType::Dynamic => Values::Text(StringBuilder::new()),
+            KqlType::Real | KqlType::Decimal => Values::Real(Float64Builder::with_capacity(rows)),
+            // Sized by its first value (see `sized_for`).
+            KqlType::String | KqlType::Guid | KqlType::Dynamic => Values::Text(StringBuilder::with_capacity(0, 0)),
         }
     }
 
@@ -104,11 +105,21 @@ pub struct ColumnsBuilder {
     columns: Vec<ColumnBuilder>,
     rows: usize,
     text_bytes: usize,
+    /// How many rows are expected: builders are sized for them, not grown step by step.
+    expected_rows: usize,
 }
 
 impl ColumnsBuilder {
     pub fn new() -> ColumnsBuilder {
         ColumnsBuilder::default()
+    }
+
+    /// A builder for about `rows` rows.
+    pub fn with_rows(rows: usize) -> ColumnsBuilder {
+        ColumnsBuilder {
+            expected_rows: rows,
+            ..ColumnsBuilder::default()
+        }
     }
 
     /// Declares a column (again: the slot it has).
@@ -124,9 +135,9 @@ impl ColumnsBuilder {
         self.columns.push(ColumnBuilder {
             name,
             kql_type,
-            values: Values::new(kql_type),
+            values: Values::new(kql_type, self.expected_rows),
             keys,
-            hidden: keys.iter().map(|_| StringBuilder::new()).collect(),
+            hidden: keys.iter().map(|_| StringBuilder::with_capacity(0, 0)).collect(),
             used: false,
         });
         Slot(self.columns.len() - 1)
@@ -190,15 +201,19 @@ impl ColumnsBuilder {
     /// order. Missing values are none.
     pub fn set_bag(&mut self, slot: Slot, text: &str, keys: &[Option<&str>]) {
         let row = self.rows;
+        let expected = self.expected_rows;
         let Some(column) = self.open(slot) else { return };
         let Values::Text(b) = &mut column.values else { return };
+        sized_for(b, expected, text.len());
         b.append_value(text);
         for (i, hidden) in column.hidden.iter_mut().enumerate() {
             let missing = row.saturating_sub(hidden.len());
             if missing > 0 {
                 hidden.append_nulls(missing);
             }
-            hidden.append_option(keys.get(i).copied().flatten());
+            let value = keys.get(i).copied().flatten();
+            sized_for(hidden, expected, value.map_or(0, str::len));
+            hidden.append_option(value);
         }
         self.text_bytes += text.len();
     }
@@ -247,6 +262,21 @@ impl ColumnsBuilder {
             text_bytes: self.text_bytes,
         }
     }
+}
+
+/// Before the first value of a text column: room for `rows` values about as long as this
+/// one (a column's values are often alike: ids, names, the resource of the request), so the
+/// builder does not grow by copying itself over and over.
+fn sized_for(builder: &mut StringBuilder, rows: usize, first_value_bytes: usize) {
+    if rows == 0 || builder.values_capacity() > 0 || !builder.values_slice().is_empty() {
+        return;
+    }
+    let mut sized = StringBuilder::with_capacity(rows, rows.saturating_mul(first_value_bytes + 8).min(64 << 20));
+    let nulls = builder.len();
+    if nulls > 0 {
+        sized.append_nulls(nulls);
+    }
+    *builder = sized;
 }
 
 /// The finished columns of a [`ColumnsBuilder`].

@@ -23,9 +23,7 @@ use trawl_catalog::{Directory, Objects, SignalTables};
 use trawl_common::metrics::{METRICS, label};
 use trawl_common::{ErrorCode, Signal, TrawlError};
 
-use datafusion::arrow::array::{Array, AsArray, UInt32Array};
-use datafusion::arrow::compute::take_record_batch;
-use datafusion::arrow::datatypes::TimestampNanosecondType;
+use datafusion::arrow::array::{AsArray, UInt32Array};
 use trawl_common::columns::Columns;
 use trawl_storage::{RowsBatch, columns_to_batch};
 
@@ -136,30 +134,13 @@ pub fn batch_by_table(route: &IngestRoute, batch: RowsBatch) -> Result<Vec<(Stri
             None => groups.push((table, vec![row])),
         }
     }
-    let times = batch
-        .batch
-        .column_by_name(trawl_common::TIME_COLUMN)
-        .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>());
-    let time_at = |row: u32| {
-        times
-            .filter(|t| t.is_valid(row as usize))
-            .map_or(i64::MIN, |t| t.value(row as usize))
-    };
     groups
         .into_iter()
         .map(|(table, rows)| {
-            let (min_time, max_time) = (time_at(rows[0]), time_at(rows[rows.len() - 1]));
-            let part = take_record_batch(&batch.batch, &UInt32Array::from(rows))
+            let part = batch
+                .select(&UInt32Array::from(rows))
                 .map_err(|e| TrawlError::internal(format!("could not split the rows by table: {e}")))?;
-            Ok((
-                table,
-                RowsBatch {
-                    batch: part,
-                    columns: batch.columns.clone(),
-                    min_time,
-                    max_time,
-                },
-            ))
+            Ok((table, part))
         })
         .collect()
 }

@@ -7,7 +7,9 @@
 //!
 //! - [`otlp`]: OpenTelemetry logs, traces and metrics, protobuf or OTLP/JSON
 //!   ([`otlp::decode_logs`], [`otlp::logs_to_rows`] and their trace and metric siblings). The
-//!   mapping table and every choice the SPEC left open are in `src/otlp/README.md`.
+//!   mapping table and every choice the SPEC left open are in `src/otlp/README.md`. Logs and
+//!   spans can also be written straight into columns ([`otlp::logs_to_columns`],
+//!   [`otlp::traces_to_columns`]: the ingest path), through the same mapping.
 //! - [`logpush`]: the log-push API (JSON envelope or Snappy protobuf) to log rows; its label
 //!   mapping is in `src/logpush/README.md`.
 //! - [`vendor`]: what the Datadog Agent sends (logs, series v2 and v3, sketches, traces) to

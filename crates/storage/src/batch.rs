@@ -4,9 +4,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayBuilder, ArrayRef, AsArray, BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder,
-    PrimitiveArray, StringBuilder, TimestampNanosecondBuilder, UInt32Array,
+    StringBuilder, TimestampNanosecondBuilder, UInt32Array,
 };
-use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::datatypes::{DurationNanosecondType, Int64Type, TimestampNanosecondType};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -18,13 +17,52 @@ use crate::schema::{UTC, field, segment_arrow_type};
 use crate::shred::{HiddenBuilder, Shredder};
 use crate::{Result, StorageError};
 
-/// What [`rows_to_batch`] made: the batch, its columns, and its time range.
+/// Rows to write: the batch, its columns, its time range and whether its rows are in time
+/// order ([`rows_to_batch`] sorts them; [`columns_to_batch`] leaves that to the flush, which
+/// orders all of a segment's rows at once).
 #[derive(Debug)]
 pub struct RowsBatch {
     pub batch: RecordBatch,
     pub columns: Vec<ColumnInfo>,
     pub min_time: i64,
     pub max_time: i64,
+    pub sorted: bool,
+}
+
+impl RowsBatch {
+    /// `batch` (with `columns`, in its order), its time range and order read from its
+    /// `timestamp` column (a row without one counts as the earliest).
+    pub fn new(batch: RecordBatch, columns: Vec<ColumnInfo>) -> RowsBatch {
+        let times = batch
+            .column_by_name(TIME_COLUMN)
+            .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>());
+        let time_at = |row: usize| times.filter(|t| t.is_valid(row)).map_or(i64::MIN, |t| t.value(row));
+        let (mut min_time, mut max_time, mut sorted) = (i64::MAX, i64::MIN, true);
+        let mut previous = i64::MIN;
+        for row in 0..batch.num_rows() {
+            let time = time_at(row);
+            min_time = min_time.min(time);
+            max_time = max_time.max(time);
+            sorted &= previous <= time;
+            previous = time;
+        }
+        if batch.num_rows() == 0 {
+            min_time = i64::MIN;
+        }
+        RowsBatch {
+            batch,
+            columns,
+            min_time,
+            max_time,
+            sorted,
+        }
+    }
+
+    /// The rows at `rows` (in that order).
+    pub fn select(&self, rows: &UInt32Array) -> Result<RowsBatch> {
+        let batch = datafusion::arrow::compute::take_record_batch(&self.batch, rows)?;
+        Ok(RowsBatch::new(batch, self.columns.clone()))
+    }
 }
 
 fn time_of(row: &Row) -> i64 {
@@ -117,6 +155,7 @@ pub fn rows_to_batch(rows: Vec<Row>) -> Result<RowsBatch> {
         columns,
         min_time,
         max_time,
+        sorted: true,
     })
 }
 
@@ -270,52 +309,25 @@ pub(crate) fn dynamic_text(value: &Value) -> String {
     json.to_string()
 }
 
-/// The rows a protocol mapping wrote into columns ([`trawl_common::columns`]) as one batch
-/// sorted by `timestamp`, laid out as [`rows_to_batch`] lays out the same rows: the columns
-/// in the order the mapping declared them, then the hidden columns of the bags' shredded keys.
+/// The rows a protocol mapping wrote into columns ([`trawl_common::columns`]) as one batch,
+/// laid out as [`rows_to_batch`] lays out the same rows: the columns in the order the mapping
+/// declared them, then the hidden columns of the bags' shredded keys. The rows keep their
+/// order (the flush sorts a segment's rows once).
 pub fn columns_to_batch(columns: Columns) -> Result<RowsBatch> {
     if columns.rows == 0 {
         return Err(StorageError::Invalid("no rows to write".into()));
     }
-    let rows = columns.rows;
-    let times: Option<&PrimitiveArray<Int64Type>> = columns
-        .columns
-        .iter()
-        .find(|c| c.name == TIME_COLUMN && c.kql_type == KqlType::DateTime)
-        .and_then(|c| c.values.as_primitive_opt::<Int64Type>());
-    let time_at = |row: usize| times.filter(|t| t.is_valid(row)).map_or(i64::MIN, |t| t.value(row));
-    let sorted = (1..rows).all(|row| time_at(row - 1) <= time_at(row));
-    let order: Option<UInt32Array> = (!sorted).then(|| {
-        let mut order: Vec<u32> = (0..rows as u32).collect();
-        order.sort_by_key(|&row| time_at(row as usize));
-        UInt32Array::from(order)
-    });
-    let (min_time, max_time) = match &order {
-        Some(order) => (
-            time_at(order.value(0) as usize),
-            time_at(order.value(rows - 1) as usize),
-        ),
-        None => (time_at(0), time_at(rows - 1)),
-    };
-    let ordered = |array: &ArrayRef| -> Result<ArrayRef> {
-        Ok(match &order {
-            Some(order) => take(array.as_ref(), order, None)?,
-            None => array.clone(),
-        })
-    };
-
     let mut fields = Vec::with_capacity(columns.columns.len());
     let mut arrays = Vec::with_capacity(columns.columns.len());
     let mut hidden = Vec::new();
     let mut infos = Vec::with_capacity(columns.columns.len());
-    for column in &columns.columns {
-        let values = ordered(&column.values)?;
-        let values: ArrayRef = match (column.kql_type, values.as_primitive_opt::<Int64Type>()) {
+    for column in columns.columns {
+        let values: ArrayRef = match (column.kql_type, column.values.as_primitive_opt::<Int64Type>()) {
             (KqlType::DateTime, Some(nanos)) => {
                 Arc::new(nanos.reinterpret_cast::<TimestampNanosecondType>().with_timezone(UTC))
             }
             (KqlType::Timespan, Some(nanos)) => Arc::new(nanos.reinterpret_cast::<DurationNanosecondType>()),
-            _ => values,
+            _ => column.values,
         };
         let data_type = segment_arrow_type(column.kql_type);
         if values.data_type() != &data_type {
@@ -327,24 +339,16 @@ pub fn columns_to_batch(columns: Columns) -> Result<RowsBatch> {
         }
         fields.push(field(column.name, column.kql_type, data_type));
         arrays.push(values);
-        for key in &column.hidden {
-            hidden.push(ordered(key)?);
-        }
+        hidden.extend(column.hidden);
         infos.push(ColumnInfo {
             name: column.name.to_string(),
             kql_type: column.kql_type,
         });
     }
-    drop(columns);
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
     let shredder = Shredder::new(&batch.schema());
     let batch = shredder.assemble(&batch, hidden)?;
-    Ok(RowsBatch {
-        batch,
-        columns: shredder.columns(&infos),
-        min_time,
-        max_time,
-    })
+    Ok(RowsBatch::new(batch, shredder.columns(&infos)))
 }
 
 #[cfg(test)]

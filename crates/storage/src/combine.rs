@@ -21,10 +21,14 @@ use crate::shred::Shredder;
 use crate::{Result, StorageError};
 
 /// One batch holding the rows of all `parts`, ordered by `timestamp` (rows of equal time keep
-/// the order of their parts). Each part must be ordered by time already, as
-/// [`crate::rows_to_batch`] and [`crate::columns_to_batch`] make them.
+/// the order of their parts and within them).
 pub fn combine_by_time(mut parts: Vec<RowsBatch>) -> Result<RowsBatch> {
-    if parts.len() <= 1 {
+    if parts.is_empty() {
+        return Err(StorageError::Invalid("no rows to write".into()));
+    }
+    if let [part] = parts.as_slice()
+        && part.sorted
+    {
         return parts
             .pop()
             .ok_or_else(|| StorageError::Invalid("no rows to write".into()));
@@ -83,6 +87,7 @@ pub fn combine_by_time(mut parts: Vec<RowsBatch>) -> Result<RowsBatch> {
         columns,
         min_time,
         max_time,
+        sorted: true,
     })
 }
 
@@ -123,10 +128,11 @@ fn lay_out(part: &RowsBatch, united: &[ColumnInfo], schema: &Schema) -> Result<V
     Ok(arrays)
 }
 
-/// The `(part, row)` order of the rows by time; `None` when the parts follow each other in
-/// time already (or there is no time column), so concatenating them keeps the order.
+/// The `(part, row)` order of the rows by time; `None` when the parts are sorted and follow
+/// each other in time already (or there is no time column), so concatenating them keeps the
+/// order.
 fn time_order(parts: &[RowsBatch]) -> Result<Option<Vec<(usize, usize)>>> {
-    let in_sequence = parts.windows(2).all(|w| w[0].max_time <= w[1].min_time);
+    let in_sequence = parts.iter().all(|p| p.sorted) && parts.windows(2).all(|w| w[0].max_time <= w[1].min_time);
     let has_time = parts.iter().all(|p| p.batch.schema().index_of(TIME_COLUMN).is_ok());
     if in_sequence || !has_time {
         return Ok(None);
@@ -144,7 +150,7 @@ fn time_order(parts: &[RowsBatch]) -> Result<Option<Vec<(usize, usize)>>> {
             keyed.push((time.unwrap_or(i64::MIN), p, row));
         }
     }
-    // Stable: equal times keep the order of their parts and rows. Each part is one sorted run.
+    // Stable: equal times keep the order of their parts and rows.
     keyed.sort_by_key(|&(time, _, _)| time);
     Ok(Some(
         keyed

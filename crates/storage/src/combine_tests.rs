@@ -136,7 +136,10 @@ fn columns_equal_the_rows_they_were_written_as() -> Result<()> {
         builder.end_row();
     }
     let from_rows = rows_to_batch(rows)?;
-    let from_columns = columns_to_batch(builder.finish())?;
+    let unsorted = columns_to_batch(builder.finish())?;
+    assert!(!unsorted.sorted);
+    // Sorted when combined, as a flush does.
+    let from_columns = combine_by_time(vec![unsorted])?;
     // The same columns and values; the order is the one the columns were declared in (the
     // rows' is the order in which the time-sorted rows first show them).
     assert_eq!(by_name(&from_columns.batch), by_name(&from_rows.batch));

@@ -243,7 +243,7 @@ fn choose(array: &dyn datafusion::arrow::array::Array) -> Option<Choice> {
 /// Whether at most half of the non-null `values` differ (or there are too few to tell), and
 /// the mean length of the distinct ones.
 fn distinct<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> Choice {
-    let mut distinct = std::collections::HashSet::new();
+    let mut distinct: datafusion::common::HashSet<&[u8]> = datafusion::common::HashSet::with_capacity(SAMPLE_ROWS);
     let mut count = 0usize;
     for value in values.flatten() {
         count += 1;

@@ -205,3 +205,50 @@ fn the_segment_file_carries_the_index_and_still_reads() -> TestResult {
     assert!(location(&footer, offset + length - 1).is_none());
     Ok(())
 }
+
+#[test]
+fn every_term_of_every_row_is_in_its_block() -> TestResult {
+    // Columns that repeat a few values, many values, and hardly ever the same one: the
+    // blocks skip re-reading repeats, never a term.
+    let schema = Arc::new(Schema::new(vec![
+        field("few", KqlType::String, DataType::Utf8),
+        field("many", KqlType::String, DataType::Utf8),
+        field("body", KqlType::String, DataType::Utf8),
+    ]));
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let rows = 3 * BLOCK_ROWS + 77;
+    let mut values: Vec<[String; 3]> = Vec::with_capacity(rows);
+    for i in 0..rows {
+        values.push([
+            ["INFO", "WARN error", "DEBUG"][next(3) as usize].to_string(),
+            format!("route/{} GET", next(if i < BLOCK_ROWS { 40 } else { 400 })),
+            format!("line {i} word{} id-{}", next(50), next(1_000_000)),
+        ]);
+    }
+    let columns: Vec<ArrayRef> = (0..3)
+        .map(|c| Arc::new(StringArray::from_iter_values(values.iter().map(|v| v[c].clone()))) as ArrayRef)
+        .collect();
+    let whole = RecordBatch::try_new(schema.clone(), columns)?;
+    let mut builder = TokenIndexBuilder::new(&schema);
+    for part in [whole.slice(0, 1000), whole.slice(1000, rows - 1000)] {
+        builder.add(&part)?;
+    }
+    let index = TokenIndex::parse(&builder.finish()?.ok_or("no index")?)?;
+    for (row, row_values) in values.iter().enumerate() {
+        for (name, value) in ["few", "many", "body"].iter().zip(row_values) {
+            for term in trawl_functions::tokenizer::terms(value) {
+                assert!(
+                    index.may_hold_term(name, row / BLOCK_ROWS, term),
+                    "row {row}: {name} lost {term}"
+                );
+            }
+        }
+    }
+    Ok(())
+}

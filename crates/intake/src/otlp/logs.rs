@@ -20,7 +20,13 @@ pub fn logs_to_rows(request: &ExportLogsServiceRequest, ingest_time_nanos: i64) 
 
 /// [`logs_to_rows`] written straight into columns (the ingest path).
 pub fn logs_to_columns(request: &ExportLogsServiceRequest, ingest_time_nanos: i64) -> ColumnsOutput {
-    let mut sink = ColumnsBuilder::new();
+    let rows = request
+        .resource_logs
+        .iter()
+        .flat_map(|resource| &resource.scope_logs)
+        .map(|scope| scope.log_records.len())
+        .sum();
+    let mut sink = ColumnsBuilder::with_rows(rows);
     let rejections = map_logs(request, ingest_time_nanos, &mut sink);
     rejections.into_columns(sink.finish())
 }

@@ -32,7 +32,13 @@ pub fn traces_to_rows(request: &ExportTraceServiceRequest, ingest_time_nanos: i6
 
 /// [`traces_to_rows`] written straight into columns (the ingest path).
 pub fn traces_to_columns(request: &ExportTraceServiceRequest, ingest_time_nanos: i64) -> ColumnsOutput {
-    let mut sink = ColumnsBuilder::new();
+    let rows = request
+        .resource_spans
+        .iter()
+        .flat_map(|resource| &resource.scope_spans)
+        .map(|scope| scope.spans.len())
+        .sum();
+    let mut sink = ColumnsBuilder::with_rows(rows);
     let rejections = map_spans(request, ingest_time_nanos, &mut sink);
     rejections.into_columns(sink.finish())
 }

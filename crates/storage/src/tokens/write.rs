@@ -36,6 +36,8 @@ struct ColumnBuilder {
     ends: Vec<usize>,
     /// The previous value of the block: repeats (the resource of one request) add nothing.
     last: Option<Vec<u8>>,
+    /// Values of the block already indexed, while the column repeats itself.
+    seen: Seen,
     /// For a dynamic column until its first block is done: how many of its values are bags
     /// (JSON objects and arrays) and how many are not.
     probe: Option<(usize, usize)>,
@@ -67,6 +69,7 @@ impl TokenIndexBuilder {
                 terms: Vec::new(),
                 ends: Vec::new(),
                 last: None,
+                seen: Seen::default(),
                 probe: (kql_type_of(field) == KqlType::Dynamic).then_some((0, 0)),
             })
             .collect();
@@ -157,6 +160,9 @@ impl ColumnBuilder {
         if self.last.as_deref() == Some(value.as_bytes()) {
             return;
         }
+        if self.probe.is_none() && self.seen.repeats(value.as_bytes()) {
+            return;
+        }
         if let Some((bags, texts)) = &mut self.probe {
             match value.as_bytes().first() {
                 Some(b'{' | b'[') => *bags += 1,
@@ -214,6 +220,44 @@ impl ColumnBuilder {
         self.terms.clear();
         self.ends.clear();
         self.last = None;
+        self.seen = Seen::default();
         Ok(())
+    }
+}
+
+/// The distinct values of a block, kept while most values repeat one already seen (a level,
+/// a service name, a route): a repeat adds no term, so it is not tokenized again. A column
+/// whose values mostly differ (free text, ids) stops looking after [`Seen::TRIAL`] values.
+#[derive(Debug, Default)]
+struct Seen {
+    values: FastSet<Vec<u8>>,
+    looked: u32,
+    repeats: u32,
+    off: bool,
+}
+
+impl Seen {
+    /// Values looked up before deciding whether the column repeats itself.
+    const TRIAL: u32 = 128;
+    /// Distinct values kept at most.
+    const MOST: usize = 256;
+
+    /// Whether `value` was seen in this block already (else it is remembered).
+    fn repeats(&mut self, value: &[u8]) -> bool {
+        if self.off {
+            return false;
+        }
+        self.looked += 1;
+        if self.values.contains(value) {
+            self.repeats += 1;
+            return true;
+        }
+        if (self.looked >= Self::TRIAL && self.repeats < self.looked / 2) || self.values.len() >= Self::MOST {
+            self.off = true;
+            self.values = FastSet::default();
+            return false;
+        }
+        self.values.insert(value.to_vec());
+        false
     }
 }
