@@ -1,6 +1,6 @@
 //! The process's allocator, jemalloc, and the heap profiles it keeps.
 //!
-//! jemalloc samples allocations (on average one every 2^`lg_prof_sample` bytes, 512 KiB as
+//! jemalloc samples allocations (on average one every 2^`lg_prof_sample` bytes, 1 MiB as
 //! built here: `.cargo/config.toml` sets `JEMALLOC_SYS_WITH_MALLOC_CONF`) and records the
 //! stack of each sampled one; [`take`] asks it for the live sampled allocations and returns
 //! them scaled up to estimates of all live allocations, as `jeprof` and Go's heap profiles

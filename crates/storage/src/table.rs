@@ -340,8 +340,11 @@ fn segment_source(state: &dyn Session, schema: &SchemaRef) -> DfResult<ParquetSo
     Ok(ParquetSource::new(schema.clone()).with_parquet_file_reader_factory(Arc::new(factory)))
 }
 
+/// The machine's parallelism, asked once (the standard library reads the cgroup files on
+/// every call).
 fn default_partitions() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static PARALLELISM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[async_trait]
