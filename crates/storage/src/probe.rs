@@ -194,8 +194,9 @@ pub struct Warmed {
 /// Reads the footers of `segments`, in their order, into the footer cache the scans share,
 /// until their size reaches half the cache (the rest stays for the queries' own); then the
 /// token indexes of the same segments, in the same order, until they fill half the index
-/// cache. A segment whose footer or index cannot be read is passed over: the query that
-/// reads it reports it (or reads it without its index).
+/// cache. Each footer is checked as a query would check it. A segment whose footer or index
+/// cannot be read is passed over: the query that reads it reports it (or reads it without its
+/// index).
 pub async fn warm_footers(state: &dyn Session, segments: Vec<SegmentMeta>) -> Warmed {
     let budget = state
         .runtime_env()
@@ -214,6 +215,8 @@ pub async fn warm_footers(state: &dyn Session, segments: Vec<SegmentMeta>) -> Wa
             .buffered(CONCURRENT_FETCHES);
         while let Some((segment, fetched)) = footers.next().await {
             if let Ok(footer) = fetched {
+                // Checked now, so the first query does not check it again.
+                let _ = checked_problem(&segment.path, &footer, segment.bytes);
                 warmed.segments += 1;
                 warmed.bytes += footer.memory_size();
                 read.push((segment, footer));
