@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringViewArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, PrimitiveArray, StringViewArray};
 use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::Result;
@@ -271,17 +271,7 @@ fn count_batch(values: &ArrayRef, counts: &mut HashMap<Option<String>, i64>) -> 
         return Err(DataFusionError::Internal("expected a dictionary column".into()));
     };
     let words = dictionary.values().as_string::<i32>();
-    let mut per_key = vec![0i64; words.len()];
-    let mut nulls = 0i64;
-    for key in dictionary.keys().iter() {
-        match key
-            .and_then(|k| usize::try_from(k).ok())
-            .and_then(|k| per_key.get_mut(k))
-        {
-            Some(count) => *count += 1,
-            None => nulls += 1,
-        }
-    }
+    let (per_key, nulls) = count_keys(dictionary.keys(), words.len());
     for (key, count) in per_key.into_iter().enumerate() {
         if count > 0 {
             let word = (!words.is_null(key)).then(|| words.value(key).to_string());
@@ -292,6 +282,50 @@ fn count_batch(values: &ArrayRef, counts: &mut HashMap<Option<String>, i64>) -> 
         *counts.entry(None).or_default() += nulls;
     }
     Ok(())
+}
+
+/// How many times each of `words` dictionary keys occurs in `keys`, and how many keys are
+/// null or point past the dictionary. A column of few values repeats the same key row after
+/// row; four histograms, filled in turn, keep one increment from waiting for the last.
+fn count_keys(keys: &PrimitiveArray<Int32Type>, words: usize) -> (Vec<i64>, i64) {
+    let mut lanes = [
+        vec![0i64; words],
+        vec![0i64; words],
+        vec![0i64; words],
+        vec![0i64; words],
+    ];
+    let mut outside = 0i64;
+    let mut count = |lane: &mut Vec<i64>, key: i32| match usize::try_from(key).ok().and_then(|k| lane.get_mut(k)) {
+        Some(count) => *count += 1,
+        None => outside += 1,
+    };
+    let mut nulls = 0i64;
+    if keys.null_count() == 0 {
+        let values = keys.values();
+        let mut quads = values.chunks_exact(4);
+        for quad in &mut quads {
+            let [a, b, c, d] = &mut lanes;
+            count(a, quad[0]);
+            count(b, quad[1]);
+            count(c, quad[2]);
+            count(d, quad[3]);
+        }
+        for &key in quads.remainder() {
+            count(&mut lanes[0], key);
+        }
+    } else {
+        for key in keys.iter() {
+            match key {
+                Some(key) => count(&mut lanes[0], key),
+                None => nulls += 1,
+            }
+        }
+    }
+    let [mut total, b, c, d] = lanes;
+    for (i, slot) in total.iter_mut().enumerate() {
+        *slot += b[i] + c[i] + d[i];
+    }
+    (total, nulls + outside)
 }
 
 /// The partial aggregation's output: one row per value, with its count.
@@ -308,6 +342,37 @@ fn counts_batch(schema: SchemaRef, counts: HashMap<Option<String>, i64>) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_are_counted_as_one_by_one() {
+        let mut state: u32 = 0x1234_5678;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        };
+        for length in [0usize, 1, 3, 4, 5, 1000, 1027] {
+            for with_nulls in [false, true] {
+                // Keys 0..6 over a dictionary of 5 words: 5 is past its end.
+                let keys: PrimitiveArray<Int32Type> = (0..length)
+                    .map(|_| {
+                        let r = next();
+                        (!with_nulls || r % 7 != 0).then_some((r % 6) as i32)
+                    })
+                    .collect();
+                let mut expected = vec![0i64; 5];
+                let mut outside = 0i64;
+                for key in keys.iter() {
+                    match key.filter(|k| *k < 5) {
+                        Some(k) => expected[k as usize] += 1,
+                        None => outside += 1,
+                    }
+                }
+                assert_eq!(count_keys(&keys, 5), (expected, outside), "{length} {with_nulls}");
+            }
+        }
+    }
     use crate::segment::{CHUNK_ROWS, SegmentEncoder};
     use datafusion::datasource::listing::FileRange;
     use object_store::memory::InMemory;

@@ -15,6 +15,7 @@ use trawl_storage::{RowsBatch, columns_to_batch, combine_by_time, rows_to_batch}
 use super::*;
 use crate::otlp::fixtures::{INGEST_NANOS, any_bytes, any_double, any_int, any_string, resource, scope};
 use crate::otlp::{logs_to_columns, logs_to_rows, traces_to_columns, traces_to_rows};
+use crate::{ColumnsOutput, IntakeOutput};
 
 #[test]
 fn every_bag_column_has_room_for_its_shredded_keys() {
@@ -216,14 +217,18 @@ fn assert_same(from_rows: &RowsBatch, from_columns: &RowsBatch, round: usize) {
     );
 }
 
-#[test]
-fn log_columns_equal_log_rows() -> Result<(), Box<dyn std::error::Error>> {
-    let mut random = Random(0x1065);
+/// Maps 300 random requests both ways and compares; returns how many had rows to compare.
+fn compare_paths<R>(
+    mut random: Random,
+    request: impl Fn(&mut Random) -> R,
+    to_rows: impl Fn(&R) -> IntakeOutput,
+    to_columns: impl Fn(&R) -> ColumnsOutput,
+) -> Result<usize, Box<dyn std::error::Error>> {
     let mut compared = 0;
     for round in 0..300 {
-        let request = logs_request(&mut random);
-        let rows = logs_to_rows(&request, INGEST_NANOS);
-        let columns = logs_to_columns(&request, INGEST_NANOS);
+        let request = request(&mut random);
+        let rows = to_rows(&request);
+        let columns = to_columns(&request);
         assert_eq!(
             (columns.rejected, &columns.error_message),
             (rows.rejected, &rows.error_message)
@@ -239,33 +244,29 @@ fn log_columns_equal_log_rows() -> Result<(), Box<dyn std::error::Error>> {
         );
         compared += 1;
     }
+    Ok(compared)
+}
+
+#[test]
+fn log_columns_equal_log_rows() -> Result<(), Box<dyn std::error::Error>> {
+    let compared = compare_paths(
+        Random(0x1065),
+        logs_request,
+        |r| logs_to_rows(r, INGEST_NANOS),
+        |r| logs_to_columns(r, INGEST_NANOS),
+    )?;
     assert!(compared > 200, "{compared}");
     Ok(())
 }
 
 #[test]
 fn span_columns_equal_span_rows() -> Result<(), Box<dyn std::error::Error>> {
-    let mut random = Random(0x59a5);
-    let mut compared = 0;
-    for round in 0..300 {
-        let request = traces_request(&mut random);
-        let rows = traces_to_rows(&request, INGEST_NANOS);
-        let columns = traces_to_columns(&request, INGEST_NANOS);
-        assert_eq!(
-            (columns.rejected, &columns.error_message),
-            (rows.rejected, &rows.error_message)
-        );
-        assert_eq!(columns.columns.rows, rows.rows.len());
-        if rows.rows.is_empty() {
-            continue;
-        }
-        assert_same(
-            &rows_to_batch(rows.rows)?,
-            &combine_by_time(vec![columns_to_batch(columns.columns)?])?,
-            round,
-        );
-        compared += 1;
-    }
+    let compared = compare_paths(
+        Random(0x59a5),
+        traces_request,
+        |r| traces_to_rows(r, INGEST_NANOS),
+        |r| traces_to_columns(r, INGEST_NANOS),
+    )?;
     assert!(compared > 100, "{compared}");
     Ok(())
 }
