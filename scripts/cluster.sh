@@ -68,8 +68,19 @@ die() {
     exit 1
 }
 
+# A port nothing listens on now, and not handed out before in this run (the system can give
+# the same free port to two calls in a row; the ports given are kept in $dir/.ports).
 free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    local port
+    for _ in $(seq 1 50); do
+        port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+        if ! grep -qx "$port" "$dir/.ports" 2>/dev/null; then
+            echo "$port" >>"$dir/.ports"
+            echo "$port"
+            return 0
+        fi
+    done
+    die "no free port found"
 }
 
 # Starts process NAME from its launch script, recording its pid.
@@ -159,6 +170,7 @@ up() {
     if [ -f "$dir/cluster.state" ]; then
         die "a cluster is already up in $dir (scripts/cluster.sh down --dir $dir first)"
     fi
+    rm -f "$dir/.ports"
     if [ -z "$bin" ]; then
         echo "cluster.sh: building trawl" >&2
         (cd "$repo" && cargo build --quiet --bin trawl) || die "cannot build trawl"
