@@ -319,6 +319,13 @@ down() {
             stop_one "$name"
         done
     fi
+    # Processes an `up` that failed part way started before it wrote the state.
+    local pid_file
+    for pid_file in "$dir"/*.pid; do
+        [ -e "$pid_file" ] || continue
+        name="$(basename "$pid_file" .pid)"
+        [ "$name" = "s3" ] || stop_one "$name"
+    done
     stop_one s3 KILL
     if [ -f "$dir/postgres.dir" ]; then
         bash "$here/postgres.sh" stop "$(cat "$dir/postgres.dir")" || true
