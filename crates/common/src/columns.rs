@@ -104,7 +104,6 @@ impl ColumnBuilder {
 pub struct ColumnsBuilder {
     columns: Vec<ColumnBuilder>,
     rows: usize,
-    text_bytes: usize,
     /// How many rows are expected: builders are sized for them, not grown step by step.
     expected_rows: usize,
 }
@@ -215,17 +214,11 @@ impl ColumnsBuilder {
             sized_for(hidden, expected, value.map_or(0, str::len));
             hidden.append_option(value);
         }
-        self.text_bytes += text.len();
     }
 
     /// Ends the current row.
     pub fn end_row(&mut self) {
         self.rows += 1;
-    }
-
-    /// Rows ended so far.
-    pub fn rows(&self) -> usize {
-        self.rows
     }
 
     /// The columns that any row set, each padded to [`ColumnsBuilder::rows`].
@@ -256,11 +249,7 @@ impl ColumnsBuilder {
                 }
             })
             .collect();
-        Columns {
-            rows,
-            columns,
-            text_bytes: self.text_bytes,
-        }
+        Columns { rows, columns }
     }
 }
 
@@ -284,8 +273,6 @@ fn sized_for(builder: &mut StringBuilder, rows: usize, first_value_bytes: usize)
 pub struct Columns {
     pub rows: usize,
     pub columns: Vec<Column>,
-    /// Bytes of bag text set (for rough memory accounting).
-    pub text_bytes: usize,
 }
 
 /// One finished column: datetimes and timespans as `Int64` nanoseconds, strings and dynamic

@@ -87,21 +87,6 @@ impl Row {
             None => self.cells.push((column, value)),
         }
     }
-    /// Rough bytes this row holds in memory (cells plus the text they own; JSON text shared by
-    /// several rows is split between them), for bounding ingest buffers.
-    pub fn approximate_bytes(&self) -> usize {
-        let owned: usize = self
-            .cells
-            .iter()
-            .map(|(_, value)| match value {
-                Value::String(text) => text.len(),
-                Value::JsonText(text) => text.len() / Arc::strong_count(text),
-                Value::Dynamic(_) => 256,
-                _ => 0,
-            })
-            .sum();
-        std::mem::size_of::<Row>() + self.cells.len() * std::mem::size_of::<(&str, Value)>() + owned
-    }
     pub fn remove(&mut self, column: &str) -> Option<Value> {
         let index = self.cells.iter().position(|(name, _)| *name == column)?;
         Some(self.cells.remove(index).1)

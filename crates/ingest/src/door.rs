@@ -110,7 +110,7 @@ fn table_in_text(text: &str) -> Option<String> {
         .filter(|name| table_name_ok(name))
 }
 
-/// [`rows_by_table`] for rows in a batch (sorted by time; each part stays sorted).
+/// [`rows_by_table`] for rows in a batch (each part keeps the rows' order).
 pub fn batch_by_table(route: &IngestRoute, batch: RowsBatch) -> Result<Vec<(String, RowsBatch)>, TrawlError> {
     let resources = batch
         .batch

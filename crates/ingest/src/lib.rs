@@ -103,7 +103,7 @@ type BufferKey = (String, String, Signal);
 
 #[derive(Debug)]
 struct Buffer {
-    /// One batch per request, each sorted by time; the flush combines them.
+    /// One batch per request; the flush combines them and orders their rows by time.
     parts: Vec<RowsBatch>,
     rows: usize,
     bytes: usize,
@@ -207,8 +207,8 @@ impl Ingestor {
         self.submit_batch(database, table, signal, batch, key).await
     }
 
-    /// [`Ingestor::submit`] for rows already in a batch (sorted by time, as
-    /// `trawl_storage::columns_to_batch` and `rows_to_batch` make them).
+    /// [`Ingestor::submit`] for rows already in a batch (`trawl_storage::columns_to_batch` or
+    /// `rows_to_batch`; in any order: the flush sorts a segment's rows).
     pub async fn submit_batch(
         &self,
         database: &str,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayBuilder, ArrayRef, AsArray, BooleanBuilder, DurationNanosecondBuilder, Float64Builder, Int64Builder,
-    StringBuilder, TimestampNanosecondBuilder, UInt32Array,
+    PrimitiveArray, StringBuilder, TimestampNanosecondBuilder, UInt32Array,
 };
 use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::datatypes::{DurationNanosecondType, Int64Type, TimestampNanosecondType};
@@ -33,14 +33,11 @@ impl RowsBatch {
     /// `batch` (with `columns`, in its order), its time range and order read from its
     /// `timestamp` column (a row without one counts as the earliest).
     pub fn new(batch: RecordBatch, columns: Vec<ColumnInfo>) -> RowsBatch {
-        let times = batch
-            .column_by_name(TIME_COLUMN)
-            .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>());
-        let time_at = |row: usize| times.filter(|t| t.is_valid(row)).map_or(i64::MIN, |t| t.value(row));
+        let times = times_of(&batch);
         let (mut min_time, mut max_time, mut sorted) = (i64::MAX, i64::MIN, true);
         let mut previous = i64::MIN;
         for row in 0..batch.num_rows() {
-            let time = time_at(row);
+            let time = time_at(times, row);
             min_time = min_time.min(time);
             max_time = max_time.max(time);
             sorted &= previous <= time;
@@ -63,6 +60,16 @@ impl RowsBatch {
         let batch = datafusion::arrow::compute::take_record_batch(&self.batch, rows)?;
         Ok(RowsBatch::new(batch, self.columns.clone()))
     }
+}
+
+/// The `timestamp` column of `batch`, when it has one of the datetime type.
+pub(crate) fn times_of(batch: &RecordBatch) -> Option<&PrimitiveArray<TimestampNanosecondType>> {
+    batch.column_by_name(TIME_COLUMN)?.as_primitive_opt()
+}
+
+/// The time of row `row`; a row without one counts as the earliest.
+pub(crate) fn time_at(times: Option<&PrimitiveArray<TimestampNanosecondType>>, row: usize) -> i64 {
+    times.filter(|t| t.is_valid(row)).map_or(i64::MIN, |t| t.value(row))
 }
 
 fn time_of(row: &Row) -> i64 {

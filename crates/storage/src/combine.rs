@@ -13,9 +13,9 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::HashMap;
 use trawl_catalog::ColumnInfo;
 use trawl_common::shred::is_hidden_column;
-use trawl_common::{KqlType, TIME_COLUMN, Value};
+use trawl_common::{KqlType, Value};
 
-use crate::batch::{RowsBatch, dynamic_text};
+use crate::batch::{RowsBatch, dynamic_text, time_at, times_of};
 use crate::schema::{field, segment_arrow_type};
 use crate::shred::Shredder;
 use crate::{Result, StorageError};
@@ -133,21 +133,20 @@ fn lay_out(part: &RowsBatch, united: &[ColumnInfo], schema: &Schema) -> Result<V
 /// order.
 fn time_order(parts: &[RowsBatch]) -> Result<Option<Vec<(usize, usize)>>> {
     let in_sequence = parts.iter().all(|p| p.sorted) && parts.windows(2).all(|w| w[0].max_time <= w[1].min_time);
-    let has_time = parts.iter().all(|p| p.batch.schema().index_of(TIME_COLUMN).is_ok());
-    if in_sequence || !has_time {
+    if in_sequence {
         return Ok(None);
     }
     let total: usize = parts.iter().map(|p| p.batch.num_rows()).sum();
     let mut keyed: Vec<(i64, u32, u32)> = Vec::with_capacity(total);
     for (p, part) in parts.iter().enumerate() {
-        let index = part.batch.schema().index_of(TIME_COLUMN)?;
-        let Some(times) = part.batch.column(index).as_primitive_opt::<TimestampNanosecondType>() else {
+        let Some(times) = times_of(&part.batch) else {
             return Ok(None);
         };
         let p = u32::try_from(p).map_err(|_| StorageError::Invalid("too many parts".into()))?;
-        for (row, time) in times.iter().enumerate() {
+        for row in 0..times.len() {
+            let time = time_at(Some(times), row);
             let row = u32::try_from(row).map_err(|_| StorageError::Invalid("too many rows".into()))?;
-            keyed.push((time.unwrap_or(i64::MIN), p, row));
+            keyed.push((time, p, row));
         }
     }
     // Stable: equal times keep the order of their parts and rows.

@@ -14,7 +14,7 @@
 //! took a sixth of the CPU of a count answered from the footers.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use datafusion::catalog::Session;
 use datafusion::error::{DataFusionError, Result as DfResult};
@@ -34,7 +34,7 @@ const CONCURRENT_FETCHES: usize = 16;
 
 /// The decoded footers found sound, by segment path: the address of the decoded footer (a
 /// footer fetched again, after the cache dropped it, is checked again).
-static SOUND: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+static SOUND: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(Mutex::default);
 
 /// Footers remembered as sound at most (about 100 bytes each); past it the memory starts over.
 const MOST_SOUND: usize = 1 << 20;
@@ -42,19 +42,17 @@ const MOST_SOUND: usize = 1 << 20;
 /// [`problem_in`], skipped for a decoded footer found sound before.
 fn checked_problem(path: &str, footer: &Arc<ParquetMetaData>, bytes: u64) -> Option<String> {
     let address = Arc::as_ptr(footer) as usize;
-    let known = |sound: &Option<HashMap<String, usize>>| sound.as_ref().and_then(|m| m.get(path)) == Some(&address);
-    if SOUND.lock().is_ok_and(|sound| known(&sound)) {
+    if SOUND.lock().is_ok_and(|sound| sound.get(path) == Some(&address)) {
         return None;
     }
     let problem = problem_in(footer, bytes);
     if problem.is_none()
         && let Ok(mut sound) = SOUND.lock()
     {
-        let map = sound.get_or_insert_with(HashMap::new);
-        if map.len() >= MOST_SOUND {
-            map.clear();
+        if sound.len() >= MOST_SOUND {
+            sound.clear();
         }
-        map.insert(path.to_string(), address);
+        sound.insert(path.to_string(), address);
     }
     problem
 }

@@ -224,30 +224,70 @@ pub(crate) fn push_dropped_count(row: &mut Row, column: &'static str, count: u32
 /// Pushes `bit_0_column` = true when flag bit 0 is set, and `flags` holding the bits left once
 /// bit 0 is taken out, when any are left.
 pub(crate) fn push_flags(row: &mut Row, bit_0_column: &'static str, flags: u32) {
-    if flags & FLAG_BIT_0 != 0 {
+    let (bit_0, remaining) = split_flags(flags);
+    if bit_0 {
         row.push(bit_0_column, Value::Bool(true));
     }
-    let remaining = flags & !FLAG_BIT_0;
-    if remaining != 0 {
+    if let Some(remaining) = remaining {
         row.push("flags", Value::Long(i64::from(remaining)));
     }
 }
 
-/// An id as lowercase hex: `Ok(None)` when empty, an error text when not `expected_bytes` long.
-pub(crate) fn hex_id(bytes: &[u8], expected_bytes: usize, field: &str) -> Result<Option<String>, String> {
+/// Whether flag bit 0 is set, and the bits left once it is taken out (none when none are).
+pub(crate) fn split_flags(flags: u32) -> (bool, Option<u32>) {
+    let remaining = flags & !FLAG_BIT_0;
+    (flags & FLAG_BIT_0 != 0, (remaining != 0).then_some(remaining))
+}
+
+/// Room for the hex text of the longest id (a trace id).
+pub(crate) type HexBuffer = [u8; 2 * TRACE_ID_BYTES];
+
+/// An id as lowercase hex, written into `buffer`: `Ok(None)` when empty, an error text when
+/// not `expected_bytes` long.
+pub(crate) fn hex_into<'a>(
+    bytes: &[u8],
+    expected_bytes: usize,
+    field: &str,
+    buffer: &'a mut HexBuffer,
+) -> Result<Option<&'a str>, String> {
     match bytes.len() {
         0 => Ok(None),
-        length if length == expected_bytes => Ok(Some(hex::encode(bytes))),
+        length if length == expected_bytes => {
+            let out = buffer
+                .get_mut(..2 * length)
+                .ok_or_else(|| format!("expected {field} of at most {TRACE_ID_BYTES} bytes"))?;
+            hex::encode_to_slice(bytes, out).map_err(|e| e.to_string())?;
+            std::str::from_utf8(out).map(Some).map_err(|e| e.to_string())
+        }
         length => Err(format!(
             "expected {field} of {expected_bytes} bytes, found {length} bytes"
         )),
     }
 }
 
+/// Like [`hex_into`], but an empty id is an error too.
+pub(crate) fn required_hex_into<'a>(
+    bytes: &[u8],
+    expected_bytes: usize,
+    field: &str,
+    buffer: &'a mut HexBuffer,
+) -> Result<&'a str, String> {
+    hex_into(bytes, expected_bytes, field, buffer)?.ok_or_else(|| empty_id(field, expected_bytes))
+}
+
+fn empty_id(field: &str, expected_bytes: usize) -> String {
+    format!("expected {field} of {expected_bytes} bytes, found an empty id")
+}
+
+/// [`hex_into`] as an owned text.
+pub(crate) fn hex_id(bytes: &[u8], expected_bytes: usize, field: &str) -> Result<Option<String>, String> {
+    let mut buffer = HexBuffer::default();
+    hex_into(bytes, expected_bytes, field, &mut buffer).map(|id| id.map(str::to_owned))
+}
+
 /// Like [`hex_id`], but an empty id is an error too.
 pub(crate) fn required_hex_id(bytes: &[u8], expected_bytes: usize, field: &str) -> Result<String, String> {
-    hex_id(bytes, expected_bytes, field)?
-        .ok_or_else(|| format!("expected {field} of {expected_bytes} bytes, found an empty id"))
+    hex_id(bytes, expected_bytes, field)?.ok_or_else(|| empty_id(field, expected_bytes))
 }
 
 /// Unsigned OTLP nanoseconds as the signed nanoseconds of `Value::DateTime`; values past

@@ -5,8 +5,10 @@ use trawl_common::columns::ColumnsBuilder;
 use trawl_proto::otlp::collector::logs::v1::ExportLogsServiceRequest;
 use trawl_proto::otlp::logs::v1::LogRecord;
 
-use crate::otlp::common::{FLAG_BIT_0, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, timestamp_nanos, write_any_value};
-use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_non_empty};
+use crate::otlp::common::{
+    HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, hex_into, timestamp_nanos, write_any_value,
+};
+use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
 use crate::{ColumnsOutput, IntakeOutput};
 
 /// Maps every log record of `request` to a row. A record is rejected, not stored, when its trace
@@ -104,27 +106,6 @@ struct Scratch {
     body: String,
 }
 
-/// An id as lowercase hex into `buffer`: `Ok(None)` when empty, an error text when not
-/// `expected_bytes` long.
-pub(crate) fn hex_into<'a>(
-    bytes: &[u8],
-    expected_bytes: usize,
-    field: &str,
-    buffer: &'a mut [u8; 64],
-) -> Result<Option<&'a str>, String> {
-    match bytes.len() {
-        0 => Ok(None),
-        length if length == expected_bytes && length <= 32 => {
-            let out = &mut buffer[..2 * length];
-            hex::encode_to_slice(bytes, out).map_err(|e| e.to_string())?;
-            std::str::from_utf8(out).map(Some).map_err(|e| e.to_string())
-        }
-        length => Err(format!(
-            "expected {field} of {expected_bytes} bytes, found {length} bytes"
-        )),
-    }
-}
-
 fn log_row<K: Sink>(
     record: &LogRecord,
     shared: &SharedBags,
@@ -136,7 +117,7 @@ fn log_row<K: Sink>(
     // Everything that can refuse the record comes before its first cell.
     let time = timestamp_nanos(record.time_unix_nano, "time_unix_nano")?;
     let observed = timestamp_nanos(record.observed_time_unix_nano, "observed_time_unix_nano")?;
-    let (mut trace_hex, mut span_hex) = ([0u8; 64], [0u8; 64]);
+    let (mut trace_hex, mut span_hex) = (HexBuffer::default(), HexBuffer::default());
     let trace_id = hex_into(&record.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?;
     let span_id = hex_into(&record.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?;
 
@@ -170,18 +151,6 @@ fn log_row<K: Sink>(
     shared.set(sink, &slots.shared);
     sink.end_row();
     Ok(())
-}
-
-/// Sets `bit_0` = true when flag bit 0 is set, and `flags` to the bits left once bit 0 is
-/// taken out, when any are left.
-pub(crate) fn set_flags<K: Sink>(sink: &mut K, bit_0: K::Slot, flags_slot: K::Slot, flags: u32) {
-    if flags & FLAG_BIT_0 != 0 {
-        sink.set_bool(bit_0, true);
-    }
-    let remaining = flags & !FLAG_BIT_0;
-    if remaining != 0 {
-        sink.set_integer(flags_slot, i64::from(remaining));
-    }
 }
 
 #[cfg(test)]

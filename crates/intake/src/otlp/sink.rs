@@ -12,7 +12,7 @@ use trawl_common::{KqlType, Row, Value};
 use trawl_proto::otlp::common::v1::{InstrumentationScope, KeyValue};
 use trawl_proto::otlp::resource::v1::Resource;
 
-use crate::otlp::common::write_attributes_noting;
+use crate::otlp::common::{split_flags, write_attributes_noting};
 
 /// The most shredded keys a bag column has (`trawl_common::shred::SHREDDED_KEYS`).
 pub(crate) const MAX_SHREDDED_KEYS: usize = 8;
@@ -266,6 +266,18 @@ impl SharedBags {
 pub(crate) fn set_non_empty<K: Sink>(sink: &mut K, slot: K::Slot, text: &str) {
     if !text.is_empty() {
         sink.set_text(slot, text);
+    }
+}
+
+/// Sets `bit_0` = true when flag bit 0 is set, and `flags` to the bits left once bit 0 is
+/// taken out, when any are left ([`split_flags`]).
+pub(crate) fn set_flags<K: Sink>(sink: &mut K, bit_0: K::Slot, flags: K::Slot, value: u32) {
+    let (bit_0_set, remaining) = split_flags(value);
+    if bit_0_set {
+        sink.set_bool(bit_0, true);
+    }
+    if let Some(remaining) = remaining {
+        sink.set_integer(flags, i64::from(remaining));
     }
 }
 

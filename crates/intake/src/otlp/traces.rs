@@ -10,10 +10,10 @@ use trawl_proto::otlp::trace::v1::span::{Event, Link, SpanKind};
 use trawl_proto::otlp::trace::v1::status::StatusCode;
 
 use crate::otlp::common::{
-    FLAG_BIT_0, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, attributes_to_json, required_hex_id, timestamp_nanos,
+    FLAG_BIT_0, HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, attributes_to_json, hex_into, required_hex_id,
+    required_hex_into, timestamp_nanos,
 };
-use crate::otlp::logs::{hex_into, set_flags};
-use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_non_empty};
+use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
 use crate::{ColumnsOutput, IntakeOutput};
 
 /// Link flag bit 8: the sender knows whether the linked context is remote.
@@ -134,11 +134,10 @@ fn span_row<K: Sink>(
     attributes: &mut BagText,
 ) -> Result<(), String> {
     // Everything that can refuse the span comes before its first cell.
-    let (mut trace_hex, mut span_hex, mut parent_hex) = ([0u8; 64], [0u8; 64], [0u8; 64]);
-    let trace_id = hex_into(&span.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?
-        .ok_or_else(|| format!("expected trace_id of {TRACE_ID_BYTES} bytes, found an empty id"))?;
-    let span_id = hex_into(&span.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?
-        .ok_or_else(|| format!("expected span_id of {SPAN_ID_BYTES} bytes, found an empty id"))?;
+    let (mut trace_hex, mut span_hex, mut parent_hex) =
+        (HexBuffer::default(), HexBuffer::default(), HexBuffer::default());
+    let trace_id = required_hex_into(&span.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?;
+    let span_id = required_hex_into(&span.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?;
     let parent_span_id = hex_into(&span.parent_span_id, SPAN_ID_BYTES, "parent_span_id", &mut parent_hex)?;
     let start = timestamp_nanos(span.start_time_unix_nano, "start_time_unix_nano")?;
     let end = timestamp_nanos(span.end_time_unix_nano, "end_time_unix_nano")?;
