@@ -510,23 +510,36 @@ impl Catalog for SqlCatalog {
     }
 
     async fn tables(&self, database: &str) -> Result<Vec<TableInfo>> {
-        let names: Vec<String> = sqlx::query_scalar(
-            "SELECT name FROM tables WHERE database = $1 AND deleted_at IS NULL
-               AND $2 NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
-             ORDER BY name",
+        // One query for the tables and their columns: every query asks for them.
+        let rows = sqlx::query(
+            "SELECT t.name AS table_name, c.name AS column_name, c.kql_type AS kql_type
+               FROM tables t LEFT JOIN table_columns c ON c.database = t.database AND c.table_name = t.name
+              WHERE t.database = $1 AND t.deleted_at IS NULL
+                AND $2 NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
+              ORDER BY t.name, c.ordinal",
         )
         .bind(database)
         .bind(database)
         .fetch_all(&self.pool)
         .await?;
-        let mut tables = Vec::with_capacity(names.len());
-        for name in names {
-            let columns = self.columns_of(database, &name).await?;
-            tables.push(TableInfo {
-                database: database.to_string(),
-                name,
-                columns,
-            });
+        let mut tables: Vec<TableInfo> = Vec::new();
+        for row in &rows {
+            let name: String = row.try_get("table_name")?;
+            if tables.last().is_none_or(|last| last.name != name) {
+                tables.push(TableInfo {
+                    database: database.to_string(),
+                    name,
+                    columns: Vec::new(),
+                });
+            }
+            let column: Option<String> = row.try_get("column_name")?;
+            let kql_type: Option<String> = row.try_get("kql_type")?;
+            if let (Some(column), Some(kql_type), Some(table)) = (column, kql_type, tables.last_mut()) {
+                table.columns.push(ColumnInfo {
+                    name: column,
+                    kql_type: parse_type(&kql_type)?,
+                });
+            }
         }
         Ok(tables)
     }
@@ -551,13 +564,6 @@ impl Catalog for SqlCatalog {
     }
 
     async fn views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>> {
-        if let Some(Some(_)) = sqlx::query_scalar::<_, Option<i64>>("SELECT deleted_at FROM databases WHERE name = $1")
-            .bind(database)
-            .fetch_optional(&self.pool)
-            .await?
-        {
-            return Ok(Vec::new());
-        }
         self.live_views(database).await
     }
 

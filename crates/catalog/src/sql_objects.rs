@@ -90,11 +90,16 @@ impl SqlCatalog {
 
     /// Live views of `database`, with their members.
     pub(crate) async fn live_views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>> {
-        let rows =
-            sqlx::query("SELECT name, members FROM views WHERE database = $1 AND deleted_at IS NULL ORDER BY name")
-                .bind(database)
-                .fetch_all(&self.pool)
-                .await?;
+        // A deleted database has no live views, whatever its views' rows say.
+        let rows = sqlx::query(
+            "SELECT name, members FROM views WHERE database = $1 AND deleted_at IS NULL
+               AND $2 NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
+             ORDER BY name",
+        )
+        .bind(database)
+        .bind(database)
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter()
             .map(|row| Ok((row.try_get("name")?, members_of(row)?)))
             .collect()

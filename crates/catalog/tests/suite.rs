@@ -194,6 +194,46 @@ mod tests {
         let found = catalog.live_segments("default", "default", None).await?;
         assert_eq!(found.iter().find(|s| s.id == "c"), Some(&big));
         assert_eq!(catalog.databases().await?, vec!["default".to_string()]);
+
+        // Every table with its columns in their order, a table without columns included.
+        catalog
+            .commit_segments(
+                &[segment(
+                    "d",
+                    "spans",
+                    0,
+                    10,
+                    &[("timestamp", KqlType::DateTime), ("name", KqlType::String)],
+                )],
+                &[],
+            )
+            .await?;
+        assert_eq!(catalog.create_table("default", "bare", None, 1).await?, Change::Done);
+        let tables: Vec<(String, Vec<(String, KqlType)>)> = catalog
+            .tables("default")
+            .await?
+            .into_iter()
+            .map(|t| (t.name, t.columns.into_iter().map(|c| (c.name, c.kql_type)).collect()))
+            .collect();
+        let typed = |columns: &[(&str, KqlType)]| columns.iter().map(|(n, t)| (n.to_string(), *t)).collect::<Vec<_>>();
+        assert_eq!(
+            tables,
+            vec![
+                ("bare".to_string(), Vec::new()),
+                (
+                    "default".to_string(),
+                    typed(&[
+                        ("timestamp", KqlType::DateTime),
+                        ("value", KqlType::Real),
+                        ("body", KqlType::Dynamic)
+                    ])
+                ),
+                (
+                    "spans".to_string(),
+                    typed(&[("timestamp", KqlType::DateTime), ("name", KqlType::String)])
+                ),
+            ]
+        );
         Ok(())
     }
 

@@ -286,7 +286,7 @@ impl Engine {
     }
 
     async fn tables(&self, database: &str, counters: &Arc<ScanCounters>) -> Result<CatalogTables, TrawlError> {
-        let infos = self.catalog.tables(database).await?;
+        let (infos, views) = tokio::try_join!(self.catalog.tables(database), self.catalog.views(database))?;
         let mut tables: HashMap<String, Arc<dyn TableProvider>> = HashMap::with_capacity(infos.len());
         for info in infos {
             let schema = table_schema(&info.columns);
@@ -294,7 +294,7 @@ impl Engine {
                 TrawlTable::new(database, &info.name, schema, self.catalog.clone()).with_counters(counters.clone());
             tables.insert(info.name, Arc::new(provider));
         }
-        let views = self.catalog.views(database).await?.into_iter().collect();
+        let views = views.into_iter().collect();
         Ok(CatalogTables { tables, views })
     }
 
