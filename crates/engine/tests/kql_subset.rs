@@ -172,6 +172,14 @@ async fn summarize_count_dcount_and_bin() -> TestResult {
         .rows("default | summarize services = dcount(tostring(resource['service.name']))")
         .await?;
     assert_eq!(rows, vec![vec![json!(3)]]);
+    // Reals and bools are counted too (0 and -0 are one value).
+    let rows = f
+        .rows(
+            "datatable(r:real, b:bool)[1.5, true, 1.5, false, 0.0, true, -0.0, true, 2.25, false] \
+             | summarize dcount(r), dcount(b), dcountif(r, b)",
+        )
+        .await?;
+    assert_eq!(rows, vec![vec![json!(3), json!(2), json!(2)]]);
     let (columns, rows) = f
         .run("default | summarize n = count() by bin(timestamp, 2m) | sort by timestamp asc")
         .await?;
@@ -187,6 +195,23 @@ async fn summarize_count_dcount_and_bin() -> TestResult {
             (json!("2023-11-14T22:18:00.0000000Z"), json!(1)),
         ]
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn random_values_differ_from_row_to_row() -> TestResult {
+    let f = Fixture::new().await?;
+    let rows = f
+        .rows(
+            "range x from 1 to 50 step 1 | extend r = rand(), n = rand(1000000), g = new_guid() \
+             | summarize countif(r >= 0 and r < 1), countif(n >= 0 and n < 1000000 and n == floor(n, 1))",
+        )
+        .await?;
+    assert_eq!(rows, vec![vec![json!(50), json!(50)]]);
+    for column in ["rand()", "new_guid()"] {
+        let query = format!("range x from 1 to 50 step 1 | extend v = {column} | distinct v | count");
+        assert_eq!(f.rows(&query).await?, vec![vec![json!(50)]], "{column}");
+    }
     Ok(())
 }
 

@@ -170,6 +170,11 @@ pub fn hash_sha256(args: &[Val]) -> Result<Out> {
     text(hex(&Sha256::digest(str_arg(args, 0).as_bytes())))
 }
 
+/// `hash_sha1(text)`.
+pub fn hash_sha1(args: &[Val]) -> Result<Out> {
+    text(hex(&sha1::Sha1::digest(str_arg(args, 0).as_bytes())))
+}
+
 /// `hash_md5(text)`.
 pub fn hash_md5(args: &[Val]) -> Result<Out> {
     text(hex(&Md5::digest(str_arg(args, 0).as_bytes())))
@@ -322,5 +327,9 @@ mod tests {
             "78ae647dc5544d227130a0682a51e30bc7777fbb6d8a8f17007463a3ecd1d524"
         );
         assert_eq!(run("hash_md5", &[s("World")]), "f5a7924e621e84c9280a9a27e1bcb7f6");
+        assert_eq!(
+            run("hash_sha1", &[s("World")]),
+            "70c07ec18ef89c5309bbb0937f3a6342411e1fdd"
+        );
     }
 }

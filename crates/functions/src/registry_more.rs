@@ -2,10 +2,14 @@
 //! [`crate::registry::FUNCTIONS`] so both lists can grow independently. Same contract as
 //! `registry.rs`; [`crate::registry::lookup`] searches both. Keep sorted by name.
 
-use crate::registry::{ArgKind, KqlFunction};
-use crate::{bytes as by, compress as cz, conversions as cv, ipv6 as v6, series as se, series_analysis as sa};
+use crate::registry::{ArgKind, KqlFunction, ReturnRule};
+use crate::{
+    bits, bytes as by, compress as cz, conversions as cv, distributions as dist, ipv6 as v6, random, regexes as rx,
+    series as se, series_analysis as sa, units as un,
+};
+use trawl_common::KqlType;
 
-use crate::registry::{BOOL, DYNAMIC, LONG, REAL, STRING, registry_entry as f};
+use crate::registry::{BOOL, DYNAMIC, GUID, LONG, REAL, STRING, registry_entry as f};
 
 pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     f!(
@@ -25,13 +29,44 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         sa::series_decompose_anomalies_bag
     ),
     f!("around", [Any, Any, Any], 3, false, BOOL, cv::around),
+    f!("beta_cdf", [Real, Real, Real], 3, false, REAL, dist::beta_cdf),
+    f!("beta_inv", [Real, Real, Real], 3, false, REAL, dist::beta_inv),
+    f!("beta_pdf", [Real, Real, Real], 3, false, REAL, dist::beta_pdf),
+    f!("binary_and", [Long, Long], 2, false, LONG, bits::binary_and),
+    f!("binary_not", [Long], 1, false, LONG, bits::binary_not),
+    f!("binary_or", [Long, Long], 2, false, LONG, bits::binary_or),
+    f!(
+        "binary_shift_left",
+        [Long, Long],
+        2,
+        false,
+        LONG,
+        bits::binary_shift_left
+    ),
+    f!(
+        "binary_shift_right",
+        [Long, Long],
+        2,
+        false,
+        LONG,
+        bits::binary_shift_right
+    ),
+    f!("binary_xor", [Long, Long], 2, false, LONG, bits::binary_xor),
     f!(
         "convert_angle",
         [Real, String, String],
         3,
         false,
         REAL,
-        cv::convert_angle
+        un::convert_angle
+    ),
+    f!(
+        "convert_energy",
+        [Real, String, String],
+        3,
+        false,
+        REAL,
+        un::convert_energy
     ),
     f!(
         "convert_force",
@@ -39,7 +74,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         3,
         false,
         REAL,
-        cv::convert_force
+        un::convert_force
     ),
     f!(
         "convert_length",
@@ -47,7 +82,24 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         3,
         false,
         REAL,
-        cv::convert_length
+        un::convert_length
+    ),
+    f!("convert_mass", [Real, String, String], 3, false, REAL, un::convert_mass),
+    f!(
+        "convert_speed",
+        [Real, String, String],
+        3,
+        false,
+        REAL,
+        un::convert_speed
+    ),
+    f!(
+        "convert_temperature",
+        [Real, String, String],
+        3,
+        false,
+        REAL,
+        un::convert_temperature
     ),
     f!(
         "convert_volume",
@@ -55,7 +107,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         3,
         false,
         REAL,
-        cv::convert_volume
+        un::convert_volume
     ),
     KqlFunction {
         name: "estimate_data_size",
@@ -83,6 +135,15 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         cz::gzip_decompress_from_base64_string
     ),
     f!("hash_many", [Any], 1, true, LONG, cv::hash_many),
+    f!("hash_sha1", [String], 1, false, STRING, crate::encoding::hash_sha1),
+    f!(
+        "indexof_regex",
+        [String, String, Long, Long, Long],
+        2,
+        false,
+        LONG,
+        rx::indexof_regex
+    ),
     f!(
         "ipv4_range_to_cidr_list",
         [String, String],
@@ -116,6 +177,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         BOOL,
         v6::ipv6_is_match
     ),
+    KqlFunction {
+        name: "new_guid",
+        params: &[],
+        min_args: 0,
+        variadic: false,
+        returns: GUID,
+        udf: || crate::rowfn::RowUdf::volatile_udf("kql_new_guid", GUID, random::new_guid),
+    },
     f!("parse_csv", [String], 1, false, DYNAMIC, cz::parse_csv),
     f!("parse_ipv6", [String], 1, false, STRING, v6::parse_ipv6),
     f!("parse_ipv6_mask", [String, Long], 2, false, STRING, v6::parse_ipv6_mask),
@@ -129,7 +198,16 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         cz::punycode_from_string
     ),
     f!("punycode_to_string", [String], 1, false, STRING, cz::punycode_to_string),
+    KqlFunction {
+        name: "rand",
+        params: &[ArgKind::Long],
+        min_args: 0,
+        variadic: false,
+        returns: ReturnRule::Fixed(KqlType::Real),
+        udf: || crate::rowfn::RowUdf::volatile_udf("kql_rand", ReturnRule::Fixed(KqlType::Real), random::rand),
+    },
     f!("range", [Any, Any, Any], 2, false, DYNAMIC, se::range),
+    f!("regex_quote", [String], 1, false, STRING, rx::regex_quote),
     f!("series_abs", [Dynamic], 1, false, DYNAMIC, se::series_abs),
     f!("series_acos", [Dynamic], 1, false, DYNAMIC, se::series_acos),
     f!("series_add", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_add),
@@ -254,6 +332,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         se::series_less_equals
     ),
     f!("series_log", [Dynamic], 1, false, DYNAMIC, se::series_log),
+    f!("series_magnitude", [Dynamic], 1, false, REAL, se::series_magnitude),
     f!("series_max", [Dynamic], 1, false, REAL, se::series_max),
     f!("series_min", [Dynamic], 1, false, REAL, se::series_min),
     f!(
@@ -279,6 +358,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         false,
         DYNAMIC,
         sa::series_outliers
+    ),
+    f!(
+        "series_pearson_correlation",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        REAL,
+        se::series_pearson_correlation
     ),
     f!("series_pow", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_pow),
     f!("series_sign", [Dynamic], 1, false, DYNAMIC, se::series_sign),

@@ -156,10 +156,11 @@ pub struct RowUdf {
 
 impl RowUdf {
     pub fn new(name: &'static str, returns: ReturnRule, eval: RowFn) -> RowUdf {
-        let signature = Signature::one_of(
-            vec![TypeSignature::Nullary, TypeSignature::VariadicAny],
-            Volatility::Immutable,
-        );
+        RowUdf::with_volatility(name, returns, eval, Volatility::Immutable)
+    }
+
+    fn with_volatility(name: &'static str, returns: ReturnRule, eval: RowFn, volatility: Volatility) -> RowUdf {
+        let signature = Signature::one_of(vec![TypeSignature::Nullary, TypeSignature::VariadicAny], volatility);
         RowUdf {
             name,
             returns,
@@ -170,6 +171,17 @@ impl RowUdf {
 
     pub fn udf(name: &'static str, returns: ReturnRule, eval: RowFn) -> ScalarUDF {
         ScalarUDF::from(RowUdf::new(name, returns, eval))
+    }
+
+    /// A function whose value changes from call to call (`rand()`, `new_guid()`): never
+    /// folded into a constant, and evaluated once per row even when its arguments are
+    /// constants.
+    pub fn volatile_udf(name: &'static str, returns: ReturnRule, eval: RowFn) -> ScalarUDF {
+        ScalarUDF::from(RowUdf::with_volatility(name, returns, eval, Volatility::Volatile))
+    }
+
+    fn is_volatile(&self) -> bool {
+        self.signature.volatility == Volatility::Volatile
     }
 }
 
@@ -218,7 +230,7 @@ impl ScalarUDFImpl for RowUdf {
             })
             .unwrap_or(args.number_rows);
         let mut row: Vec<Val> = Vec::with_capacity(args.args.len());
-        if scalar {
+        if scalar && !self.is_volatile() {
             for arg in &args.args {
                 if let ColumnarValue::Scalar(s) = arg {
                     row.push(scalar_val(s)?);

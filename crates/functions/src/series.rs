@@ -452,6 +452,35 @@ pub fn series_dot_product(args: &[Val]) -> Result<Out> {
     Ok(pairs(args).map(|p| p.iter().map(|(x, y)| x * y).sum::<f64>()).into())
 }
 
+/// `series_magnitude(series)`: the square root of the sum of the squared elements
+/// (non-numeric elements count as 0); null when the argument is not an array.
+pub fn series_magnitude(args: &[Val]) -> Result<Out> {
+    Ok(numbers(arg(args, 0))
+        .map(|values| values.iter().fold(0.0, |sum, (_, x)| sum + x * x).sqrt())
+        .into())
+}
+
+/// `series_pearson_correlation(s1, s2)`: Pearson's correlation coefficient of the two
+/// series (over the positions both hold numbers, up to the shorter one's length).
+pub fn series_pearson_correlation(args: &[Val]) -> Result<Out> {
+    let Some(p) = pairs(args) else {
+        return Ok(Out::Null);
+    };
+    let n = p.len() as f64;
+    let (mean_x, mean_y) = (
+        p.iter().map(|(x, _)| x).sum::<f64>() / n,
+        p.iter().map(|(_, y)| y).sum::<f64>() / n,
+    );
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (x, y) in &p {
+        let (dx, dy) = (x - mean_x, y - mean_y);
+        sxy += dx * dy;
+        sxx += dx * dx;
+        syy += dy * dy;
+    }
+    Ok(Out::Real(sxy / (sxx * syy).sqrt()))
+}
+
 /// `series_cosine_similarity(s1, s2 [, magnitude1 [, magnitude2]])`.
 pub fn series_cosine_similarity(args: &[Val]) -> Result<Out> {
     let Some(p) = pairs(args) else {
@@ -591,6 +620,18 @@ mod tests {
         );
         let big = run("range", &[l(1), l(1_000_000_000)]);
         assert_eq!(big.matches(',').count() + 1, 1_048_576);
+    }
+
+    #[test]
+    fn magnitude_and_correlation() {
+        assert_eq!(run("series_magnitude", &[d("[3,4]")]), "5");
+        assert_eq!(run("series_magnitude", &[d("[]")]), "0");
+        assert_eq!(run("series_magnitude", &[null_dyn()]), "null");
+        assert_eq!(run("series_pearson_correlation", &[d("[1,2,3]"), d("[2,4,6]")]), "1");
+        assert_eq!(run("series_pearson_correlation", &[d("[1,2,3]"), d("[3,2,1]")]), "-1");
+        let r = run("series_pearson_correlation", &[d("[1,2,4,8]"), d("[1,3,2,5]")]);
+        let value: f64 = r.parse().unwrap_or(f64::NAN);
+        assert!((value - 0.8669214468630106).abs() < 1e-12, "{r}");
     }
 
     #[test]

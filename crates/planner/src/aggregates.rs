@@ -227,6 +227,10 @@ impl Planner<'_> {
                 let value = self.scalar(&args[0], input)?;
                 let mut value = match value.kql_type {
                     KqlType::Dynamic => to_string(value),
+                    // The estimator takes integers, text and times: reals are counted by their
+                    // text (after `+ 0.0`, so that -0 and 0 are one value), bools likewise.
+                    KqlType::Real => cast(value.expr + lit(0.0f64), DataType::Utf8),
+                    KqlType::Bool => cast(value.expr, DataType::Utf8),
                     _ => value.expr,
                 };
                 if name == "dcountif" {
