@@ -456,6 +456,7 @@ impl Engine {
                 since: request.window.since,
                 until: request.window.until,
                 now,
+                database: request.database.clone(),
                 discovered: Arc::new(discovered.clone()),
             };
             let prepared = Arc::clone(prepared);
@@ -592,6 +593,29 @@ fn divides_by_zero(error: &DataFusionError) -> bool {
     }) || trawl_storage::find_cause::<ArrowError>(error).is_some_and(arrow)
 }
 
+/// A KQL function that refused its arguments while the query ran (`hll_merge()` of a value
+/// that is not a sketch, an invalid regular expression): a `BadRequest` naming the function.
+/// The functions mark their errors with an `in kql_<name>()` context.
+fn function_refusal(error: &DataFusionError) -> Option<TrawlError> {
+    let mut current = error;
+    loop {
+        match current {
+            DataFusionError::Context(context, inner) => {
+                if let Some(name) = context.strip_prefix("in kql_") {
+                    let message = match inner.find_root() {
+                        DataFusionError::Execution(message) => message.clone(),
+                        other => other.to_string(),
+                    };
+                    return Some(TrawlError::new(ErrorCode::BadRequest, format!("{name}: {message}")));
+                }
+                current = inner;
+            }
+            DataFusionError::Shared(inner) => current = inner.as_ref(),
+            _ => return None,
+        }
+    }
+}
+
 /// Maps an execution failure to a caller-facing error; internal details go to the log.
 pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
     if let Some(unavailable) = unavailable_part(&error) {
@@ -617,6 +641,9 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
             format!("the query needs more memory than allowed: {message}")
         };
         return TrawlError::new(ErrorCode::BadRequest, message);
+    }
+    if let Some(refusal) = function_refusal(&error) {
+        return refusal;
     }
     match error {
         DataFusionError::Plan(message) => {

@@ -285,6 +285,91 @@ async fn percentiles_share_one_sketch_and_keep_their_types() -> TestResult {
 }
 
 #[tokio::test]
+async fn term_prefixes_modulo_constant_counts_and_deprecated_names() -> TestResult {
+    let f = Fixture::new().await?;
+    let rows = f
+        .rows(
+            "datatable(s:string)['North Dakota', 'south-dakota', 'Dakar'] \
+             | project s, p = s hasprefix 'dak', q = s hassuffix 'ota', r = s !hasprefix_cs 'Dak', \
+               t = s hassuffix_cs 'Dakota'",
+        )
+        .await?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![
+                json!("North Dakota"),
+                json!(true),
+                json!(true),
+                json!(false),
+                json!(true)
+            ],
+            vec![
+                json!("south-dakota"),
+                json!(true),
+                json!(true),
+                json!(true),
+                json!(false)
+            ],
+            vec![json!("Dakar"), json!(true), json!(false), json!(false), json!(false)],
+        ]
+    );
+    let rows = f
+        .rows("print a = 14 % 12, b = -14 % 12, c = 14 % -12, d = -14 % -12, e = -2.5 % 2.0")
+        .await?;
+    assert_eq!(rows, vec![vec![json!(2), json!(10), json!(2), json!(10), json!(1.5)]]);
+    let rows = f
+        .rows("let n = 2; range x from 1 to 10 step 1 | take n * 2 | count")
+        .await?;
+    assert_eq!(rows, vec![vec![json!(4)]]);
+    let error = f
+        .run("let n = -1; range x from 1 to 10 step 1 | take n")
+        .await
+        .err()
+        .ok_or("expected an error")?;
+    assert_eq!(error.code, ErrorCode::BadRequest);
+    let rows = f.rows("print a = row_number(), b = prev(1)").await?;
+    assert_eq!(rows, vec![vec![json!(1), json!(null)]]);
+    let rows = f
+        .rows(
+            "datatable(x:long, k:string)[1, 'a', long(null), 'a', 3, 'b'] \
+             | summarize l = make_list_with_nulls(x), m = makelist(x), t = take_anyif(k, x == 3), \
+               u = anyif(k, x > 5)",
+        )
+        .await?;
+    assert_eq!(
+        rows,
+        // No row passes `u`'s predicate: a string is never null, so it is empty.
+        vec![vec![json!([1, null, 3]), json!([1, 3]), json!("b"), json!("")]]
+    );
+    let rows = f
+        .rows("datatable(x:long, k:string)[1, 'a', 3, 'b'] | summarize argmax(x, k)")
+        .await?;
+    assert_eq!(rows, vec![vec![json!(3), json!("b")]]);
+    let rows = f
+        .rows("print parsejson('{\"a\":1}').a, notempty('x'), arraylength(dynamic([1,2]))")
+        .await?;
+    assert_eq!(rows, vec![vec![json!(1), json!(true), json!(2)]]);
+    let rows = f.rows("print current_database()").await?;
+    assert_eq!(rows, vec![vec![json!("default")]]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_function_that_refuses_its_arguments_is_a_bad_request() -> TestResult {
+    let f = Fixture::new().await?;
+    for query in [
+        "datatable(x:long)[1, 2] | summarize hll_merge(x)",
+        "datatable(x:long)[1, 2] | summarize tdigest_merge(x)",
+        "print repeat(1, 10000000000)",
+    ] {
+        let error = f.run(query).await.err().ok_or("expected an error")?;
+        assert_eq!(error.code, ErrorCode::BadRequest, "{query}: {}", error.message);
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn time_window_prunes_segments() -> TestResult {
     let f = sample().await?;
     let window = QueryWindow {

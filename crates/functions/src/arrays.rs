@@ -19,6 +19,25 @@ pub fn pack_array(args: &[Val]) -> Result<Out> {
     )))
 }
 
+/// `repeat(value, count)`: an array of `count` copies of `value`; empty for 0, null for a
+/// negative count.
+pub fn repeat(args: &[Val]) -> Result<Out> {
+    let Some(count) = arg(args, 1).long() else {
+        return Ok(Out::Null);
+    };
+    let Ok(count) = usize::try_from(count) else {
+        return Ok(Out::Null);
+    };
+    if count > crate::series::RANGE_LIMIT {
+        return Err(datafusion::error::DataFusionError::Execution(format!(
+            "repeat() makes at most {} elements, asked for {count}",
+            crate::series::RANGE_LIMIT
+        )));
+    }
+    let value = parse(arg(args, 0)).unwrap_or(Value::Null);
+    Ok(out(Value::Array(vec![value; count])))
+}
+
 pub fn array_length(args: &[Val]) -> Result<Out> {
     Ok(parse_array(arg(args, 0)).map(|a| a.len() as i64).into())
 }
@@ -390,6 +409,15 @@ pub fn split(args: &[Val]) -> Result<Out> {
 #[cfg(test)]
 mod tests {
     use crate::testing::{d, l, run, s};
+
+    #[test]
+    fn repeat_makes_copies() {
+        assert_eq!(run("repeat", &[l(1), l(3)]), "[1,1,1]");
+        assert_eq!(run("repeat", &[d(r#""a""#), l(2)]), r#"["a","a"]"#);
+        assert_eq!(run("repeat", &[l(1), l(0)]), "[]");
+        assert_eq!(run("repeat", &[l(1), l(-1)]), "null");
+        assert!(crate::testing::call("repeat", &[l(1), l(1 << 40)]).is_err());
+    }
 
     #[test]
     fn packing_and_length() {

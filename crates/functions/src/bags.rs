@@ -157,6 +157,43 @@ pub fn bag_zip(args: &[Val]) -> Result<Out> {
     Ok(out(Value::Object(bag)))
 }
 
+/// `treepath(value)`: the paths of a dynamic value, in order: `['key']` per property and
+/// `[0]` once per array (whatever its length), each followed by the paths inside.
+pub fn treepath(args: &[Val]) -> Result<Out> {
+    let Some(value) = parse(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let mut paths: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut stack: Vec<(&Value, String)> = vec![(&value, String::new())];
+    // Depth-first, keeping the order of keys and elements.
+    while let Some((node, prefix)) = stack.pop() {
+        let mut children: Vec<(&Value, String)> = Vec::new();
+        match node {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    let path = format!("{prefix}['{key}']");
+                    children.push((child, path));
+                }
+            }
+            Value::Array(items) if !items.is_empty() => {
+                let path = format!("{prefix}[0]");
+                for item in items {
+                    children.push((item, path.clone()));
+                }
+            }
+            _ => {}
+        }
+        for (child, path) in children.into_iter().rev() {
+            stack.push((child, path));
+        }
+        if !prefix.is_empty() && seen.insert(prefix.clone()) {
+            paths.push(prefix);
+        }
+    }
+    Ok(out(Value::Array(paths.into_iter().map(Value::String).collect())))
+}
+
 /// `parse_json(text)` / `todynamic(text)`: invalid JSON gives the text as a dynamic string.
 pub fn parse_json(args: &[Val]) -> Result<Out> {
     let text = str_arg(args, 0);
@@ -221,6 +258,20 @@ pub fn dynamic_to_json(args: &[Val]) -> Result<Out> {
 #[cfg(test)]
 mod tests {
     use crate::testing::{d, fails, l, null_dyn, run, s};
+
+    #[test]
+    fn paths_of_a_tree() {
+        assert_eq!(run("treepath", &[d(r#"{"a":"b", "c":123}"#)]), r#"["['a']","['c']"]"#);
+        assert_eq!(
+            run("treepath", &[d(r#"{"prop1":[1,2,3,4], "prop2":"value2"}"#)]),
+            r#"["['prop1']","['prop1'][0]","['prop2']"]"#
+        );
+        assert_eq!(
+            run("treepath", &[d(r#"{"listProperty":[100,200,300,"abcde",{"x":"y"}]}"#)]),
+            r#"["['listProperty']","['listProperty'][0]","['listProperty'][0]['x']"]"#
+        );
+        assert_eq!(run("treepath", &[d("5")]), "[]");
+    }
 
     #[test]
     fn packing() {

@@ -233,6 +233,44 @@ pub fn punycode_to_string(args: &[Val]) -> Result<Out> {
     Ok(punycode_decode(str_arg(args, 0)).into())
 }
 
+/// The labels of a domain name: separated by `.` or the ideographic and full-width dots IDNA
+/// treats as dots.
+fn labels(domain: &str) -> impl Iterator<Item = &str> {
+    domain.split(['.', '\u{3002}', '\u{FF0E}', '\u{FF61}'])
+}
+
+/// `punycode_domain_to_string(domain)`: each label with characters beyond ASCII encoded as
+/// `xn--` and its Punycode; "" when a label cannot be encoded.
+pub fn punycode_domain_to_string(args: &[Val]) -> Result<Out> {
+    let mut encoded = Vec::new();
+    for label in labels(str_arg(args, 0)) {
+        if label.is_ascii() {
+            encoded.push(label.to_string());
+        } else {
+            match punycode_encode(label) {
+                Some(code) => encoded.push(format!("xn--{code}")),
+                None => return Ok(Out::Str(String::new())),
+            }
+        }
+    }
+    Ok(Out::Str(encoded.join(".")))
+}
+
+/// `punycode_domain_from_string(encoded)`: each `xn--` label decoded; "" when one cannot be.
+pub fn punycode_domain_from_string(args: &[Val]) -> Result<Out> {
+    let mut decoded = Vec::new();
+    for label in labels(str_arg(args, 0)) {
+        match label.get(..4) {
+            Some(prefix) if prefix.eq_ignore_ascii_case("xn--") => match punycode_decode(&label[4..]) {
+                Some(text) => decoded.push(text),
+                None => return Ok(Out::Str(String::new())),
+            },
+            _ => decoded.push(label.to_string()),
+        }
+    }
+    Ok(Out::Str(decoded.join(".")))
+}
+
 /// The fields of the first RFC 4180 record of `text`.
 fn csv_record(text: &str) -> Vec<String> {
     let mut fields = Vec::new();
@@ -328,6 +366,28 @@ pub fn parse_path(args: &[Val]) -> Result<Out> {
 #[cfg(test)]
 mod tests {
     use crate::testing::{run, s};
+
+    #[test]
+    fn domains_encode_and_decode_label_by_label() {
+        for (plain, encoded) in [
+            (
+                "Lê Lợi。Thuận Thiên。com",
+                "xn--L Li-gpa4517b.xn--Thun Thin-s4a7194f.com",
+            ),
+            ("Riðill｡Skáldskaparmál｡org", "xn--Riill-jta.xn--Skldskaparml-dbbj.org"),
+            ("Kaledvoulc'h.Artorījos.edu", "Kaledvoulc'h.xn--Artorjos-ejb.edu"),
+        ] {
+            assert_eq!(run("punycode_domain_to_string", &[s(plain)]), encoded);
+        }
+        for (encoded, plain) in [
+            ("xn--Ge-mia.Bulg.edu", "Gáe.Bulg.edu"),
+            ("xn--Lin-8na.Celtchair.org", "Lúin.Celtchair.org"),
+            ("xn--Ry-lja8c.xn--Jng-uta63a.xn--Bng-9ka.com", "Rúyì.Jīngū.Bàng.com"),
+        ] {
+            assert_eq!(run("punycode_domain_from_string", &[s(encoded)]), plain);
+        }
+        assert_eq!(run("punycode_domain_from_string", &[s("xn--!!!.com")]), "");
+    }
 
     #[test]
     fn gzip_and_zlib() {

@@ -63,6 +63,12 @@ fn prefix_arg(v: Val) -> Option<Option<u32>> {
     }
 }
 
+/// `ipv4_netmask_suffix(ip)`: the prefix length of `ip` (32 without one), null when `ip`
+/// is not an IPv4 address.
+pub fn ipv4_netmask_suffix(args: &[Val]) -> Result<Out> {
+    Ok(parse_cidr(str_arg(args, 0)).map(|(_, prefix)| i64::from(prefix)).into())
+}
+
 /// `ipv4_compare(ip1, ip2[, prefix])`: -1, 0 or 1.
 pub fn ipv4_compare(args: &[Val]) -> Result<Out> {
     let (Some((a, pa)), Some((b, pb)), Some(p)) = (
@@ -225,6 +231,15 @@ pub fn has_any_ipv4_prefix(args: &[Val]) -> Result<Out> {
 #[cfg(test)]
 mod tests {
     use crate::testing::{d, l, run, s};
+
+    #[test]
+    fn netmask_suffix() {
+        assert_eq!(run("ipv4_netmask_suffix", &[s("10.1.2.3")]), "32");
+        assert_eq!(run("ipv4_netmask_suffix", &[s("192.168.1.1/24")]), "24");
+        assert_eq!(run("ipv4_netmask_suffix", &[s("127.0.0.1/16")]), "16");
+        assert_eq!(run("ipv4_netmask_suffix", &[s("127.0.0.1/33")]), "null");
+        assert_eq!(run("ipv4_netmask_suffix", &[s("not an address")]), "null");
+    }
 
     #[test]
     fn comparing_and_matching() {

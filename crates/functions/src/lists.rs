@@ -16,6 +16,8 @@ use crate::util::string_at;
 pub enum ListFinish {
     /// A JSON array of the non-null elements, in order.
     Array,
+    /// A JSON array of every element, nulls as `null`, in order (`make_list_with_nulls`).
+    ArrayWithNulls,
     /// One JSON object: the keys of every element that is an object (first value wins).
     MergeBags,
     /// A JSON array of the distinct values, first occurrence first; array elements
@@ -42,14 +44,18 @@ impl ListFinishUdf {
 
 fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
     match finish {
-        ListFinish::Array => {
+        ListFinish::Array | ListFinish::ArrayWithNulls => {
             let mut out = String::from("[");
             let mut count = 0;
             for i in 0..values.len() {
                 if count >= limit {
                     break;
                 }
-                let Some(text) = string_at(values, i) else { continue };
+                let text = match string_at(values, i) {
+                    Some(text) => text,
+                    None if finish == ListFinish::ArrayWithNulls => "null",
+                    None => continue,
+                };
                 if count > 0 {
                     out.push(',');
                 }
@@ -104,6 +110,7 @@ impl ScalarUDFImpl for ListFinishUdf {
     fn name(&self) -> &str {
         match self.finish {
             ListFinish::Array => "kql_list_to_array",
+            ListFinish::ArrayWithNulls => "kql_list_with_nulls_to_array",
             ListFinish::MergeBags => "kql_list_to_bag",
             ListFinish::Set => "kql_list_to_set",
         }

@@ -134,6 +134,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         STRING,
         cz::gzip_decompress_from_base64_string
     ),
+    f!(
+        "has_any_index",
+        [String, Dynamic],
+        2,
+        false,
+        LONG,
+        crate::strings_more::has_any_index
+    ),
     f!("hash_many", [Any], 1, true, LONG, cv::hash_many),
     f!("hash_sha1", [String], 1, false, STRING, crate::encoding::hash_sha1),
     f!(
@@ -143,6 +151,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         false,
         LONG,
         rx::indexof_regex
+    ),
+    f!(
+        "ipv4_netmask_suffix",
+        [String],
+        1,
+        false,
+        LONG,
+        crate::ip::ipv4_netmask_suffix
     ),
     f!(
         "ipv4_range_to_cidr_list",
@@ -177,6 +193,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         BOOL,
         v6::ipv6_is_match
     ),
+    f!("isutf8", [String], 1, false, BOOL, crate::strings_more::isutf8),
     KqlFunction {
         name: "new_guid",
         params: &[],
@@ -189,6 +206,30 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     f!("parse_ipv6", [String], 1, false, STRING, v6::parse_ipv6),
     f!("parse_ipv6_mask", [String, Long], 2, false, STRING, v6::parse_ipv6_mask),
     f!("parse_path", [String], 1, false, DYNAMIC, cz::parse_path),
+    f!(
+        "percentrank_tdigest",
+        [Dynamic, Any],
+        2,
+        false,
+        REAL,
+        crate::tdigest::percentrank_tdigest
+    ),
+    f!(
+        "punycode_domain_from_string",
+        [String],
+        1,
+        false,
+        STRING,
+        cz::punycode_domain_from_string
+    ),
+    f!(
+        "punycode_domain_to_string",
+        [String],
+        1,
+        false,
+        STRING,
+        cz::punycode_domain_to_string
+    ),
     f!(
         "punycode_from_string",
         [String],
@@ -208,6 +249,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     },
     f!("range", [Any, Any, Any], 2, false, DYNAMIC, se::range),
     f!("regex_quote", [String], 1, false, STRING, rx::regex_quote),
+    f!("repeat", [Dynamic, Long], 2, false, DYNAMIC, crate::arrays::repeat),
     f!("series_abs", [Dynamic], 1, false, DYNAMIC, se::series_abs),
     f!("series_acos", [Dynamic], 1, false, DYNAMIC, se::series_acos),
     f!("series_add", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_add),
@@ -368,6 +410,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         se::series_pearson_correlation
     ),
     f!("series_pow", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_pow),
+    f!("series_product", [Dynamic], 1, false, REAL, se::series_product),
     f!("series_sign", [Dynamic], 1, false, DYNAMIC, se::series_sign),
     f!("series_sin", [Dynamic], 1, false, DYNAMIC, se::series_sin),
     f!(
@@ -390,7 +433,9 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     f!("series_sum", [Dynamic], 1, false, REAL, se::series_sum),
     f!("series_tan", [Dynamic], 1, false, DYNAMIC, se::series_tan),
     f!("series_variance", [Dynamic], 1, false, REAL, se::series_variance),
+    f!("strcmp", [String, String], 2, false, LONG, crate::strings_more::strcmp),
     f!("todecimal", [Any], 1, false, REAL, cv::todecimal),
+    f!("treepath", [Dynamic], 1, false, DYNAMIC, crate::bags::treepath),
     f!(
         "zlib_compress_to_base64_string",
         [String],

@@ -10,7 +10,7 @@ use crate::json::{self, as_real, out, parse, parse_array};
 use crate::rowfn::{Out, Val, arg};
 
 /// The most elements `range()` produces (Kusto's limit).
-const RANGE_LIMIT: usize = 1 << 20;
+pub(crate) const RANGE_LIMIT: usize = 1 << 20;
 
 /// `range(start, stop [, step])`: numbers, datetimes (with a timespan step) or timespans.
 pub fn range(args: &[Val]) -> Result<Out> {
@@ -452,6 +452,14 @@ pub fn series_dot_product(args: &[Val]) -> Result<Out> {
     Ok(pairs(args).map(|p| p.iter().map(|(x, y)| x * y).sum::<f64>()).into())
 }
 
+/// `series_product(series)`: the product of the numeric elements (1 for none); null when
+/// the argument is not an array.
+pub fn series_product(args: &[Val]) -> Result<Out> {
+    Ok(numbers(arg(args, 0))
+        .map(|values| values.iter().fold(1.0, |product, (_, x)| product * x))
+        .into())
+}
+
 /// `series_magnitude(series)`: the square root of the sum of the squared elements
 /// (non-numeric elements count as 0); null when the argument is not an array.
 pub fn series_magnitude(args: &[Val]) -> Result<Out> {
@@ -625,6 +633,8 @@ mod tests {
     #[test]
     fn magnitude_and_correlation() {
         assert_eq!(run("series_magnitude", &[d("[3,4]")]), "5");
+        assert_eq!(run("series_product", &[d("[1,2,3,4]")]), "24");
+        assert_eq!(run("series_product", &[d("[]")]), "1");
         assert_eq!(run("series_magnitude", &[d("[]")]), "0");
         assert_eq!(run("series_magnitude", &[null_dyn()]), "null");
         assert_eq!(run("series_pearson_correlation", &[d("[1,2,3]"), d("[2,4,6]")]), "1");

@@ -9,21 +9,28 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
 use crate::dynamic::unquote_json_string;
-use crate::tokenizer::has_term;
+use crate::tokenizer::{TermMatch, has_terms};
 use crate::util::{StringArg, all_scalar, rows_of, two_strings};
 
-/// `kql_has(haystack, needle)` / `kql_has_cs(...)`: whole-term match (see [`crate::tokenizer`]).
-/// A null haystack never matches. A JSON string haystack (a dynamic value) is unquoted first.
+/// `kql_has(haystack, needle)` / `kql_has_cs(...)`: whole-term match (see [`crate::tokenizer`]);
+/// `kql_hasprefix`/`kql_hassuffix` (and `_cs`): the needle begins or ends a term. A null
+/// haystack never matches. A JSON string haystack (a dynamic value) is unquoted first.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct HasUdf {
     case_sensitive: bool,
+    kind: TermMatch,
     signature: Signature,
 }
 
 impl HasUdf {
     pub fn new(case_sensitive: bool) -> HasUdf {
+        HasUdf::matching(case_sensitive, TermMatch::Whole)
+    }
+
+    pub fn matching(case_sensitive: bool, kind: TermMatch) -> HasUdf {
         HasUdf {
             case_sensitive,
+            kind,
             signature: two_strings(),
         }
     }
@@ -35,7 +42,13 @@ impl HasUdf {
 
 impl ScalarUDFImpl for HasUdf {
     fn name(&self) -> &str {
-        Self::function_name(self.case_sensitive)
+        match (self.kind, self.case_sensitive) {
+            (TermMatch::Whole, cs) => Self::function_name(cs),
+            (TermMatch::Prefix, false) => "kql_hasprefix",
+            (TermMatch::Prefix, true) => "kql_hasprefix_cs",
+            (TermMatch::Suffix, false) => "kql_hassuffix",
+            (TermMatch::Suffix, true) => "kql_hassuffix_cs",
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -57,8 +70,8 @@ impl ScalarUDFImpl for HasUdf {
                 haystack.with_value(i, |hay| {
                     let hay = hay?;
                     Some(match unquote_json_string(hay) {
-                        Some(text) => has_term(&text, needle, self.case_sensitive),
-                        None => has_term(hay, needle, self.case_sensitive),
+                        Some(text) => has_terms(&text, needle, self.case_sensitive, self.kind),
+                        None => has_terms(hay, needle, self.case_sensitive, self.kind),
                     })
                 })
             })

@@ -144,47 +144,95 @@ pub fn reverse(args: &[Val]) -> Result<Out> {
     text(str_arg(args, 0).chars().rev().collect::<String>())
 }
 
-/// `substring(source, start[, length])`, in characters.
+/// `substring(source, start[, length])`, in characters; a negative start counts from the end
+/// (`substring("123456", -2, 2)` is `"56"`).
 pub fn substring(args: &[Val]) -> Result<Out> {
     let source = str_arg(args, 0);
-    let Some(mut start) = arg(args, 1).long() else {
+    let Some(start) = arg(args, 1).long() else {
         return empty();
     };
-    let mut length = arg(args, 2).long();
-    if start < 0 {
-        length = length.map(|l| l + start);
-        start = 0;
-    }
-    let rest = source.chars().skip(start as usize);
+    let length = arg(args, 2).long();
+    let start = match usize::try_from(start) {
+        Ok(start) => start,
+        Err(_) => {
+            let chars = source.chars().count() as i64;
+            usize::try_from(chars.saturating_add(start)).unwrap_or(0)
+        }
+    };
+    let rest = source.chars().skip(start);
     match length {
         Some(l) if l <= 0 => empty(),
-        Some(l) => text(rest.take(l as usize).collect::<String>()),
+        Some(l) => text(rest.take(usize::try_from(l).unwrap_or(usize::MAX)).collect::<String>()),
         None => text(rest.collect::<String>()),
     }
 }
 
-/// `indexof(source, lookup[, start[, length[, occurrence]]])`: a character index or -1.
+/// `strcmp(a, b)`: -1, 0 or 1 as `a` sorts before, with or after `b` (ordinal: by code
+/// point).
+pub fn strcmp(args: &[Val]) -> Result<Out> {
+    Ok(Out::Long(match str_arg(args, 0).cmp(str_arg(args, 1)) {
+        std::cmp::Ordering::Less => -1,
+        std::cmp::Ordering::Equal => 0,
+        std::cmp::Ordering::Greater => 1,
+    }))
+}
+
+/// `isutf8(text)`: whether the text is valid UTF-8. Text reaches functions as UTF-8 (invalid
+/// bytes were replaced on ingest), so this holds for every string.
+pub fn isutf8(args: &[Val]) -> Result<Out> {
+    Ok(match arg(args, 0) {
+        Val::Null => Out::Null,
+        _ => Out::Bool(true),
+    })
+}
+
+/// `has_any_index(source, values)`: the position in `values` of the first one `source` has
+/// (as `has` matches: whole terms, any case); -1 when none does or `values` is empty.
+pub fn has_any_index(args: &[Val]) -> Result<Out> {
+    let source = str_arg(args, 0);
+    let Some(values) = crate::json::parse_array(arg(args, 1)) else {
+        return Ok(Out::Null);
+    };
+    let found = values
+        .iter()
+        .position(|value| crate::tokenizer::has_term(source, &crate::json::element_text(value), false));
+    Ok(Out::Long(found.map_or(-1, |i| i as i64)))
+}
+
+/// `indexof(source, lookup[, start[, length[, occurrence]]])`: a character index or -1. A
+/// negative start counts from the end. The first occurrence must lie within `length`
+/// characters from the start (-1: to the end); later ones are looked for up to the end.
 pub fn indexof(args: &[Val]) -> Result<Out> {
     let source: Vec<char> = str_arg(args, 0).chars().collect();
     let lookup: Vec<char> = str_arg(args, 1).chars().collect();
     let start = arg(args, 2).long().unwrap_or(0);
     let length = arg(args, 3).long().unwrap_or(-1);
     let occurrence = arg(args, 4).long().unwrap_or(1);
-    if start < 0 || length < -1 || occurrence <= 0 {
+    if length < -1 || occurrence <= 0 {
         return Ok(Out::Null);
     }
-    let start = start as usize;
+    let start = if start < 0 {
+        match usize::try_from((source.len() as i64).saturating_add(start)) {
+            Ok(start) => start,
+            Err(_) => return Ok(Out::Null),
+        }
+    } else {
+        usize::try_from(start).unwrap_or(usize::MAX)
+    };
     if start > source.len() {
         return Ok(Out::Long(-1));
     }
-    let end = if length == -1 {
-        source.len()
-    } else {
-        (start + length as usize).min(source.len())
+    let window_end = match usize::try_from(length) {
+        Ok(length) => start.saturating_add(length).min(source.len()),
+        Err(_) => source.len(),
     };
     let mut seen = 0;
     let mut i = start;
-    while i + lookup.len() <= end {
+    while i + lookup.len() <= source.len() {
+        let end = if seen == 0 { window_end } else { source.len() };
+        if i + lookup.len() > end {
+            break;
+        }
         if source[i..i + lookup.len()] == lookup[..] {
             seen += 1;
             if seen == occurrence {
@@ -410,13 +458,37 @@ mod tests {
         assert_eq!(run("reverse", &[s("")]), "");
         assert_eq!(run("substring", &[s("123456"), l(1), l(2)]), "23");
         assert_eq!(run("substring", &[s("123456"), l(2)]), "3456");
-        assert_eq!(run("substring", &[s("ABCD"), l(-1), l(2)]), "A");
+        assert_eq!(run("substring", &[s("123456"), l(-2), l(2)]), "56");
+        assert_eq!(run("substring", &[s("ABCD"), l(-1), l(2)]), "D");
+        assert_eq!(run("substring", &[s("ABCD"), l(-9), l(2)]), "AB");
         assert_eq!(run("substring", &[s("ABCD"), l(10)]), "");
+        assert_eq!(run("strcmp", &[s("ABC"), s("ABC")]), "0");
+        assert_eq!(run("strcmp", &[s("abc"), s("ABC")]), "1");
+        assert_eq!(run("strcmp", &[s("ABC"), s("abc")]), "-1");
+        assert_eq!(run("strcmp", &[s("abcde"), s("abc")]), "1");
+        assert_eq!(run("isutf8", &[s("some string")]), "true");
+        let example = "this is an example";
+        assert_eq!(run("has_any_index", &[s(example), d(r#"["this","example"]"#)]), "0");
+        assert_eq!(run("has_any_index", &[s(example), d(r#"["not","example"]"#)]), "1");
+        assert_eq!(run("has_any_index", &[s(example), d(r#"["not","found"]"#)]), "-1");
+        assert_eq!(run("has_any_index", &[s("Example number 2"), d("[1,2,3]")]), "1");
+        assert_eq!(run("has_any_index", &[s(example), d("[]")]), "-1");
+        assert_eq!(run("has_any_index", &[s(example), d(r#"["EXAMPLE"]"#)]), "0");
         assert_eq!(run("indexof", &[s("abcdefg"), s("cde")]), "2");
         assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(1), l(4)]), "2");
         assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(1), l(2)]), "-1");
         assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(3)]), "-1");
-        assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(-1)]), "null");
+        // A negative start counts from the end.
+        assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(-5)]), "2");
+        assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(-1)]), "-1");
+        assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(-9)]), "null");
+        assert_eq!(run("indexof", &[s("abcdefg"), s("cde"), l(2), l(-1)]), "2");
+        // The length bounds the first occurrence only.
+        assert_eq!(run("indexof", &[s("abcdefgabcdefg"), s("cde"), l(1), l(10), l(2)]), "9");
+        assert_eq!(
+            run("indexof", &[s("abcdefgabcdefg"), s("cde"), l(1), l(-1), l(3)]),
+            "-1"
+        );
         assert_eq!(run("indexof", &[s("abcdefg"), s("")]), "0");
         assert_eq!(run("indexof", &[s("abcabc"), s("bc"), l(0), l(-1), l(2)]), "4");
     }

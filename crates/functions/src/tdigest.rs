@@ -738,6 +738,21 @@ pub fn rank_tdigest(args: &[Val]) -> Result<Out> {
     Ok(digest.rank(x).map_or(Out::Null, |r| Out::Long(r.round() as i64)))
 }
 
+/// `percentrank_tdigest(sketch, value)`: the percentage of the weight at or below `value`.
+pub fn percentrank_tdigest(args: &[Val]) -> Result<Out> {
+    let Some(digest) = sketch_arg(arg(args, 0))? else {
+        return Ok(Out::Null);
+    };
+    let Some((x, _)) = numeric(arg(args, 1)) else {
+        return Ok(Out::Null);
+    };
+    let total = digest.total_weight();
+    Ok(match digest.rank(x) {
+        Some(rank) if total > 0.0 => Out::Real(100.0 * rank / total),
+        _ => Out::Null,
+    })
+}
+
 /// `tdigest_merge(sketch, ...)` / `merge_tdigest(sketch, ...)` (scalar): the sketches
 /// merged; nulls are skipped.
 pub fn tdigest_merge_scalar(args: &[Val]) -> Result<Out> {

@@ -47,6 +47,11 @@ fn small_inputs_are_exact_nearest_rank() {
     assert_eq!(percentile(&sketch, 91.0), 10.0);
     assert_eq!(rank(&sketch, 4), 4);
     assert_eq!(rank(&sketch, 0), 0);
+    // The percentage rank: 4 of the 10 values are at or below 4.
+    match percentrank_tdigest(&[Val::Str(&sketch), Val::Long(4)]) {
+        Ok(Out::Real(p)) => assert_eq!(p, 40.0),
+        other => panic!("{other:?}"),
+    }
     // Documented: tdigest(V, W) over (1.0, 1), (2.0, 2) has P50 = 2.
     let weighted = text(&run(
         "tdigest",

@@ -37,8 +37,25 @@ impl<'a> Iterator for Terms<'a> {
     }
 }
 
+/// Which ends of a needle must fall on term boundaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TermMatch {
+    /// Both (`has`): the needle is whole terms.
+    Whole,
+    /// The start (`hasprefix`): the needle begins a term.
+    Prefix,
+    /// The end (`hassuffix`): the needle ends a term.
+    Suffix,
+}
+
 /// Whether `haystack` has `needle` as whole terms. An empty needle matches nothing.
 pub fn has_term(haystack: &str, needle: &str, case_sensitive: bool) -> bool {
+    has_terms(haystack, needle, case_sensitive, TermMatch::Whole)
+}
+
+/// Whether `haystack` has `needle` with the term boundaries `kind` asks for. An empty needle
+/// matches nothing.
+pub fn has_terms(haystack: &str, needle: &str, case_sensitive: bool, kind: TermMatch) -> bool {
     let hay = haystack.as_bytes();
     let pin = needle.as_bytes();
     if pin.is_empty() || pin.len() > hay.len() {
@@ -67,9 +84,12 @@ pub fn has_term(haystack: &str, needle: &str, case_sensitive: bool) -> bool {
             candidate.eq_ignore_ascii_case(pin)
         };
         if equal {
-            let left_ok = at == 0 || !is_term_byte(hay[at - 1]) || !is_term_byte(pin[0]);
+            let left_ok = kind == TermMatch::Suffix || at == 0 || !is_term_byte(hay[at - 1]) || !is_term_byte(pin[0]);
             let end = at + pin.len();
-            let right_ok = end == hay.len() || !is_term_byte(hay[end]) || !is_term_byte(pin[pin.len() - 1]);
+            let right_ok = kind == TermMatch::Prefix
+                || end == hay.len()
+                || !is_term_byte(hay[end])
+                || !is_term_byte(pin[pin.len() - 1]);
             if left_ok && right_ok {
                 return true;
             }
@@ -119,6 +139,25 @@ mod tests {
         assert!(has_term("x=5", "5", false));
         assert!(!has_term("x=55", "5", false));
         assert!(!has_term("anything", "", false));
+    }
+
+    #[test]
+    fn prefixes_and_suffixes_of_terms() {
+        let text = "North Dakota; STORM-warning";
+        assert!(has_terms(text, "dak", false, TermMatch::Prefix));
+        assert!(!has_terms(text, "ota", false, TermMatch::Prefix));
+        assert!(has_terms(text, "ota", false, TermMatch::Suffix));
+        assert!(!has_terms(text, "dak", false, TermMatch::Suffix));
+        assert!(!has_terms(text, "storm", true, TermMatch::Prefix));
+        assert!(has_terms(text, "STORM", true, TermMatch::Prefix));
+        assert!(has_terms(text, "warn", false, TermMatch::Prefix));
+        assert!(has_terms(text, "Dakota", false, TermMatch::Prefix));
+        assert!(has_terms(text, "Dakota", false, TermMatch::Suffix));
+        // A needle of several terms: its first term must start a term (prefix), its last
+        // must end one (suffix).
+        assert!(has_terms(text, "north dak", false, TermMatch::Prefix));
+        assert!(has_terms(text, "rth dakota", false, TermMatch::Suffix));
+        assert!(!has_terms(text, "", false, TermMatch::Prefix));
     }
 
     #[test]

@@ -32,6 +32,7 @@ const AGGREGATES: &[&str] = &[
     "maxif",
     "take_any",
     "any",
+    "take_anyif",
     "make_list",
     "make_list_if",
     "make_set",
@@ -54,6 +55,7 @@ const AGGREGATES: &[&str] = &[
 ];
 
 pub fn is_aggregate(name: &str) -> bool {
+    let name = crate::aliases::current_name(name).unwrap_or(name);
     AGGREGATES.contains(&name) || trawl_functions::aggregate_registry::lookup(name).is_some()
 }
 
@@ -186,6 +188,7 @@ impl Planner<'_> {
             ));
         };
         let name = function.name.as_str();
+        let name = crate::aliases::current_name(name).unwrap_or(name);
         if !is_aggregate(name) {
             return Err(self.error(
                 ErrorCode::UnknownFunction,
@@ -310,6 +313,15 @@ impl Planner<'_> {
                 let kql_type = value.kql_type;
                 single(out_name, agg::first_value(value.expr, vec![]), kql_type)
             }
+            // Some value of a row the predicate holds for (the least), null when none.
+            "take_anyif" => {
+                arity(2, 2)?;
+                let value = self.scalar(&args[0], input)?;
+                let kql_type = value.kql_type;
+                let condition = self.condition(&args[1], input)?;
+                let kept = when(condition, value.expr).end().map_err(|e| internal(&e))?;
+                single(out_name, agg::min(kept), kql_type)
+            }
             "make_list"
             | "make_list_if"
             | "make_set"
@@ -342,6 +354,8 @@ impl Planner<'_> {
                     (agg::array_agg(json), ListFinish::Set)
                 } else if name.starts_with("make_bag") {
                     (agg::array_agg(json), ListFinish::MergeBags)
+                } else if name == "make_list_with_nulls" {
+                    (agg::array_agg(json), ListFinish::ArrayWithNulls)
                 } else {
                     (agg::array_agg(json), ListFinish::Array)
                 };

@@ -225,17 +225,7 @@ impl Planner<'_> {
         count: &KExpr,
         key: Option<&trawl_kql::ast::SortKey>,
     ) -> Result<Tabular, TrawlError> {
-        let n = match &count.kind {
-            ExprKind::Literal(trawl_kql::ast::Literal::Long(n)) if *n >= 0 => *n,
-            ExprKind::Literal(trawl_kql::ast::Literal::Int(n)) if *n >= 0 => i64::from(*n),
-            _ => {
-                return Err(self.error(
-                    ErrorCode::BadRequest,
-                    count.span,
-                    "expected a non-negative whole number of rows",
-                ));
-            }
-        };
+        let n = i64::try_from(self.row_count(count)?).unwrap_or(i64::MAX);
         let mut numbering = row_number().partition_by(vec![column(ROW)]);
         let mut order = Vec::new();
         if let Some(key) = key {

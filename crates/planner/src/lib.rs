@@ -9,6 +9,7 @@
 //! Main entry: [`plan_query`].
 
 mod aggregates;
+mod aliases;
 mod apply;
 pub mod budget;
 mod context;
@@ -51,6 +52,7 @@ pub fn shared_functions() -> Vec<datafusion::logical_expr::ScalarUDF> {
     use trawl_functions::lists::{DenseSeriesUdf, JsonItemsUdf, ListFinish, ListFinishUdf};
     vec![
         ScalarUDF::from(ListFinishUdf::new(ListFinish::Array)),
+        ScalarUDF::from(ListFinishUdf::new(ListFinish::ArrayWithNulls)),
         ScalarUDF::from(ListFinishUdf::new(ListFinish::Set)),
         ScalarUDF::from(ListFinishUdf::new(ListFinish::MergeBags)),
         ScalarUDF::from(DenseSeriesUdf::new()),
@@ -90,6 +92,8 @@ pub struct PlanOptions {
     pub until: Option<i64>,
     /// The query's `now()`, fixed for the whole query.
     pub now: i64,
+    /// The database the query runs in (`current_database()`).
+    pub database: String,
     /// Columns found by running [`Discovery`] plans (for `bag_unpack`), by discovery key.
     pub discovered: std::sync::Arc<std::collections::HashMap<String, Vec<(String, KqlType)>>>,
 }

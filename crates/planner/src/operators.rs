@@ -296,15 +296,28 @@ impl Planner<'_> {
         Ok(Tabular { plan, columns })
     }
 
-    /// A non-negative row count known at planning time.
-    fn row_count(&self, e: &KExpr) -> Result<usize, TrawlError> {
-        match &e.kind {
-            ExprKind::Literal(trawl_kql::ast::Literal::Long(n)) if *n >= 0 => Ok(*n as usize),
-            ExprKind::Literal(trawl_kql::ast::Literal::Int(n)) if *n >= 0 => Ok(*n as usize),
-            _ => Err(self.error(
+    /// A non-negative row count known at planning time: a literal, or a constant expression
+    /// (a `let` name, `2 * n`).
+    pub(crate) fn row_count(&mut self, e: &KExpr) -> Result<usize, TrawlError> {
+        let known = match &e.kind {
+            ExprKind::Literal(trawl_kql::ast::Literal::Long(n)) => Some(*n),
+            ExprKind::Literal(trawl_kql::ast::Literal::Int(n)) => Some(i64::from(*n)),
+            _ => {
+                let empty = self.empty_tabular()?;
+                let value = self.scalar(e, &empty)?;
+                match crate::sources::constant_value(&value.expr) {
+                    Some(datafusion::common::ScalarValue::Int64(Some(n))) => Some(n),
+                    Some(datafusion::common::ScalarValue::Int32(Some(n))) => Some(i64::from(n)),
+                    _ => None,
+                }
+            }
+        };
+        match known.and_then(|n| usize::try_from(n).ok()) {
+            Some(n) => Ok(n),
+            None => Err(self.error(
                 ErrorCode::BadRequest,
                 e.span,
-                "expected a non-negative whole number of rows",
+                "expected a non-negative whole number of rows (a constant)",
             )),
         }
     }

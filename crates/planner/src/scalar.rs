@@ -7,15 +7,16 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::functions::expr_fn as f;
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{Between, Expr, Like, ScalarUDF, cast, lit, try_cast};
+use datafusion::logical_expr::{Between, Expr, Like, ScalarUDF, cast, lit, try_cast, when};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_functions::contains::ContainsUdf;
 use trawl_functions::dynamic::DynamicToStringUdf;
 use trawl_functions::memo::DistinctValuesUdf;
 use trawl_functions::strings::HasUdf;
+use trawl_functions::tokenizer::TermMatch;
 use trawl_kql::ast::{BinaryOp, DynamicValue, Expr as KExpr, ExprKind, ListOp, Literal, ScalarType, UnaryOp};
 
-use crate::context::{Binding, Planner, Tabular, Typed, column};
+use crate::context::{Binding, Planner, Tabular, Typed, column, internal};
 
 /// A datetime literal (nanoseconds since the epoch, UTC).
 pub fn datetime_literal(nanos: i64) -> Expr {
@@ -522,7 +523,13 @@ impl Planner<'_> {
                 Sub => le - re,
                 Mul => le * re,
                 Div => le / re,
-                _ => le % re,
+                // KQL's modulo is never negative: 0 <= n % d < abs(d) (`-14 % 12` is 10).
+                _ => {
+                    let remainder = le % re.clone();
+                    when(remainder.clone().lt(lit(0i64)), remainder.clone() + f::abs(re))
+                        .otherwise(remainder)
+                        .map_err(|e| internal(&e))?
+                }
             },
         };
         Ok(Typed::new(expr, result_type))
@@ -631,6 +638,20 @@ impl Planner<'_> {
             r.expr
         };
         let expr = match op {
+            HasPrefix | NotHasPrefix | HasPrefixCs | NotHasPrefixCs | HasSuffix | NotHasSuffix | HasSuffixCs
+            | NotHasSuffixCs => {
+                let hay = match l.kql_type {
+                    KqlType::String | KqlType::Dynamic | KqlType::Guid => l.expr,
+                    _ => to_string(l),
+                };
+                let kind = match op {
+                    HasPrefix | NotHasPrefix | HasPrefixCs | NotHasPrefixCs => TermMatch::Prefix,
+                    _ => TermMatch::Suffix,
+                };
+                let udf = Arc::new(ScalarUDF::from(HasUdf::matching(case_sensitive, kind)));
+                let call = udf_call(udf, vec![hay, needle]);
+                if negated { Expr::Not(Box::new(call)) } else { call }
+            }
             Has | NotHas | HasCs | NotHasCs => {
                 // The has UDF reads dynamic JSON text itself (a JSON string without escapes
                 // is searched in place), and the token index narrows what it reads.

@@ -22,6 +22,10 @@ impl Planner<'_> {
             let def = def.clone();
             return self.call_scalar_function(name, &def, args, input, e.span);
         }
+        if let Some(current) = crate::aliases::current_name(name) {
+            let renamed = Ident::new(current, function.span);
+            return self.call(&renamed, args, e, input);
+        }
         // extract(regex, group, text, typeof(T)): the capture converted to T.
         if name == "extract"
             && let [regex, group, text, last] = args
@@ -38,6 +42,10 @@ impl Planner<'_> {
             let target = crate::scalar::kql_type_of_scalar(*ty);
             let captured = Typed::new(crate::scalar::to_dynamic(captured), KqlType::Dynamic);
             return Ok(Typed::new(self.dynamic_as(captured, target), target));
+        }
+        if name == "current_database" && args.is_empty() {
+            let database = datafusion::logical_expr::lit(self.options.database.clone());
+            return Ok(Typed::new(database, KqlType::String));
         }
         if name == "column_names_of" {
             // The column names of a tabular expression, known while planning.

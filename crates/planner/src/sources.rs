@@ -46,8 +46,9 @@ impl Planner<'_> {
             exprs.push(value.expr.alias(&name));
             columns.push((name, value.kql_type));
         }
-        let plan = input
-            .builder()
+        // Row functions (`row_number()`, `prev()`) see the one row in its order.
+        let (builder, exprs) = crate::windows::with_staged_windows(&input, exprs)?;
+        let plan = builder
             .project(exprs)
             .and_then(|b| b.build())
             .map_err(|e| internal(&e))?;
