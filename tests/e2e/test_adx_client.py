@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import subprocess
 from urllib.parse import urljoin
 
 import pytest
@@ -104,6 +106,42 @@ def test_mgmt_show_commands(loaded):
     columns = {c["Name"]: c["CslType"] for c in json.loads(list(schema)[0]["Schema"])["OrderedColumns"]}
     assert columns["timestamp"] == "datetime" and columns["attributes"] == "dynamic"
     assert not any(name.startswith("__trawl") for name in columns), "hidden columns must not show"
+
+
+def test_mgmt_schema_functions_and_queries(loaded):
+    kusto = client(loaded)
+    document = json.loads(list(kusto.execute_mgmt("default", ".show schema as json").primary_results[0])[0]["DatabaseSchema"])
+    assert "timestamp" in json.dumps(document["Databases"]["default"]["Tables"]["default"])
+    functions = kusto.execute_mgmt("default", ".show functions").primary_results[0]
+    assert [c.column_name for c in functions.columns] == ["Name", "Parameters", "Body", "Folder", "DocString"]
+    assert len(list(functions)) == 0, "no stored functions exist"
+    marker = f'default | where body has "{MARKER}" | count | extend tag = "show-queries"'
+    assert list(kusto.execute("default", marker).primary_results[0])[0]["Count"] == 3
+    failing = 'print tag = "show-queries-failing", x = 1 / 0'
+    with pytest.raises(KustoApiError):
+        kusto.execute("default", failing)
+    queries = kusto.execute_mgmt("default", ".show queries").primary_results[0]
+    names = [c.column_name for c in queries.columns]
+    assert names[:7] == ["ClientActivityId", "Text", "Database", "StartedOn", "LastUpdatedOn", "Duration", "State"]
+    rows = {r["Text"]: r for r in queries}
+    assert rows[marker]["State"] == "Completed" and rows[marker]["Database"] == "default"
+    assert rows[failing]["State"] == "Failed" and "zero" in rows[failing]["FailureReason"]
+    assert rows[marker]["StartedOn"] <= rows[marker]["LastUpdatedOn"]
+
+
+def test_cli_sends_management_commands(loaded, trawl_bin):
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAWL_TOKEN", "TRAWL_URL", "TRAWL_DATA_DIR")}
+    done = subprocess.run(
+        [str(trawl_bin), "query", ".show tables", "--url", loaded.gateway_url, "--data-dir", str(loaded.data_dir), "--format", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "TableName,DatabaseName,Folder,DocString", lines
+    assert "default,default,," in lines, lines
 
 
 def test_errors_are_kusto_api_errors(loaded):

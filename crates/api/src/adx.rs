@@ -36,12 +36,30 @@ fn client_request_id(headers: &HeaderMap) -> String {
         .to_string()
 }
 
-async fn run(state: &QueryState, body: &AdxBody) -> Result<QueryOutput, TrawlError> {
+/// Who asks and under which request id, for the query journal (`.show queries`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Caller {
+    pub principal: String,
+    pub client_request_id: String,
+}
+
+impl Caller {
+    fn new(identity: Option<&axum::Extension<trawl_auth::token::Identity>>, headers: &HeaderMap) -> Caller {
+        Caller {
+            principal: identity.map(|i| i.username.clone()).unwrap_or_default(),
+            client_request_id: client_request_id(headers),
+        }
+    }
+}
+
+async fn run(state: &QueryState, body: &AdxBody, caller: Caller) -> Result<QueryOutput, TrawlError> {
     let properties = body.properties()?;
     let options = RunOptions {
         timeout: server_timeout(&properties)?,
         face: "adx",
         fanout_nodes_percent: fanout_nodes_percent(&properties)?,
+        principal: caller.principal,
+        client_request_id: caller.client_request_id,
         ..RunOptions::default()
     };
     state.engine.execute_with(&request(state, body)?, options).await
@@ -105,11 +123,16 @@ fn request(state: &QueryState, body: &AdxBody) -> Result<QueryRequest, TrawlErro
 
 /// `POST /v1/rest/query`: result tables, `@ExtendedProperties` when the query renders, a
 /// `QueryStatus` table, and the table of contents last.
-pub async fn v1_query(State(state): State<QueryState>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn v1_query(
+    State(state): State<QueryState>,
+    identity: Option<axum::Extension<trawl_auth::token::Identity>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let started = std::time::Instant::now();
     let result = async {
         let body = AdxBody::parse(&body)?;
-        let output = run(&state, &body).await?;
+        let output = run(&state, &body, Caller::new(identity.as_ref(), &headers)).await?;
         Ok::<_, TrawlError>(v1_tables(&output, &client_request_id(&headers), started.elapsed()))
     }
     .await;
@@ -128,7 +151,8 @@ pub async fn v1_mgmt(
     let result = async {
         let body = AdxBody::parse(&body)?;
         let role = identity.as_ref().map(|identity| identity.role.as_str());
-        let table = crate::adx_mgmt::command(&state, &database(&state, &body), &body.csl, role).await?;
+        let user = identity.as_ref().map(|identity| identity.username.as_str());
+        let table = crate::adx_mgmt::command(&state, &database(&state, &body), &body.csl, role, user).await?;
         Ok::<_, TrawlError>(json!({ "Tables": [table] }))
     }
     .await;
@@ -172,10 +196,11 @@ pub async fn v2_query(
                     tables: Vec::new(),
                 },
             });
+        let caller = Caller::new(identity.as_ref(), &headers);
         if progressive {
-            return progressive_response(&state, &body, request_id, started, keeper).await;
+            return progressive_response(&state, &body, request_id, started, keeper, caller).await;
         }
-        let mut output = run(&state, &body).await?;
+        let mut output = run(&state, &body, caller).await?;
         let run_id = match keeper {
             Some(mut keeper) => {
                 for table in &output.tables {

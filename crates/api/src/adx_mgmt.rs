@@ -1,7 +1,10 @@
 //! The management commands ADX clients send to `POST /v1/rest/mgmt`, answered with the
 //! columns ADX shows: `.show databases`, `.show tables`, `.show table T schema as json`,
-//! `.show table T cslschema`, `.show database schema as json`, `.show version`,
-//! `.show operations` (the janitor's work of the last week, newest first); and, for the
+//! `.show table T cslschema`, `.show database schema as json`, `.show schema as json` (every
+//! database), `.show version`, `.show functions` (stored functions: there are none to
+//! show), `.show queries` (this node's running and recent queries: the caller's own, or
+//! everyone's for the roles `admin` and `maintainer`), `.show operations` (the janitor's
+//! work of the last week, newest first); and, for the
 //! roles `admin` and `maintainer`, `.drop table T [ifexists]` (a tombstone the janitor purges
 //! after the restore window) and `.undo drop table T` (within it).
 
@@ -14,7 +17,8 @@ use crate::adx::{dotnet_type, v1_table};
 use crate::state::QueryState;
 
 const SUPPORTED: &str = ".show databases, .show tables, .show table T schema as json, .show table T cslschema, \
-                         .show database schema as json, .show version, .show operations, \
+                         .show database schema as json, .show schema as json, .show version, .show functions, \
+                         .show queries, .show operations, \
                          .drop table T [ifexists], .undo drop table T";
 
 /// Runs `command` against `database` for a caller of `role` (as the gateway signed it); the
@@ -24,6 +28,7 @@ pub async fn command(
     database: &str,
     command: &str,
     role: Option<&str>,
+    user: Option<&str>,
 ) -> Result<Json, TrawlError> {
     let words: Vec<&str> = command.split_whitespace().collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
@@ -37,6 +42,19 @@ pub async fn command(
             let name = if lower.len() == 6 { words[2] } else { database };
             database_schema(state, name).await
         }
+        [".show", "schema", "as", "json"] => schema(state).await,
+        [".show", "functions"] => Ok(v1_table(
+            "Table_0",
+            &[
+                ("Name", KqlType::String),
+                ("Parameters", KqlType::String),
+                ("Body", KqlType::String),
+                ("Folder", KqlType::String),
+                ("DocString", KqlType::String),
+            ],
+            Vec::new(),
+        )),
+        [".show", "queries"] => Ok(queries(state, role, user)),
         [".show", "operations"] => operations(state).await,
         [".drop", "table", _] | [".drop", "table", _, "ifexists"] => {
             let if_exists = lower.len() == 4;
@@ -296,7 +314,84 @@ async fn table_schema(state: &QueryState, database: &str, name: &str, csl: bool)
     ))
 }
 
+/// `.show schema as json`: every database's schema in one document.
+async fn schema(state: &QueryState) -> Result<Json, TrawlError> {
+    let mut names = state.engine.catalog().databases().await?;
+    if !names.iter().any(|n| n == &state.database) {
+        names.push(state.database.clone());
+    }
+    names.sort();
+    let mut databases = serde_json::Map::new();
+    for name in names {
+        databases.insert(name.clone(), database_document(state, &name).await?);
+    }
+    Ok(v1_table(
+        "Table_0",
+        &[("DatabaseSchema", KqlType::String)],
+        vec![json!([json!({ "Databases": databases }).to_string()])],
+    ))
+}
+
+/// `.show queries`: this node's running queries, then its recently finished ones.
+fn queries(state: &QueryState, role: Option<&str>, user: Option<&str>) -> Json {
+    let everyone = matches!(role.and_then(Role::parse), Some(Role::Admin | Role::Maintainer));
+    let now = trawl_common::time::now_nanos();
+    let entries = state
+        .engine
+        .journal()
+        .entries((!everyone).then_some(user.unwrap_or("")), now);
+    let rows = entries
+        .into_iter()
+        .map(|entry| {
+            let duration = entry.last_updated.saturating_sub(entry.started);
+            json!([
+                entry.client_request_id,
+                entry.text,
+                entry.database,
+                trawl_common::time::format_datetime(entry.started),
+                trawl_common::time::format_datetime(entry.last_updated),
+                trawl_common::time::format_timespan(duration),
+                entry.state.as_str(),
+                entry.id,
+                entry.principal,
+                entry.failure,
+                entry.face,
+                entry.principal,
+            ])
+        })
+        .collect();
+    v1_table(
+        "Table_0",
+        &[
+            ("ClientActivityId", KqlType::String),
+            ("Text", KqlType::String),
+            ("Database", KqlType::String),
+            ("StartedOn", KqlType::DateTime),
+            ("LastUpdatedOn", KqlType::DateTime),
+            ("Duration", KqlType::Timespan),
+            ("State", KqlType::String),
+            ("RootActivityId", KqlType::Guid),
+            ("User", KqlType::String),
+            ("FailureReason", KqlType::String),
+            ("Application", KqlType::String),
+            ("Principal", KqlType::String),
+        ],
+        rows,
+    )
+}
+
 async fn database_schema(state: &QueryState, database: &str) -> Result<Json, TrawlError> {
+    let document = database_document(state, database).await?;
+    let schema = json!({ "Databases": { database: document } });
+    Ok(v1_table(
+        "Table_0",
+        &[("DatabaseSchema", KqlType::String)],
+        vec![json!([schema.to_string()])],
+    ))
+}
+
+/// One database's part of a schema document.
+async fn database_document(state: &QueryState, database: &str) -> Result<Json, TrawlError> {
     let tables = state.engine.catalog().tables(database).await?;
     let mut by_name = serde_json::Map::new();
     for table in &tables {
@@ -307,24 +402,15 @@ async fn database_schema(state: &QueryState, database: &str) -> Result<Json, Tra
         }
         by_name.insert(table.name.clone(), schema);
     }
-    let schema = json!({
-        "Databases": {
-            database: {
-                "Name": database,
-                "Tables": by_name,
-                "ExternalTables": {},
-                "MaterializedViews": {},
-                "Functions": {},
-                "MajorVersion": 1,
-                "MinorVersion": 0,
-            }
-        }
-    });
-    Ok(v1_table(
-        "Table_0",
-        &[("DatabaseSchema", KqlType::String)],
-        vec![json!([schema.to_string()])],
-    ))
+    Ok(json!({
+        "Name": database,
+        "Tables": by_name,
+        "ExternalTables": {},
+        "MaterializedViews": {},
+        "Functions": {},
+        "MajorVersion": 1,
+        "MinorVersion": 0,
+    }))
 }
 
 /// A GUID that stays the same for a name (FNV-1a over its bytes).

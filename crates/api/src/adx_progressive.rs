@@ -13,6 +13,7 @@ pub(super) async fn progressive_response(
     request_id: String,
     started: std::time::Instant,
     keeper: Option<RunKeeper>,
+    caller: Caller,
 ) -> Result<Response, TrawlError> {
     let request = request(state, body)?;
     let properties = body.properties()?;
@@ -22,6 +23,8 @@ pub(super) async fn progressive_response(
         snapshots: true,
         face: "adx",
         fanout_nodes_percent: fanout_nodes_percent(&properties)?,
+        principal: caller.principal,
+        client_request_id: caller.client_request_id,
     };
     let mut events = state.engine.run(request, options);
     let run_id = keeper.as_ref().map(|k| k.run.id.clone());

@@ -74,9 +74,15 @@ impl QueryService for QueryGrpc {
         let user = metadata_text(&request, "x-svc-username");
         let client = metadata_text(&request, "x-svc-client-name");
         let request_id = uuid::Uuid::new_v4().to_string();
+        // The gateway's signed caller (the signature check put it beside the request).
+        let principal = request
+            .extensions()
+            .get::<trawl_auth::token::Identity>()
+            .map(|identity| identity.username.clone())
+            .unwrap_or_default();
         let body = request.into_inner();
         tracing::debug!(%request_id, user, client, "gRPC query");
-        let mut framer = Framer::new(request_id, body.query.clone());
+        let mut framer = Framer::new(request_id.clone(), body.query.clone());
         let since = Some(body.since.as_str()).filter(|s| !s.is_empty());
         let until = Some(body.until.as_str()).filter(|s| !s.is_empty());
         let timezone = Some(body.timezone.as_str()).filter(|s| !s.is_empty());
@@ -101,6 +107,8 @@ impl QueryService for QueryGrpc {
                 snapshots: true,
                 face: "grpc",
                 fanout_nodes_percent: None,
+                principal,
+                client_request_id: request_id.clone(),
             },
         );
         let frames = events

@@ -3,8 +3,9 @@
 //!
 //! [`QueryClient::query`] posts KQL to the gateway's `POST /v2/rest/query` with a bearer
 //! token and returns the result tables; `since`/`until` travel as the request options
-//! `query_datetimescope_from`/`_to`. Errors come back as [`ClientError::Problem`] with the
-//! server's code and message.
+//! `query_datetimescope_from`/`_to`. A management command (text starting with `.`, such as
+//! `.show tables`) goes to `POST /v1/rest/mgmt` instead. Errors come back as
+//! [`ClientError::Problem`] with the server's code and message.
 
 use serde::Deserialize;
 
@@ -34,6 +35,44 @@ pub struct QueryResponse {
 impl QueryResponse {
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables.iter().find(|t| t.name == name)
+    }
+
+    /// The tables of a v1 answer (`{"Tables": [{"TableName", "Columns", "Rows"}]}`), as the
+    /// management endpoint gives them.
+    pub fn from_v1_tables(answer: &serde_json::Value) -> QueryResponse {
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        let tables = answer["Tables"]
+            .as_array()
+            .map(|tables| {
+                tables
+                    .iter()
+                    .map(|table| Table {
+                        name: text(&table["TableName"]),
+                        columns: table["Columns"]
+                            .as_array()
+                            .map(|columns| {
+                                columns
+                                    .iter()
+                                    .map(|c| Column {
+                                        column_name: text(&c["ColumnName"]),
+                                        column_type: text(&c["ColumnType"]),
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        rows: table["Rows"]
+                            .as_array()
+                            .map(|rows| {
+                                rows.iter()
+                                    .map(|row| row.as_array().cloned().unwrap_or_default())
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        QueryResponse { tables }
     }
 
     /// The tables of a v2 frame array.
@@ -135,7 +174,11 @@ impl QueryClient {
         until: Option<&str>,
         timezone: Option<&str>,
     ) -> Result<QueryResponse, ClientError> {
-        let url = format!("{}/v2/rest/query", self.base_url);
+        let command = query.trim_start().starts_with('.');
+        let url = match command {
+            true => format!("{}/v1/rest/mgmt", self.base_url),
+            false => format!("{}/v2/rest/query", self.base_url),
+        };
         let body = serde_json::json!({
             "db": "default",
             "csl": query,
@@ -158,6 +201,12 @@ impl QueryClient {
             .text()
             .await
             .map_err(|source| ClientError::Connect { url, source })?;
+        if status == 200 && command {
+            return match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(answer) if answer["Tables"].is_array() => Ok(QueryResponse::from_v1_tables(&answer)),
+                _ => Err(ClientError::Unexpected { status, body: text }),
+            };
+        }
         if status == 200 {
             return match serde_json::from_str::<Vec<serde_json::Value>>(&text) {
                 Ok(frames) => Ok(QueryResponse::from_v2_frames(&frames)),

@@ -29,6 +29,10 @@ pub struct RunOptions {
     /// `query_fanout_nodes_percent`); none: all of them. A share of one node keeps the query
     /// on the node that received it.
     pub fanout_nodes_percent: Option<u8>,
+    /// Who runs the query (the gateway's user name), for `.show queries`.
+    pub principal: String,
+    /// The client's request id, for `.show queries`.
+    pub client_request_id: String,
 }
 
 /// What happens while a query runs, in order: progress at any time; `Planned` once; per

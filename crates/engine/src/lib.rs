@@ -14,6 +14,7 @@ mod coop;
 mod distributed;
 mod events;
 mod explain;
+pub mod journal;
 mod memory;
 mod prepared;
 pub mod progress;
@@ -167,6 +168,8 @@ pub struct Engine {
     catalog: Arc<dyn Catalog>,
     config: EngineConfig,
     admission: Arc<run::Admission>,
+    /// This node's queries, running and recently finished (`.show queries`).
+    journal: Arc<journal::QueryJournal>,
     /// Set on a query node of a cluster: queries may spread over the query nodes.
     distribution: Option<Arc<distributed::Distribution>>,
 }
@@ -257,6 +260,7 @@ impl Engine {
             catalog,
             config,
             admission,
+            journal: Arc::new(journal::QueryJournal::default()),
             distribution: None,
         })
     }
@@ -283,6 +287,11 @@ impl Engine {
 
     pub fn catalog(&self) -> &Arc<dyn Catalog> {
         &self.catalog
+    }
+
+    /// This node's queries, running and recently finished.
+    pub fn journal(&self) -> &journal::QueryJournal {
+        &self.journal
     }
 
     async fn tables(&self, database: &str, counters: &Arc<ScanCounters>) -> Result<CatalogTables, TrawlError> {

@@ -177,6 +177,25 @@ impl From<TrawlError> for Stop {
     }
 }
 
+/// Ends a run's journal entry when dropped.
+struct JournalGuard {
+    journal: Arc<crate::journal::QueryJournal>,
+    key: u64,
+    state: crate::journal::RunState,
+    failure: String,
+}
+
+impl Drop for JournalGuard {
+    fn drop(&mut self) {
+        self.journal.end(
+            self.key,
+            self.state,
+            std::mem::take(&mut self.failure),
+            trawl_common::time::now_nanos(),
+        );
+    }
+}
+
 impl Engine {
     /// Counts `physical` into the run's progress from now on; for a distributed plan (its
     /// scans count what they read under `query`) when someone watches the progress, asks the
@@ -204,7 +223,27 @@ impl Engine {
             .timeout
             .unwrap_or(self.config.default_timeout)
             .min(self.config.max_timeout);
+        let journal_key = self.journal.start(crate::journal::JournalEntry {
+            id: uuid::Uuid::new_v4().to_string(),
+            client_request_id: options.client_request_id.clone(),
+            text: request.text.clone(),
+            database: request.database.clone(),
+            principal: options.principal.clone(),
+            face: if options.face.is_empty() { "http" } else { options.face },
+            started: trawl_common::time::now_nanos(),
+            last_updated: trawl_common::time::now_nanos(),
+            state: crate::journal::RunState::InProgress,
+            failure: String::new(),
+        });
+        // Ends the journal's entry however the run ends (a dropped task counts as cancelled).
+        let ended = JournalGuard {
+            journal: Arc::clone(&self.journal),
+            key: journal_key,
+            state: crate::journal::RunState::Cancelled,
+            failure: String::new(),
+        };
         tokio::spawn(async move {
+            let mut ended = ended;
             let arrived = Instant::now();
             let deadline = tokio::time::sleep(limit);
             let mut run = Run {
@@ -229,6 +268,11 @@ impl Engine {
                 outcome = engine.run_events(&request, &mut run) => outcome,
             };
             record_metrics(&options, &outcome, &run.tracker.snapshot(true), arrived);
+            (ended.state, ended.failure) = match &outcome {
+                Ok(()) => (crate::journal::RunState::Completed, String::new()),
+                Err(Stop::Failed(error)) => (crate::journal::RunState::Failed, error.message.clone()),
+                Err(Stop::Gone) => (crate::journal::RunState::Cancelled, String::new()),
+            };
             let last = match outcome {
                 Ok(()) => QueryEvent::Finished,
                 Err(Stop::Failed(error)) => QueryEvent::Failed(error),

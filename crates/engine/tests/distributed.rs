@@ -230,6 +230,7 @@ async fn progress_counts_the_workers_reads_while_the_query_runs() -> TestResult 
         snapshots: false,
         face: "",
         fanout_nodes_percent: None,
+        ..RunOptions::default()
     };
     let mut events = nodes[0].run(request, options);
     // Until the table starts, then a pause: the run waits for its reader with the plan

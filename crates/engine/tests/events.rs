@@ -23,6 +23,7 @@ fn with_progress() -> RunOptions {
         snapshots: false,
         face: "",
         fanout_nodes_percent: None,
+        ..RunOptions::default()
     }
 }
 
@@ -255,6 +256,7 @@ async fn a_zero_time_limit_stops_the_query() -> TestResult {
         snapshots: false,
         face: "",
         fanout_nodes_percent: None,
+        ..RunOptions::default()
     };
     let events = drain(f.engine.run(request("default | count"), options)).await;
     match events.last() {

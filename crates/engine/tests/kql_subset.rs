@@ -350,6 +350,8 @@ async fn term_prefixes_modulo_constant_counts_and_deprecated_names() -> TestResu
         .rows("print parsejson('{\"a\":1}').a, notempty('x'), arraylength(dynamic([1,2]))")
         .await?;
     assert_eq!(rows, vec![vec![json!(1), json!(true), json!(2)]]);
+    let rows = f.rows("let x = 5; print toscalar(2), toscalar(x * 2)").await?;
+    assert_eq!(rows, vec![vec![json!(2), json!(10)]]);
     let rows = f.rows("print current_database()").await?;
     assert_eq!(rows, vec![vec![json!("default")]]);
     Ok(())

@@ -50,6 +50,7 @@ async fn count_with_progress(f: &Fixture, text: &str) -> Result<(i64, Progress),
         snapshots: false,
         face: "",
         fanout_nodes_percent: None,
+        ..RunOptions::default()
     };
     let request = QueryRequest {
         text: text.to_string(),

@@ -232,7 +232,11 @@ impl Planner<'_> {
                         "'toscalar()' takes one tabular expression",
                     ));
                 };
-                let tabular = self.tabular(inner)?;
+                let tabular = match self.tabular(inner) {
+                    Ok(tabular) => tabular,
+                    // `toscalar(2)`, `toscalar(x)` of a scalar: the value itself.
+                    Err(error) => return self.scalar(inner, input).map_err(|_| error),
+                };
                 let Some((first, kql_type)) = tabular.columns.first().cloned() else {
                     return Err(self.error(
                         ErrorCode::BadRequest,
