@@ -574,6 +574,9 @@ impl AdxError {
         if let Some(location) = &error.location {
             context.insert("location".into(), serde_json::to_value(location).unwrap_or_default());
         }
+        if let Some(suggestion) = &error.suggestion {
+            context.insert("suggestion".into(), Json::String(suggestion.clone()));
+        }
         let permanent = error.code.permanent();
         json!({
             "error": {

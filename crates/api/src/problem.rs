@@ -23,6 +23,9 @@ impl Problem {
         if let Some(location) = &error.location {
             details.insert("location".into(), serde_json::to_value(location).unwrap_or_default());
         }
+        if let Some(suggestion) = &error.suggestion {
+            details.insert("suggestion".into(), serde_json::Value::String(suggestion.clone()));
+        }
         serde_json::json!({
             "type": format!("{PROBLEM_TYPE_BASE}{}", error.code.as_str()),
             "title": error.code.as_str(),

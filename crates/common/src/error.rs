@@ -216,6 +216,9 @@ pub struct TrawlError {
     pub code: ErrorCode,
     pub message: String,
     pub location: Option<Location>,
+    /// What the query probably meant, when the error can tell (the closest column or
+    /// function name, the bracket form of a path): text to put in the query's place.
+    pub suggestion: Option<String>,
 }
 
 impl TrawlError {
@@ -224,10 +227,18 @@ impl TrawlError {
             code,
             message: message.into(),
             location: None,
+            suggestion: None,
         }
     }
     pub fn at(mut self, location: Location) -> Self {
         self.location = Some(location);
+        self
+    }
+    /// The error with a suggestion, also named at the end of its message.
+    pub fn suggesting(mut self, suggestion: impl Into<String>) -> Self {
+        let suggestion = suggestion.into();
+        self.message = format!("{}; did you mean '{suggestion}'?", self.message);
+        self.suggestion = Some(suggestion);
         self
     }
     pub fn bad_request(message: impl Into<String>) -> Self {

@@ -390,6 +390,28 @@ async fn time_window_prunes_segments() -> TestResult {
 }
 
 #[tokio::test]
+async fn unknown_names_suggest_the_closest_known_one() -> TestResult {
+    let f = sample().await?;
+    for (query, code, suggestion) in [
+        ("default | where timestmp > ago(1h)", ErrorCode::UnknownColumn, Some("timestamp")),
+        ("default | project Body", ErrorCode::UnknownColumn, Some("body")),
+        ("let limit = 3; print x = limt", ErrorCode::UnknownColumn, Some("limit")),
+        ("print strlenn('a')", ErrorCode::UnknownFunction, Some("strlen")),
+        ("print tostrin(1)", ErrorCode::UnknownFunction, Some("tostring")),
+        ("default | summarize countt()", ErrorCode::UnknownFunction, Some("count")),
+        ("default | project nothinglikeit", ErrorCode::UnknownColumn, None),
+    ] {
+        let error = f.run(query).await.err().ok_or("expected an error")?;
+        assert_eq!(error.code, code, "{query}");
+        assert_eq!(error.suggestion.as_deref(), suggestion, "{query}: {}", error.message);
+        if let Some(suggestion) = suggestion {
+            assert!(error.message.ends_with(&format!("did you mean '{suggestion}'?")), "{}", error.message);
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn errors_have_codes_and_locations() -> TestResult {
     let f = sample().await?;
     let error = f.run("nosuchtable | count").await.err().ok_or("expected an error")?;

@@ -17,7 +17,7 @@ use crate::context::{Planner, Tabular, Typed, column, internal};
 use crate::names::default_name;
 use crate::scalar::{dynamic_as_real, to_dynamic, to_string};
 
-const AGGREGATES: &[&str] = &[
+pub(crate) const AGGREGATES: &[&str] = &[
     "count",
     "countif",
     "dcount",
@@ -190,11 +190,19 @@ impl Planner<'_> {
         let name = function.name.as_str();
         let name = crate::aliases::current_name(name).unwrap_or(name);
         if !is_aggregate(name) {
-            return Err(self.error(
+            let error = self.error(
                 ErrorCode::UnknownFunction,
                 function.span,
                 format!("'{name}' is not an aggregate function"),
-            ));
+            );
+            let aggregates = AGGREGATES
+                .iter()
+                .copied()
+                .chain(trawl_functions::aggregate_registry::AGGREGATES.iter().map(|a| a.name));
+            return Err(match crate::suggest::closest(name, aggregates) {
+                Some(found) => error.suggesting(found),
+                None => error,
+            });
         }
         let out_name = item
             .name()

@@ -30,6 +30,7 @@ mod series;
 mod shredded;
 mod sources;
 mod subqueries;
+mod suggest;
 mod top_nested;
 mod unpack;
 mod user_functions;

@@ -265,11 +265,7 @@ impl Planner<'_> {
                         ident.span,
                         format!("'{}' is a table, not a scalar", ident.name),
                     )),
-                    None => Err(self.error(
-                        ErrorCode::UnknownColumn,
-                        ident.span,
-                        format!("unknown column '{}'", ident.name),
-                    )),
+                    None => Err(self.unknown_column(&ident.name, ident.span, input)),
                 }
             }
             ExprKind::Member { .. } => {

@@ -410,11 +410,7 @@ impl Planner<'_> {
             }
             _ => match trawl_functions::registry::lookup(name) {
                 Some(registered) => self.registered_call(registered, args, e, input),
-                None => Err(self.error(
-                    ErrorCode::UnknownFunction,
-                    function.span,
-                    format!("unknown function '{name}'"),
-                )),
+                None => Err(self.unknown_function(name, function.span)),
             },
         }
     }

@@ -252,7 +252,7 @@ impl Planner<'_> {
                     .map_err(|e| internal(&e))?;
                 Ok(Typed::new(scalar_subquery(Arc::new(plan)), kql_type))
             }
-            _ => Err(self.error(ErrorCode::UnknownFunction, e.span, format!("unknown function '{name}'"))),
+            _ => Err(self.unknown_function(name, e.span)),
         }
     }
 }
