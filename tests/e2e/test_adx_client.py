@@ -129,6 +129,23 @@ def test_mgmt_schema_functions_and_queries(loaded):
     assert rows[marker]["StartedOn"] <= rows[marker]["LastUpdatedOn"]
 
 
+def test_query_parameters_from_client_request_properties(loaded):
+    from azure.kusto.data import ClientRequestProperties
+
+    kusto = client(loaded)
+    properties = ClientRequestProperties()
+    properties.set_parameter("marker", MARKER)
+    properties.set_parameter("level", "ERROR")
+    query = (
+        "declare query_parameters(marker:string, level:string, limit:long = 10); "
+        "default | where body has marker and severity_text == level | take limit | count"
+    )
+    rows = list(kusto.execute("default", query, properties).primary_results[0])
+    assert rows[0]["Count"] == 1
+    with pytest.raises(KustoApiError):
+        kusto.execute("default", "declare query_parameters(missing:long); print missing")
+
+
 def test_cli_sends_management_commands(loaded, trawl_bin):
     env = {k: v for k, v in os.environ.items() if k not in ("TRAWL_TOKEN", "TRAWL_URL", "TRAWL_DATA_DIR")}
     done = subprocess.run(

@@ -118,7 +118,36 @@ fn request(state: &QueryState, body: &AdxBody) -> Result<QueryRequest, TrawlErro
         text: body.csl.clone(),
         database: database(state, body),
         window,
+        parameters: parameters(&properties)?,
     })
+}
+
+/// `properties.Parameters`: the values of the query's declared parameters, by name. Values
+/// are text (a number or bool is taken as its JSON text).
+fn parameters(properties: &Json) -> Result<std::collections::HashMap<String, String>, TrawlError> {
+    let Some(given) = properties.get("Parameters").filter(|p| !p.is_null()) else {
+        return Ok(Default::default());
+    };
+    let Some(given) = given.as_object() else {
+        return Err(TrawlError::bad_request(
+            "properties.Parameters must be an object of names and values",
+        ));
+    };
+    given
+        .iter()
+        .map(|(name, value)| {
+            let text = match value {
+                Json::String(text) => text.clone(),
+                Json::Number(_) | Json::Bool(_) => value.to_string(),
+                _ => {
+                    return Err(TrawlError::bad_request(format!(
+                        "properties.Parameters.{name} must be text, a number or a bool"
+                    )));
+                }
+            };
+            Ok((name.clone(), text))
+        })
+        .collect()
 }
 
 /// `POST /v1/rest/query`: result tables, `@ExtendedProperties` when the query renders, a

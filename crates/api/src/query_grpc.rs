@@ -100,6 +100,7 @@ impl QueryService for QueryGrpc {
                 text: body.query,
                 database: self.state.database.clone(),
                 window,
+                parameters: Default::default(),
             },
             RunOptions {
                 progress_every: Some(PROGRESS_EVERY),

@@ -95,6 +95,7 @@ async fn run_query(state: &QueryState, body: &[u8]) -> Result<QueryOutput, Trawl
         text: body.query,
         database: state.database.clone(),
         window,
+        parameters: Default::default(),
     };
     state.engine.execute_within(&request, timeout, "http").await
 }
@@ -191,6 +192,7 @@ async fn plan(State(state): State<QueryState>, body: Bytes) -> Response {
             text: body.query,
             database: state.database.clone(),
             window,
+            parameters: Default::default(),
         };
         let plan = state.engine.optimized_plan_sexp(&request).await?;
         let physical = state.engine.physical_plans(&request).await?;

@@ -48,6 +48,7 @@ async fn run(state: &QueryState, body: &[u8]) -> Result<serde_json::Value, Trawl
         text,
         database: state.database.clone(),
         window,
+        parameters: Default::default(),
     };
     let user = body.query.trim().trim_end_matches(';');
     let (start, end) = match (window.since, window.until) {

@@ -119,6 +119,9 @@ pub struct QueryRequest {
     pub text: String,
     pub database: String,
     pub window: QueryWindow,
+    /// Values of the query's declared parameters (`declare query_parameters`), by name, as
+    /// the request gives them (text).
+    pub parameters: HashMap<String, String>,
 }
 
 /// One result table.
@@ -466,6 +469,7 @@ impl Engine {
                 until: request.window.until,
                 now,
                 database: request.database.clone(),
+                parameters: Arc::new(request.parameters.clone()),
                 discovered: Arc::new(discovered.clone()),
             };
             let prepared = Arc::clone(prepared);

@@ -143,6 +143,7 @@ fn request(text: &str) -> QueryRequest {
         text: text.to_string(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     }
 }
 

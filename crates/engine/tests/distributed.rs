@@ -82,6 +82,7 @@ async fn run(engine: &Engine, text: &str) -> Result<Vec<String>, Box<dyn std::er
         text: text.to_string(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let output = engine.execute(&request).await?;
     // The order of a set's elements is not defined: compared sorted.
@@ -174,6 +175,7 @@ async fn three_nodes_answer_as_one_does() -> TestResult {
             text: text.to_string(),
             database: "default".into(),
             window: QueryWindow::default(),
+            parameters: Default::default(),
         };
         let placements = nodes[0].physical_plans(&request).await?;
         for (_, placement) in placements {
@@ -203,6 +205,7 @@ async fn a_small_share_of_the_nodes_keeps_a_query_here() -> TestResult {
         text: "default | count".into(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let plans = engine.physical_plans(&request).await?;
     let placement = plans[0].1.to_string();
@@ -223,6 +226,7 @@ async fn progress_counts_the_workers_reads_while_the_query_runs() -> TestResult 
         text: "default | project timestamp, body".into(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let options = RunOptions {
         progress_every: Some(Duration::from_millis(10)),

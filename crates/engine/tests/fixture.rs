@@ -57,6 +57,7 @@ impl Fixture {
             text: text.to_string(),
             database: "default".into(),
             window,
+            parameters: Default::default(),
         };
         let output = self.engine.execute(&request).await?;
         let table = &output.tables[0];

@@ -46,6 +46,7 @@ async fn outcome(fixture: &Fixture, text: &str) -> Json {
         text: text.to_string(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     match fixture.engine.execute(&request).await {
         Ok(output) => {

@@ -390,22 +390,93 @@ async fn time_window_prunes_segments() -> TestResult {
 }
 
 #[tokio::test]
+async fn declared_query_parameters_take_the_request_values_or_defaults() -> TestResult {
+    let f = Fixture::new().await?;
+    let run = |text: &str, given: &[(&str, &str)]| {
+        let request = trawl_engine::QueryRequest {
+            text: text.to_string(),
+            database: "default".into(),
+            window: trawl_engine::QueryWindow::default(),
+            parameters: given.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        let engine = f.engine.clone();
+        async move {
+            engine
+                .execute(&request)
+                .await
+                .map(|output| output.tables[0].json_rows())
+        }
+    };
+    let query = "declare query_parameters(n:long, s:string, d:datetime, t:timespan, q:string, k:long = 7); \
+                 print n, s, d, t, q, k";
+    let given = [
+        ("n", "5"),
+        ("s", "hello world"),
+        ("d", "2024-01-02"),
+        ("t", "1h"),
+        ("q", "'quoted'"),
+    ];
+    let rows = run(query, &given).await?;
+    assert_eq!(
+        rows,
+        vec![vec![
+            json!(5),
+            json!("hello world"),
+            json!("2024-01-02T00:00:00.0000000Z"),
+            json!("01:00:00"),
+            json!("quoted"),
+            json!(7)
+        ]]
+    );
+    let rows = run(
+        "declare query_parameters(n:long = 1); range x from 1 to 10 step 1 | where x > n | count",
+        &[("n", "8")],
+    )
+    .await?;
+    assert_eq!(rows, vec![vec![json!(2)]]);
+    for (query, given) in [
+        ("declare query_parameters(n:long); print n", &[][..]),
+        ("declare query_parameters(n:long); print n", &[("n", "five")][..]),
+        (
+            "declare query_parameters(d:datetime); print d",
+            &[("d", "yesterday-ish")][..],
+        ),
+    ] {
+        let error = run(query, given).await.err().ok_or("expected an error")?;
+        assert_eq!(error.code, ErrorCode::BadRequest, "{query}: {}", error.message);
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn unknown_names_suggest_the_closest_known_one() -> TestResult {
     let f = sample().await?;
     for (query, code, suggestion) in [
-        ("default | where timestmp > ago(1h)", ErrorCode::UnknownColumn, Some("timestamp")),
+        (
+            "default | where timestmp > ago(1h)",
+            ErrorCode::UnknownColumn,
+            Some("timestamp"),
+        ),
         ("default | project Body", ErrorCode::UnknownColumn, Some("body")),
         ("let limit = 3; print x = limt", ErrorCode::UnknownColumn, Some("limit")),
         ("print strlenn('a')", ErrorCode::UnknownFunction, Some("strlen")),
         ("print tostrin(1)", ErrorCode::UnknownFunction, Some("tostring")),
-        ("default | summarize countt()", ErrorCode::UnknownFunction, Some("count")),
+        (
+            "default | summarize countt()",
+            ErrorCode::UnknownFunction,
+            Some("count"),
+        ),
         ("default | project nothinglikeit", ErrorCode::UnknownColumn, None),
     ] {
         let error = f.run(query).await.err().ok_or("expected an error")?;
         assert_eq!(error.code, code, "{query}");
         assert_eq!(error.suggestion.as_deref(), suggestion, "{query}: {}", error.message);
         if let Some(suggestion) = suggestion {
-            assert!(error.message.ends_with(&format!("did you mean '{suggestion}'?")), "{}", error.message);
+            assert!(
+                error.message.ends_with(&format!("did you mean '{suggestion}'?")),
+                "{}",
+                error.message
+            );
         }
     }
     Ok(())
@@ -452,6 +523,7 @@ async fn dotted_path_reads_nested_objects_and_warns() -> TestResult {
         text: "default | where resource.service.name == 'checkout' | count".into(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let output = f.engine.execute(&request).await?;
     assert_eq!(output.tables[0].json_rows(), vec![vec![json!(0)]]);
@@ -494,6 +566,7 @@ async fn fork_names_one_result_per_branch() -> TestResult {
             .into(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let output = f.engine.execute(&request).await?;
     let names: Vec<&str> = output.tables.iter().map(|t| t.name.as_str()).collect();
@@ -521,6 +594,7 @@ async fn a_summarize_over_its_memory_budget_drops_whole_groups_and_warns() -> Te
             .into(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let output = f.engine.execute(&request).await?;
     let rows = output.tables[0].json_rows();

@@ -165,6 +165,7 @@ async fn a_key_read_reads_the_hidden_column_instead_of_the_bag() -> TestResult {
             .into(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let plans = f.engine.physical_plans(&request).await?;
     let scan = plans[0]

@@ -56,6 +56,7 @@ async fn count_with_progress(f: &Fixture, text: &str) -> Result<(i64, Progress),
         text: text.to_string(),
         database: "default".into(),
         window: QueryWindow::default(),
+        parameters: Default::default(),
     };
     let mut events = f.engine.run(request, options);
     let mut progress = None;

@@ -332,6 +332,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         sa::series_fir
     ),
     f!(
+        "series_fit_2lines_dynamic",
+        [Dynamic],
+        1,
+        false,
+        DYNAMIC,
+        sa::series_fit_2lines_dynamic
+    ),
+    f!(
         "series_fit_line_dynamic",
         [Dynamic],
         1,

@@ -156,18 +156,35 @@ pub fn series_outliers(args: &[Val]) -> Result<Out> {
 /// The least-squares line through (i, y[i]) of the present values.
 struct Line {
     slope: f64,
-    interception: f64,
+    /// The line's value at index 0.
+    origin: f64,
     rsquare: f64,
+    /// Sample variances (over n − 1) of the values and of their residuals.
     variance: f64,
     rvariance: f64,
+    /// Sum of squared residuals, and of squared deviations from the mean.
+    residual: f64,
+    total: f64,
     fit: Vec<f64>,
 }
 
+impl Line {
+    /// Kusto's interception: the line's value at x = 0 when the first value sits at x = 1.
+    fn interception(&self) -> f64 {
+        self.origin - self.slope
+    }
+}
+
 fn fit_line(values: &[Option<f64>]) -> Option<Line> {
+    fit_segment(values, 0)
+}
+
+/// The least-squares line through `values`, the first of which is at index `offset`.
+fn fit_segment(values: &[Option<f64>], offset: usize) -> Option<Line> {
     let points: Vec<(f64, f64)> = values
         .iter()
         .enumerate()
-        .filter_map(|(i, v)| v.map(|y| (i as f64, y)))
+        .filter_map(|(i, v)| v.map(|y| ((offset + i) as f64, y)))
         .collect();
     let n = points.len() as f64;
     if points.is_empty() {
@@ -178,26 +195,29 @@ fn fit_line(values: &[Option<f64>]) -> Option<Line> {
     let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
     let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
     let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    let interception = mean_y - slope * mean_x;
-    let fit: Vec<f64> = (0..values.len()).map(|i| interception + slope * i as f64).collect();
+    let origin = mean_y - slope * mean_x;
+    let fit: Vec<f64> = (0..values.len())
+        .map(|i| origin + slope * (offset + i) as f64)
+        .collect();
     let total: f64 = points.iter().map(|p| (p.1 - mean_y).powi(2)).sum();
-    let residual: f64 = points
-        .iter()
-        .map(|p| (p.1 - (interception + slope * p.0)).powi(2))
-        .sum();
+    let residual: f64 = points.iter().map(|p| (p.1 - (origin + slope * p.0)).powi(2)).sum();
     let rsquare = if total > 0.0 { 1.0 - residual / total } else { 1.0 };
+    let dof = (n - 1.0).max(1.0);
     Some(Line {
         slope,
-        interception,
+        origin,
         rsquare,
-        variance: total / n,
-        rvariance: residual / n,
+        variance: total / dof,
+        rvariance: residual / dof,
+        residual,
+        total,
         fit,
     })
 }
 
 /// `series_fit_line_dynamic(series)`: a bag of rsquare, slope, variance, rvariance,
-/// interception and line_fit (the fitted values).
+/// interception and line_fit (the fitted values). Variances are sample variances (over
+/// n − 1); the interception is the line's value at x = 0 with the first value at x = 1.
 pub fn series_fit_line_dynamic(args: &[Val]) -> Result<Out> {
     let Some(items) = parse_array(arg(args, 0)) else {
         return Ok(Out::Null);
@@ -210,8 +230,71 @@ pub fn series_fit_line_dynamic(args: &[Val]) -> Result<Out> {
         "slope": real_json(line.slope),
         "variance": real_json(line.variance),
         "rvariance": real_json(line.rvariance),
-        "interception": real_json(line.interception),
+        "interception": real_json(line.interception()),
         "line_fit": array_json(&line.fit),
+    })))
+}
+
+/// `series_fit_2lines_dynamic(series)`: the best split of the series into two lines (the
+/// split with the highest total r-square, each side holding at least two values): rsquare,
+/// split_idx (the first index of the right side), variance, rvariance, line_fit, and each
+/// side's rsquare, slope, interception, variance and rvariance (`left_*`, `right_*`). A
+/// series of fewer than four values is fitted with one line on both sides.
+pub fn series_fit_2lines_dynamic(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let values = numbers(&items);
+    let Some(whole) = fit_line(&values) else {
+        return Ok(Out::Null);
+    };
+    let n = values.len();
+    let mut best: Option<(f64, usize, Line, Line)> = None;
+    for split in 2..n.saturating_sub(1) {
+        let (Some(left), Some(right)) = (fit_segment(&values[..split], 0), fit_segment(&values[split..], split)) else {
+            continue;
+        };
+        let rsquare = if whole.total > 0.0 {
+            1.0 - (left.residual + right.residual) / whole.total
+        } else {
+            1.0
+        };
+        if best.as_ref().is_none_or(|(r, ..)| rsquare > *r) {
+            best = Some((rsquare, split, left, right));
+        }
+    }
+    let (rsquare, split, left, right) = match best {
+        Some(best) => best,
+        None => {
+            let (left, right) = (fit_line(&values), fit_line(&values));
+            match (left, right) {
+                (Some(left), Some(right)) => (whole.rsquare, 0, left, right),
+                _ => return Ok(Out::Null),
+            }
+        }
+    };
+    let present = values.iter().flatten().count() as f64;
+    let rvariance = (left.residual + right.residual) / (present - 1.0).max(1.0);
+    let mut fit = left.fit.clone();
+    if split > 0 {
+        fit.extend_from_slice(&right.fit);
+    }
+    Ok(out(json!({
+        "rsquare": real_json(rsquare),
+        "split_idx": split,
+        "variance": real_json(whole.variance),
+        "rvariance": real_json(rvariance),
+        "line_fit": array_json(&fit),
+        "right_rsquare": real_json(right.rsquare),
+        "right_slope": real_json(right.slope),
+        "right_interception": real_json(right.interception()),
+        "right_variance": real_json(right.variance),
+        "right_rvariance": real_json(right.rvariance),
+        "left_rsquare": real_json(left.rsquare),
+        "left_slope": real_json(left.slope),
+        "left_interception": real_json(left.interception()),
+        "left_variance": real_json(left.variance),
+        "left_rvariance": real_json(left.rvariance),
     })))
 }
 
@@ -271,7 +354,7 @@ fn decompose(
     let trend_values: Vec<f64> = match trend {
         "none" => vec![0.0; n],
         "linefit" => match fit_line(&values[..train]) {
-            Some(line) => (0..n).map(|i| line.interception + line.slope * i as f64).collect(),
+            Some(line) => (0..n).map(|i| line.origin + line.slope * i as f64).collect(),
             None => vec![0.0; n],
         },
         _ => {
@@ -429,10 +512,44 @@ mod tests {
         let bag: serde_json::Value =
             serde_json::from_str(&run("series_fit_line_dynamic", &[d("[1,3,5,7]")])).unwrap_or_default();
         assert_eq!(bag["slope"], 2.0);
-        assert_eq!(bag["interception"], 1.0);
+        // The first value sits at x = 1: the line crosses x = 0 at -1.
+        assert_eq!(bag["interception"], -1.0);
         assert_eq!(bag["rsquare"], 1.0);
         assert_eq!(bag["line_fit"], serde_json::json!([1.0, 3.0, 5.0, 7.0]));
         assert_eq!(bag["rvariance"], 0.0);
+        // The documented example: sample variances, interception -1.666.
+        let bag: serde_json::Value = serde_json::from_str(&run(
+            "series_fit_line_dynamic",
+            &[d("[2, 5, 6, 8, 11, 15, 17, 18, 25, 26, 30, 30]")],
+        ))
+        .unwrap_or_default();
+        let value = |key: &str| bag[key].as_f64().unwrap_or(f64::NAN);
+        assert!((value("rsquare") - 0.982).abs() < 1e-3, "{bag}");
+        assert!((value("slope") - 2.730).abs() < 1e-3, "{bag}");
+        assert!((value("variance") - 98.628).abs() < 1e-3, "{bag}");
+        assert!((value("rvariance") - 1.686).abs() < 1e-3, "{bag}");
+        assert!((value("interception") + 1.666).abs() < 1e-3, "{bag}");
+    }
+
+    #[test]
+    fn two_lines_split_where_the_trend_turns() {
+        let bag: serde_json::Value =
+            serde_json::from_str(&run("series_fit_2lines_dynamic", &[d("[1,2,3,4,5,10,8,6,4]")])).unwrap_or_default();
+        // Up by 1 for five values, then down by 2 from 10: the right side starts at index 5.
+        assert_eq!(bag["split_idx"], 5, "{bag}");
+        assert_eq!(bag["left_slope"], 1.0);
+        assert_eq!(bag["right_slope"], -2.0);
+        assert_eq!(bag["rsquare"], 1.0);
+        assert_eq!(bag["left_interception"], 0.0);
+        assert_eq!(bag["right_interception"], 22.0);
+        assert_eq!(
+            bag["line_fit"],
+            serde_json::json!([1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 8.0, 6.0, 4.0])
+        );
+        let short: serde_json::Value =
+            serde_json::from_str(&run("series_fit_2lines_dynamic", &[d("[1,2,3]")])).unwrap_or_default();
+        assert_eq!(short["split_idx"], 0);
+        assert_eq!(run("series_fit_2lines_dynamic", &[d("7")]), "null");
     }
 
     #[test]

@@ -54,3 +54,24 @@ fn statement_spans() {
     assert_eq!(&text[query.statements[0].span.range()], "let x = 1");
     assert_eq!(&text[query.statements[1].span.range()], "T | take x");
 }
+
+#[test]
+fn declare_query_parameters_parses_and_prints() {
+    let text = "declare query_parameters(n:long, s:string = 'x'); print n, s";
+    let query = trawl_kql::parse(text).unwrap_or_else(|e| panic!("{e:?}"));
+    let StatementKind::DeclareParameters(params) = &query.statements[0].kind else {
+        panic!("not a declaration: {:?}", query.statements[0].kind);
+    };
+    let names: Vec<&str> = params.iter().map(|p| p.name.name.as_str()).collect();
+    assert_eq!(names, vec!["n", "s"]);
+    assert!(params[1].default.is_some());
+    let printed = query.statements[0].to_string();
+    assert_eq!(printed, "declare query_parameters(n:long, s:string = \"x\")");
+    let again = trawl_kql::parse(&format!("{printed}; print n")).unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(matches!(again.statements[0].kind, StatementKind::DeclareParameters(_)));
+    // A table named `declare` still reads as one.
+    assert!(matches!(
+        trawl_kql::parse("declare | take 1").map(|q| q.statements.len()),
+        Ok(1)
+    ));
+}

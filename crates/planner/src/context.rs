@@ -183,6 +183,12 @@ impl<'a> Planner<'a> {
                     self.bindings.insert(binding.name.name.clone(), value);
                 }
                 StatementKind::Set(_) => {}
+                StatementKind::DeclareParameters(params) => {
+                    for param in params {
+                        let value = self.query_parameter(param)?;
+                        self.bindings.insert(param.name.name.clone(), value);
+                    }
+                }
                 StatementKind::Expr(expr) => {
                     let branches = match &expr.kind {
                         ExprKind::Pipeline { source, operators } => match operators.split_last() {

@@ -95,6 +95,8 @@ pub struct PlanOptions {
     pub now: i64,
     /// The database the query runs in (`current_database()`).
     pub database: String,
+    /// The request's values of declared query parameters, by name.
+    pub parameters: std::sync::Arc<std::collections::HashMap<String, String>>,
     /// Columns found by running [`Discovery`] plans (for `bag_unpack`), by discovery key.
     pub discovered: std::sync::Arc<std::collections::HashMap<String, Vec<(String, KqlType)>>>,
 }

@@ -84,6 +84,26 @@ fn multi_output(name: &str) -> Option<(&'static str, &'static [(&'static str, ch
                 ("line_fit", 'd'),
             ],
         ),
+        "series_fit_2lines" => (
+            "series_fit_2lines_dynamic",
+            &[
+                ("rsquare", 'r'),
+                ("split_idx", 'l'),
+                ("variance", 'r'),
+                ("rvariance", 'r'),
+                ("line_fit", 'd'),
+                ("right_rsquare", 'r'),
+                ("right_slope", 'r'),
+                ("right_interception", 'r'),
+                ("right_variance", 'r'),
+                ("right_rvariance", 'r'),
+                ("left_rsquare", 'r'),
+                ("left_slope", 'r'),
+                ("left_interception", 'r'),
+                ("left_variance", 'r'),
+                ("left_rvariance", 'r'),
+            ],
+        ),
         "series_stats" => (
             "series_stats_dynamic",
             &[

@@ -15,6 +15,111 @@ use crate::scalar::kql_type_of_scalar;
 const MAX_CALL_DEPTH: usize = 64;
 
 impl Planner<'_> {
+    /// The value of a declared query parameter: the request's (`Parameters`, text read as a
+    /// literal of the declared type; a string parameter also takes plain text), else the
+    /// declared default; a parameter with neither is an error.
+    pub(crate) fn query_parameter(&mut self, param: &trawl_kql::ast::Param) -> Result<Binding, TrawlError> {
+        let name = &param.name.name;
+        let ParamType::Scalar(ty) = &param.ty else {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                param.span,
+                format!("query parameter '{name}' must have a scalar type"),
+            ));
+        };
+        let target = kql_type_of_scalar(*ty);
+        let empty = self.empty_tabular()?;
+        let given = self.options.parameters.get(name).cloned();
+        let value = match (given, &param.default) {
+            (Some(text), _) => self.parameter_value(name, &text, target, param.span)?,
+            (None, Some(default)) => {
+                let value = self.scalar(default, &empty)?;
+                Typed::new(self.convert(value, target, default)?, target)
+            }
+            (None, None) => {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    param.span,
+                    format!("query parameter '{name}' has no value: the request's Parameters do not give one and it declares no default"),
+                ));
+            }
+        };
+        Ok(Binding::Scalar(value))
+    }
+
+    /// `text`, a parameter's value as the request gives it, read as a `target` literal.
+    fn parameter_value(
+        &mut self,
+        name: &str,
+        text: &str,
+        target: KqlType,
+        span: trawl_kql::Span,
+    ) -> Result<Typed, TrawlError> {
+        let refused = |planner: &Self| {
+            planner.error(
+                ErrorCode::BadRequest,
+                span,
+                format!("query parameter '{name}': '{text}' is not a {target} value"),
+            )
+        };
+        // A literal in KQL syntax (`42`, `datetime(2024-01-01)`, `'text'`, `1h`), else, for
+        // strings, the plain text; for datetimes and timespans, the text inside the literal.
+        let candidates: Vec<String> = match target {
+            KqlType::String => vec![text.to_string()],
+            KqlType::DateTime => vec![text.to_string(), format!("datetime({text})")],
+            KqlType::Timespan => vec![text.to_string(), format!("time({text})")],
+            _ => vec![text.to_string()],
+        };
+        let empty = self.empty_tabular()?;
+        for candidate in &candidates {
+            let Ok(query) = trawl_kql::parse(&format!("print {candidate}")) else {
+                continue;
+            };
+            let Some(expr) = single_print_value(&query) else {
+                continue;
+            };
+            if !matches!(
+                expr.kind,
+                ExprKind::Literal(_) | ExprKind::Call { .. } | ExprKind::Unary { .. }
+            ) {
+                continue;
+            }
+            let Ok(value) = self.scalar(&expr, &empty) else {
+                continue;
+            };
+            if value.kql_type != target && !(value.kql_type.is_numeric() && target.is_numeric()) {
+                continue;
+            }
+            return Ok(Typed::new(self.convert(value, target, &expr)?, target));
+        }
+        if target == KqlType::String {
+            return Ok(Typed::new(
+                datafusion::logical_expr::lit(text.to_string()),
+                KqlType::String,
+            ));
+        }
+        Err(refused(self))
+    }
+}
+
+/// The one value of `print value`.
+fn single_print_value(query: &trawl_kql::ast::Query) -> Option<KExpr> {
+    let [statement] = query.statements.as_slice() else {
+        return None;
+    };
+    let StatementKind::Expr(expr) = &statement.kind else {
+        return None;
+    };
+    let ExprKind::TabularOperator(operator) = &expr.kind else {
+        return None;
+    };
+    match &operator.kind {
+        trawl_kql::ast::OperatorKind::Print(items) if items.len() == 1 => Some(items[0].expr.clone()),
+        _ => None,
+    }
+}
+
+impl Planner<'_> {
     /// Whether a call of `def` yields a table.
     pub fn function_is_tabular(&self, def: &FunctionDef) -> bool {
         let Some(last) = def.body.last() else { return false };

@@ -71,6 +71,9 @@ pub enum StatementKind {
     Let(Let),
     /// `set name [= value]` — a request option.
     Set(SetOption),
+    /// `declare query_parameters(name:type [= default], ...)`: names whose values the request
+    /// gives (its `Parameters` property), else their defaults.
+    DeclareParameters(Vec<Param>),
     /// A scalar or tabular expression, usually the query itself.
     Expr(Expr),
 }

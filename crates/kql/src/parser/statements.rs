@@ -51,6 +51,16 @@ impl Parser<'_> {
         } else if self.at_word("set") && starts_name(self) {
             self.advance();
             StatementKind::Set(self.parse_set()?)
+        } else if self.at_word("declare") && self.word_at(1) == Some("query_parameters") {
+            self.advance();
+            self.advance();
+            self.expect(&TokenKind::LParen, "'(' after 'declare query_parameters'")?;
+            let mut params = Vec::new();
+            if self.eat(&TokenKind::RParen).is_none() {
+                params = self.comma_separated(Self::parse_param)?;
+                self.expect(&TokenKind::RParen, "',' or ')' after a query parameter")?;
+            }
+            StatementKind::DeclareParameters(params)
         } else {
             StatementKind::Expr(self.parse_pipeline_expr()?)
         };

@@ -38,6 +38,17 @@ impl Display for Statement {
                 }
             }
             StatementKind::Expr(expr) => write!(f, "{}", ExprContext::full(expr)),
+            StatementKind::DeclareParameters(params) => {
+                let declared = FunctionDef {
+                    params: params.clone(),
+                    body: Vec::new(),
+                    span: self.span,
+                };
+                let text = declared.to_string();
+                // The parameter list of the function's text, without its (empty) body.
+                let list = text.split_once(" {").map_or(text.as_str(), |(list, _)| list);
+                write!(f, "declare query_parameters{list}")
+            }
         }
     }
 }
