@@ -352,6 +352,10 @@ async fn term_prefixes_modulo_constant_counts_and_deprecated_names() -> TestResu
     assert_eq!(rows, vec![vec![json!(1), json!(true), json!(2)]]);
     let rows = f.rows("let x = 5; print toscalar(2), toscalar(x * 2)").await?;
     assert_eq!(rows, vec![vec![json!(2), json!(10)]]);
+    let rows = f
+        .rows("datatable(Id:string, Value:string, Other:long)['A', 'val_a', 1] | project Packed = bag_pack_columns(Id, Value)")
+        .await?;
+    assert_eq!(rows, vec![vec![json!({"Id": "A", "Value": "val_a"})]]);
     let rows = f.rows("print current_database()").await?;
     assert_eq!(rows, vec![vec![json!("default")]]);
     Ok(())

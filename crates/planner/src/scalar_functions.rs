@@ -43,6 +43,25 @@ impl Planner<'_> {
             let captured = Typed::new(crate::scalar::to_dynamic(captured), KqlType::Dynamic);
             return Ok(Typed::new(self.dynamic_as(captured, target), target));
         }
+        // bag_pack_columns(a, b, …): a bag of the columns under their own names.
+        if name == "bag_pack_columns" {
+            let mut pairs = Vec::with_capacity(args.len() * 2);
+            for arg in args {
+                let ExprKind::Name(column) = &arg.kind else {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        arg.span,
+                        "'bag_pack_columns()' takes column names",
+                    ));
+                };
+                pairs.push(KExpr::new(
+                    ExprKind::Literal(Literal::String(column.name.clone())),
+                    arg.span,
+                ));
+                pairs.push(arg.clone());
+            }
+            return self.call(&Ident::new("bag_pack", function.span), &pairs, e, input);
+        }
         if name == "current_database" && args.is_empty() {
             let database = datafusion::logical_expr::lit(self.options.database.clone());
             return Ok(Typed::new(database, KqlType::String));
