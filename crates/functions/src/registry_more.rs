@@ -419,6 +419,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     ),
     f!("series_pow", [Dynamic, Dynamic], 2, false, DYNAMIC, se::series_pow),
     f!("series_product", [Dynamic], 1, false, REAL, se::series_product),
+    f!(
+        "series_seasonal",
+        [Dynamic, Long],
+        1,
+        false,
+        DYNAMIC,
+        sa::series_seasonal
+    ),
     f!("series_sign", [Dynamic], 1, false, DYNAMIC, se::series_sign),
     f!("series_sin", [Dynamic], 1, false, DYNAMIC, se::series_sin),
     f!(

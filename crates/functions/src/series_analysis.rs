@@ -298,6 +298,70 @@ pub fn series_fit_2lines_dynamic(args: &[Val]) -> Result<Out> {
     })))
 }
 
+/// The period `series_seasonal` finds on its own: the lag of at least 4 points and under half
+/// the series with the highest autocorrelation, if it reaches 0.7.
+fn seasonal_period(values: &[f64]) -> Option<usize> {
+    let n = values.len();
+    if n < 8 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let centered: Vec<f64> = values.iter().map(|v| v - mean).collect();
+    let energy: f64 = centered.iter().map(|v| v * v).sum();
+    if energy <= 0.0 {
+        return None;
+    }
+    let mut best: Option<(usize, f64)> = None;
+    for lag in 4..=(n - 1) / 2 {
+        let score = centered.iter().zip(&centered[lag..]).map(|(a, b)| a * b).sum::<f64>() / energy * n as f64
+            / (n - lag) as f64;
+        if score >= 0.7 && best.is_none_or(|(_, s)| score > s + 1e-12) {
+            best = Some((lag, score));
+        }
+    }
+    best.map(|(lag, _)| lag)
+}
+
+/// `series_seasonal(series[, period])`: per position in the period, the median of the values
+/// at that position across the periods; the period found in the series when not given (or
+/// -1), zeros when there is none (or the period is not a positive whole number).
+pub fn series_seasonal(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let values = numbers(&items);
+    let n = values.len();
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    let period = match arg(args, 1).long() {
+        None | Some(-1) => {
+            let mean = if present.is_empty() {
+                0.0
+            } else {
+                present.iter().sum::<f64>() / present.len() as f64
+            };
+            let filled: Vec<f64> = values.iter().map(|v| v.unwrap_or(mean)).collect();
+            seasonal_period(&filled)
+        }
+        Some(p) => usize::try_from(p).ok().filter(|p| *p > 0),
+    };
+    let Some(period) = period else {
+        return Ok(out(array_json(&vec![0.0; n])));
+    };
+    let medians: Vec<f64> = (0..period.min(n))
+        .map(|phase| {
+            let mut at: Vec<f64> = values.iter().skip(phase).step_by(period).flatten().copied().collect();
+            at.sort_by(|a, b| a.total_cmp(b));
+            match at.len() {
+                0 => 0.0,
+                len if len % 2 == 1 => at[len / 2],
+                len => (at[len / 2 - 1] + at[len / 2]) / 2.0,
+            }
+        })
+        .collect();
+    let seasonal: Vec<f64> = (0..n).map(|i| medians[i % period]).collect();
+    Ok(out(array_json(&seasonal)))
+}
+
 /// The period of the strongest repetition in `values` (autocorrelation of the detrended
 /// values at lags 2 … n/2 above `threshold`), if any.
 fn detect_period(values: &[f64], threshold: f64) -> Option<usize> {
@@ -529,6 +593,40 @@ mod tests {
         assert!((value("variance") - 98.628).abs() < 1e-3, "{bag}");
         assert!((value("rvariance") - 1.686).abs() < 1e-3, "{bag}");
         assert!((value("interception") + 1.666).abs() < 1e-3, "{bag}");
+    }
+
+    #[test]
+    fn seasonal_component_as_documented() {
+        for (series, period, expected) in [
+            (
+                "[2,5,3,4,3,2,1,2,3,4,3,2,1,2,3,4,3,2,1,2,3,4,3,2,1]",
+                None,
+                "[1.0,2.0,3.0,4.0,3.0,2.0,1.0,2.0,3.0,4.0,3.0,2.0,1.0,2.0,3.0,4.0,3.0,2.0,1.0,2.0,3.0,4.0,3.0,2.0,1.0]",
+            ),
+            (
+                "[8,12,14,12,10,10,12,14,12,10,10,12,14,12,10,10,12,14,12,10]",
+                None,
+                "[10.0,12.0,14.0,12.0,10.0,10.0,12.0,14.0,12.0,10.0,10.0,12.0,14.0,12.0,10.0,10.0,12.0,14.0,12.0,10.0]",
+            ),
+            (
+                "[1,3,5,2,4,6,1,3,5,2,4,6]",
+                None,
+                "[0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0]",
+            ),
+            ("[1,3,5,1,3,5,2,4,6]", Some(3), "[1.0,3.0,5.0,1.0,3.0,5.0,1.0,3.0,5.0]"),
+            (
+                "[1,3,5,2,4,6,1,3,5,2,4,6]",
+                Some(3),
+                "[1.5,3.5,5.5,1.5,3.5,5.5,1.5,3.5,5.5,1.5,3.5,5.5]",
+            ),
+            ("[1,2,3]", Some(0), "[0.0,0.0,0.0]"),
+        ] {
+            let got = match period {
+                Some(p) => run("series_seasonal", &[d(series), l(p)]),
+                None => run("series_seasonal", &[d(series)]),
+            };
+            assert_eq!(got, expected, "{series} {period:?}");
+        }
     }
 
     #[test]
