@@ -28,6 +28,22 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         DYNAMIC,
         sa::series_decompose_anomalies_bag
     ),
+    f!(
+        "__series_periods_detect",
+        [Dynamic, Real, Real, Long],
+        4,
+        false,
+        DYNAMIC,
+        sa::series_periods_detect_bag
+    ),
+    f!(
+        "__series_periods_validate",
+        [Dynamic, Real],
+        2,
+        true,
+        DYNAMIC,
+        sa::series_periods_validate_bag
+    ),
     f!("around", [Any, Any, Any], 3, false, BOOL, cv::around),
     f!("beta_cdf", [Real, Real, Real], 3, false, REAL, dist::beta_cdf),
     f!("beta_inv", [Real, Real, Real], 3, false, REAL, dist::beta_inv),

@@ -362,6 +362,121 @@ pub fn series_seasonal(args: &[Val]) -> Result<Out> {
     Ok(out(array_json(&seasonal)))
 }
 
+/// The autocorrelation of `values` (mean removed) at every lag up to `max_lag`, each over the
+/// pairs it has (so a lag's score does not shrink with the lag); index 0 is 1.
+fn autocorrelations(values: &[f64], max_lag: usize) -> Vec<f64> {
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n.max(1) as f64;
+    let centered: Vec<f64> = values.iter().map(|v| v - mean).collect();
+    let energy: f64 = centered.iter().map(|v| v * v).sum();
+    (0..=max_lag.min(n.saturating_sub(1)))
+        .map(|lag| {
+            if energy <= 0.0 {
+                return 0.0;
+            }
+            centered.iter().zip(&centered[lag..]).map(|(a, b)| a * b).sum::<f64>() / energy * n as f64
+                / (n - lag) as f64
+        })
+        .collect()
+}
+
+/// The score of period `lag`: its autocorrelation (at most 1) when it is a peak (no lower
+/// than the lags beside it) above what white noise reaches (1.96/√n), else 0; 0 outside
+/// 4 … n/2.
+fn period_score(acf: &[f64], lag: usize, n: usize) -> f64 {
+    if lag < 4 || lag > n / 2 || lag >= acf.len() {
+        return 0.0;
+    }
+    let here = acf[lag];
+    let before = acf[lag - 1];
+    let after = acf.get(lag + 1).copied().unwrap_or(f64::NEG_INFINITY);
+    // What white noise reaches: the 95% bound of its autocorrelation.
+    let noise = 1.96 / (n as f64).sqrt();
+    if here >= before && here >= after && here > noise {
+        here.min(1.0)
+    } else {
+        0.0
+    }
+}
+
+/// A series' values with gaps filled by the mean.
+fn filled(items: &[Value]) -> Vec<f64> {
+    let values = numbers(items);
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    let mean = if present.is_empty() {
+        0.0
+    } else {
+        present.iter().sum::<f64>() / present.len() as f64
+    };
+    values.iter().map(|v| v.unwrap_or(mean)).collect()
+}
+
+/// `series_periods_detect(series, min_period, max_period, num_periods)` as a bag of
+/// `periods` and `periods_scores`: the peaks of the autocorrelation between the bounds (4 …
+/// n/2 points) scoring at least 0.7, best first, leaving out multiples of a period already
+/// found; padded with zeros to `num_periods`.
+pub fn series_periods_detect_bag(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let (Some(low), Some(high), Some(wanted)) = (arg(args, 1).real(), arg(args, 2).real(), arg(args, 3).long()) else {
+        return Ok(Out::Null);
+    };
+    let wanted = usize::try_from(wanted).unwrap_or(0).min(1024);
+    let values = filled(&items);
+    let n = values.len();
+    let acf = autocorrelations(&values, n / 2 + 1);
+    let mut candidates: Vec<(usize, f64)> = (4..=n / 2)
+        .filter(|&lag| lag as f64 >= low && lag as f64 <= high)
+        .map(|lag| (lag, period_score(&acf, lag, n)))
+        .filter(|(_, score)| *score >= 0.7)
+        .collect();
+    candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut found: Vec<(usize, f64)> = Vec::new();
+    for (lag, score) in candidates {
+        if found.len() == wanted {
+            break;
+        }
+        if !found.iter().any(|(period, _)| lag % period == 0) {
+            found.push((lag, score));
+        }
+    }
+    let mut periods: Vec<Value> = found.iter().map(|(lag, _)| json!(lag)).collect();
+    let mut scores: Vec<Value> = found.iter().map(|(_, score)| real_json(*score)).collect();
+    periods.resize(wanted, json!(0));
+    scores.resize(wanted, json!(0.0));
+    Ok(out(json!({ "periods": periods, "periods_scores": scores })))
+}
+
+/// `series_periods_validate(series, period, ...)` as a bag of `periods` (as given) and
+/// `scores`: each period's autocorrelation when it is a significant peak, else 0 (0 outside
+/// 4 … n/2;
+/// a fractional period is read at its nearest whole lag).
+pub fn series_periods_validate_bag(args: &[Val]) -> Result<Out> {
+    let Some(items) = parse_array(arg(args, 0)) else {
+        return Ok(Out::Null);
+    };
+    let values = filled(&items);
+    let n = values.len();
+    let acf = autocorrelations(&values, n / 2 + 1);
+    let mut periods = Vec::new();
+    let mut scores = Vec::new();
+    for period in args.iter().skip(1).take(16) {
+        let Some(period) = period.real() else {
+            continue;
+        };
+        periods.push(real_json(period));
+        let lag = period.round();
+        let score = if lag >= 0.0 && lag <= n as f64 {
+            period_score(&acf, lag as usize, n)
+        } else {
+            0.0
+        };
+        scores.push(real_json(score));
+    }
+    Ok(out(json!({ "periods": periods, "scores": scores })))
+}
+
 /// The period of the strongest repetition in `values` (autocorrelation of the detrended
 /// values at lags 2 … n/2 above `threshold`), if any.
 fn detect_period(values: &[f64], threshold: f64) -> Option<usize> {
@@ -593,6 +708,29 @@ mod tests {
         assert!((value("variance") - 98.628).abs() < 1e-3, "{bag}");
         assert!((value("rvariance") - 1.686).abs() < 1e-3, "{bag}");
         assert!((value("interception") + 1.666).abs() < 1e-3, "{bag}");
+    }
+
+    #[test]
+    fn periods_are_detected_and_validated() {
+        let traffic = "[80, 139, 87, 110, 68, 54, 50, 51, 53, 133, 86, 141, 97, 156, 94, 149, 95, 140, 77, 61, 50, 54, \
+                       47, 133, 72, 152, 94, 148, 105, 162, 101, 160, 87, 63, 53, 55, 54, 151, 103, 189, 108, 183, 113, \
+                       175, 113, 178, 90, 71, 62, 62, 65, 165, 109, 181, 115, 182, 121, 178, 114, 170]";
+        let bag: serde_json::Value =
+            serde_json::from_str(&run("__series_periods_detect", &[d(traffic), r(0.0), r(50.0), l(2)]))
+                .unwrap_or_default();
+        assert_eq!(bag["periods"], serde_json::json!([14, 0]), "{bag}");
+        let score = bag["periods_scores"][0].as_f64().unwrap_or(0.0);
+        assert!(score > 0.8 && score <= 1.0, "{bag}");
+        assert_eq!(bag["periods_scores"][1], 0.0);
+        let bag: serde_json::Value = serde_json::from_str(&run(
+            "__series_periods_validate",
+            &[d(traffic), r(14.0), r(10.0), r(2.0)],
+        ))
+        .unwrap_or_default();
+        assert_eq!(bag["periods"], serde_json::json!([14.0, 10.0, 2.0]));
+        assert!(bag["scores"][0].as_f64().unwrap_or(0.0) > 0.8, "{bag}");
+        assert_eq!(bag["scores"][1], 0.0, "{bag}");
+        assert_eq!(bag["scores"][2], 0.0, "{bag}");
     }
 
     #[test]

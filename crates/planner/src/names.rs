@@ -104,6 +104,8 @@ fn multi_output(name: &str) -> Option<(&'static str, &'static [(&'static str, ch
                 ("left_rvariance", 'r'),
             ],
         ),
+        "series_periods_detect" => ("__series_periods_detect", &[("periods", 'd'), ("periods_scores", 'd')]),
+        "series_periods_validate" => ("__series_periods_validate", &[("periods", 'd'), ("scores", 'd')]),
         "series_stats" => (
             "series_stats_dynamic",
             &[
