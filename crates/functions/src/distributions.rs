@@ -1,5 +1,6 @@
 //! The beta distribution: `beta_cdf(x, alpha, beta)`, `beta_pdf(x, alpha, beta)` and
-//! `beta_inv(probability, alpha, beta)`. A missing (null) argument gives null; a value outside
+//! `beta_inv(probability, alpha, beta)`; and `welch_test`, whose Student's t tail is a
+//! regularized incomplete beta function. A missing (null) argument gives null; a value outside
 //! the domain (x or the probability outside [0, 1], a shape parameter ≤ 0 or above 10,000)
 //! gives NaN, as Kusto documents.
 
@@ -128,6 +129,29 @@ pub fn beta_inv(args: &[Val]) -> Result<Out> {
     Ok(Out::Real(0.5 * (low + high)))
 }
 
+/// `welch_test(mean1, variance1, count1, mean2, variance2, count2)`: the two-sided p-value of
+/// Welch's t-test that the two samples' means are equal (Welch–Satterthwaite degrees of
+/// freedom); null for missing arguments, counts below 2 or no variance at all.
+pub fn welch_test(args: &[Val]) -> Result<Out> {
+    let values: Option<Vec<f64>> = (0..6).map(|i| arg(args, i).real()).collect();
+    let Some([m1, v1, n1, m2, v2, n2]) = values.as_deref().and_then(|v| <[f64; 6]>::try_from(v).ok()) else {
+        return Ok(Out::Null);
+    };
+    if n1 < 2.0 || n2 < 2.0 || v1 < 0.0 || v2 < 0.0 {
+        return Ok(Out::Null);
+    }
+    let (s1, s2) = (v1 / n1, v2 / n2);
+    let spread = s1 + s2;
+    if spread <= 0.0 {
+        return Ok(Out::Null);
+    }
+    let t = (m1 - m2) / spread.sqrt();
+    let dof = spread * spread / (s1 * s1 / (n1 - 1.0) + s2 * s2 / (n2 - 1.0));
+    // P(|T| > |t|) for Student's t with `dof` degrees of freedom.
+    let p = regularized(dof / (dof + t * t), dof / 2.0, 0.5);
+    Ok(Out::Real(p))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testing::{r, run};
@@ -150,6 +174,30 @@ mod tests {
         // Beta(1, 1) is uniform.
         assert_eq!(value(run("beta_cdf", &[r(0.25), r(1.0), r(1.0)])), 0.25);
         assert_eq!(value(run("beta_pdf", &[r(0.0), r(1.0), r(1.0)])), 1.0);
+    }
+
+    #[test]
+    fn welch_test_of_the_documented_samples() {
+        let s1 = [
+            27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4,
+        ];
+        let s2 = [
+            27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4,
+        ];
+        let moments = |s: &[f64]| {
+            let n = s.len() as f64;
+            let mean = s.iter().sum::<f64>() / n;
+            let variance = s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            (mean, variance, n)
+        };
+        let ((m1, v1, n1), (m2, v2, n2)) = (moments(&s1), moments(&s2));
+        let p = value(run("welch_test", &[r(m1), r(v1), r(n1), r(m2), r(v2), r(n2)]));
+        // The documentation's 0.021 (Wikipedia's first example: t = -2.46, ν ≈ 24.99).
+        assert!((p - 0.021).abs() < 5e-4, "{p}");
+        assert_eq!(
+            run("welch_test", &[r(1.0), r(0.0), r(5.0), r(1.0), r(0.0), r(5.0)]),
+            "null"
+        );
     }
 
     #[test]

@@ -469,6 +469,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     f!("todecimal", [Any], 1, false, REAL, cv::todecimal),
     f!("treepath", [Dynamic], 1, false, DYNAMIC, crate::bags::treepath),
     f!(
+        "welch_test",
+        [Real, Real, Real, Real, Real, Real],
+        6,
+        false,
+        REAL,
+        dist::welch_test
+    ),
+    f!(
         "zlib_compress_to_base64_string",
         [String],
         1,
