@@ -356,6 +356,14 @@ async fn term_prefixes_modulo_constant_counts_and_deprecated_names() -> TestResu
         .rows("datatable(Id:string, Value:string, Other:long)['A', 'val_a', 1] | project Packed = bag_pack_columns(Id, Value)")
         .await?;
     assert_eq!(rows, vec![vec![json!({"Id": "A", "Value": "val_a"})]]);
+    let rows = f
+        .rows(
+            "print a = extract_json('$.a', '{\"a\": 7, \"b\": [1, 2]}', typeof(long)) + 1, \
+             b = extractjson('$.b[1]', '{\"a\": 7, \"b\": [1, 2]}'), \
+             c = extract_json('$.a', '{\"a\": 7}', typeof(real))",
+        )
+        .await?;
+    assert_eq!(rows, vec![vec![json!(8), json!("2"), json!(7.0)]]);
     let rows = f.rows("print current_database()").await?;
     assert_eq!(rows, vec![vec![json!("default")]]);
     Ok(())

@@ -157,6 +157,32 @@ pub fn bag_zip(args: &[Val]) -> Result<Out> {
     Ok(out(Value::Object(bag)))
 }
 
+/// `extract_json(path, text)` / `extractjson(...)`: the element of the JSON `text` at the
+/// JSONPath `path` (`$.a.b`, `$['a'][0]`): a string as its text, anything else as JSON; ""
+/// when the text is not JSON or the path leads nowhere.
+pub fn extract_json(args: &[Val]) -> Result<Out> {
+    let Ok(root) = serde_json::from_str::<Value>(str_arg(args, 1)) else {
+        return Ok(Out::Str(String::new()));
+    };
+    let mut node = &root;
+    for step in path_steps(str_arg(args, 0)) {
+        let next = match node {
+            Value::Object(map) => map.get(&step),
+            Value::Array(items) => step.trim().parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return Ok(Out::Str(String::new()));
+        };
+        node = next;
+    }
+    Ok(Out::Str(match node {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }))
+}
+
 /// `treepath(value)`: the paths of a dynamic value, in order: `['key']` per property and
 /// `[0]` once per array (whatever its length), each followed by the paths inside.
 pub fn treepath(args: &[Val]) -> Result<Out> {
@@ -258,6 +284,17 @@ pub fn dynamic_to_json(args: &[Val]) -> Result<Out> {
 #[cfg(test)]
 mod tests {
     use crate::testing::{d, fails, l, null_dyn, run, s};
+
+    #[test]
+    fn json_paths_extract_elements() {
+        let text = r#"{"a": {"b": [10, {"c": "x"}]}, "s": "text"}"#;
+        assert_eq!(run("extract_json", &[s("$.a.b[0]"), s(text)]), "10");
+        assert_eq!(run("extract_json", &[s("$.a.b[1].c"), s(text)]), "x");
+        assert_eq!(run("extract_json", &[s("$['s']"), s(text)]), "text");
+        assert_eq!(run("extract_json", &[s("$.a.b"), s(text)]), r#"[10,{"c":"x"}]"#);
+        assert_eq!(run("extract_json", &[s("$.nope"), s(text)]), "");
+        assert_eq!(run("extract_json", &[s("$.a"), s("not json")]), "");
+    }
 
     #[test]
     fn paths_of_a_tree() {

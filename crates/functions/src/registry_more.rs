@@ -133,6 +133,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         returns: LONG,
         udf: cv::EstimateDataSizeUdf::udf,
     },
+    f!(
+        "extract_json",
+        [String, String],
+        2,
+        false,
+        STRING,
+        crate::bags::extract_json
+    ),
     f!("format_bytes", [Real, Long, String], 1, false, STRING, by::format_bytes),
     f!(
         "gzip_compress_to_base64_string",

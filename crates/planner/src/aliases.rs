@@ -12,6 +12,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("columnifexists", "column_ifexists"),
     ("datepart", "datetime_part"),
     ("extractall", "extract_all"),
+    ("extractjson", "extract_json"),
     ("make_dictionary", "make_bag"),
     ("make_string", "unicode_codepoints_to_string"),
     ("makelist", "make_list"),

@@ -66,6 +66,28 @@ impl Planner<'_> {
             let database = datafusion::logical_expr::lit(self.options.database.clone());
             return Ok(Typed::new(database, KqlType::String));
         }
+        // extract_json(path, text, typeof(T)): the element converted to T.
+        if name == "extract_json"
+            && let [path, text, last] = args
+            && let ExprKind::TypeOf(ty) = &last.kind
+        {
+            let call = KExpr::new(
+                ExprKind::Call {
+                    function: function.clone(),
+                    args: vec![path.clone(), text.clone()],
+                },
+                e.span,
+            );
+            let element = self.scalar(&call, input)?;
+            let target = crate::scalar::kql_type_of_scalar(*ty);
+            if target == KqlType::String {
+                return Ok(element);
+            }
+            // The element's text read as a JSON value, then converted.
+            let json = crate::scalar::to_dynamic(element);
+            let parsed = Typed::new(json, KqlType::Dynamic);
+            return Ok(Typed::new(self.dynamic_as(parsed, target), target));
+        }
         if name == "column_names_of" {
             // The column names of a tabular expression, known while planning.
             let [table] = args else {
