@@ -364,6 +364,11 @@ async fn term_prefixes_modulo_constant_counts_and_deprecated_names() -> TestResu
         )
         .await?;
     assert_eq!(rows, vec![vec![json!(8), json!("2"), json!(7.0)]]);
+    // Weighted percentiles as one array: 1 weighs 1, 10 weighs 9.
+    let rows = f
+        .rows("datatable(v:long, w:long)[1, 1, 10, 9] | summarize percentilesw_array(v, w, 5, 50, 100)")
+        .await?;
+    assert_eq!(rows, vec![vec![json!([1, 10, 10])]]);
     let rows = f.rows("print current_database()").await?;
     assert_eq!(rows, vec![vec![json!("default")]]);
     Ok(())

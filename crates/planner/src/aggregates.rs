@@ -52,6 +52,7 @@ pub(crate) const AGGREGATES: &[&str] = &[
     "variancep",
     "make_list_with_nulls",
     "percentiles_array",
+    "percentilesw_array",
 ];
 
 pub fn is_aggregate(name: &str) -> bool {

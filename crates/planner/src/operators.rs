@@ -645,10 +645,20 @@ fn percentiles_array_sugar(item: &NamedExpr) -> Option<NamedExpr> {
     let ExprKind::Call { function, args } = &item.expr.kind else {
         return None;
     };
-    if function.name != "percentiles_array" {
-        return None;
-    }
-    let (value, percents) = args.split_first()?;
+    // percentilesw_array(value, weight, …) is the same with weights: `percentilew` calls.
+    let weighted = match function.name.as_str() {
+        "percentiles_array" => false,
+        "percentilesw_array" => true,
+        _ => return None,
+    };
+    let (value, rest) = args.split_first()?;
+    let (weight, percents) = match weighted {
+        true => {
+            let (weight, percents) = rest.split_first()?;
+            (Some(weight), percents)
+        }
+        false => (None, rest),
+    };
     let span = item.expr.span;
     let percents: Vec<KExpr> = match percents {
         [single] => match &single.kind {
@@ -670,8 +680,11 @@ fn percentiles_array_sugar(item: &NamedExpr) -> Option<NamedExpr> {
         .map(|p| {
             KExpr::new(
                 ExprKind::Call {
-                    function: trawl_kql::ast::Ident::new("percentile", span),
-                    args: vec![value.clone(), p],
+                    function: trawl_kql::ast::Ident::new(if weighted { "percentilew" } else { "percentile" }, span),
+                    args: match weight {
+                        Some(weight) => vec![value.clone(), weight.clone(), p],
+                        None => vec![value.clone(), p],
+                    },
                 },
                 span,
             )
