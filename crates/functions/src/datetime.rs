@@ -393,6 +393,19 @@ pub fn bin_at(args: &[Val]) -> Result<Out> {
     })
 }
 
+/// `datetime_list_timezones()`: the names of the time zones datetime functions accept (the
+/// IANA database), sorted.
+pub fn datetime_list_timezones(_args: &[Val]) -> Result<Out> {
+    let mut names: Vec<&str> = chrono_tz::TZ_VARIANTS.iter().map(|zone| zone.name()).collect();
+    names.sort_unstable();
+    Ok(crate::json::out(serde_json::Value::Array(
+        names
+            .into_iter()
+            .map(|name| serde_json::Value::String(name.to_string()))
+            .collect(),
+    )))
+}
+
 fn zone(name: &str) -> Option<chrono_tz::Tz> {
     name.parse::<chrono_tz::Tz>().ok()
 }
@@ -428,6 +441,14 @@ pub fn datetime_local_to_utc(args: &[Val]) -> Result<Out> {
 mod tests {
     use super::*;
     use crate::testing::{dt, l, r, run, s, ts};
+
+    #[test]
+    fn time_zones_are_listed_and_each_is_accepted() {
+        let list: Vec<String> = serde_json::from_str(&run("datetime_list_timezones", &[])).unwrap_or_default();
+        assert!(list.len() > 300, "{}", list.len());
+        assert!(list.contains(&"Europe/Paris".to_string()) && list.contains(&"UTC".to_string()));
+        assert!(list.iter().all(|name| zone(name).is_some()));
+    }
 
     #[test]
     fn adding_and_diffing() {

@@ -125,6 +125,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         REAL,
         un::convert_volume
     ),
+    f!(
+        "datetime_list_timezones",
+        [],
+        0,
+        false,
+        DYNAMIC,
+        crate::datetime::datetime_list_timezones
+    ),
     KqlFunction {
         name: "estimate_data_size",
         params: &[ArgKind::Any],
