@@ -234,6 +234,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         returns: GUID,
         udf: || crate::rowfn::RowUdf::volatile_udf("kql_new_guid", GUID, random::new_guid),
     },
+    f!(
+        "parse_command_line",
+        [String, String],
+        2,
+        false,
+        DYNAMIC,
+        crate::strings_more::parse_command_line
+    ),
     f!("parse_csv", [String], 1, false, DYNAMIC, cz::parse_csv),
     f!("parse_ipv6", [String], 1, false, STRING, v6::parse_ipv6),
     f!("parse_ipv6_mask", [String, Long], 2, false, STRING, v6::parse_ipv6_mask),

@@ -199,6 +199,82 @@ pub fn has_any_index(args: &[Val]) -> Result<Out> {
     Ok(Out::Long(found.map_or(-1, |i| i as i64)))
 }
 
+/// `parse_command_line(command_line, "windows")`: the arguments as `CommandLineToArgvW`
+/// splits them: blanks separate arguments outside double quotes; 2n backslashes before a
+/// quote give n backslashes and the quote opens or closes a quoted part, 2n+1 give n and a
+/// literal quote; `""` inside a quoted part is a literal quote; other backslashes are kept.
+/// The first argument (the program name) ends at the first blank, or at its closing quote.
+/// Null for another parser type.
+pub fn parse_command_line(args: &[Val]) -> Result<Out> {
+    if !str_arg(args, 1).eq_ignore_ascii_case("windows") {
+        return Ok(Out::Null);
+    }
+    let chars: Vec<char> = str_arg(args, 0).chars().collect();
+    let mut arguments: Vec<String> = Vec::new();
+    let mut i = 0;
+    // The program name: quotes group, backslashes are plain.
+    let mut program = String::new();
+    let mut quoted = false;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            '"' => quoted = !quoted,
+            ' ' | '\t' if !quoted => break,
+            c => program.push(c),
+        }
+    }
+    if !chars.is_empty() {
+        arguments.push(program);
+    }
+    loop {
+        while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+            i += 1;
+        }
+        if i >= chars.len() {
+            break;
+        }
+        let mut argument = String::new();
+        let mut quoted = false;
+        while i < chars.len() {
+            let c = chars[i];
+            if matches!(c, ' ' | '\t') && !quoted {
+                break;
+            }
+            if c == '\\' {
+                let run = chars[i..].iter().take_while(|&&c| c == '\\').count();
+                i += run;
+                if chars.get(i) == Some(&'"') {
+                    argument.extend(std::iter::repeat_n('\\', run / 2));
+                    if run % 2 == 1 {
+                        argument.push('"');
+                        i += 1;
+                    }
+                } else {
+                    argument.extend(std::iter::repeat_n('\\', run));
+                }
+                continue;
+            }
+            if c == '"' {
+                if quoted && chars.get(i + 1) == Some(&'"') {
+                    argument.push('"');
+                    i += 2;
+                    continue;
+                }
+                quoted = !quoted;
+                i += 1;
+                continue;
+            }
+            argument.push(c);
+            i += 1;
+        }
+        arguments.push(argument);
+    }
+    Ok(crate::json::out(serde_json::Value::Array(
+        arguments.into_iter().map(serde_json::Value::String).collect(),
+    )))
+}
+
 /// `indexof(source, lookup[, start[, length[, occurrence]]])`: a character index or -1. A
 /// negative start counts from the end. The first occurrence must lie within `length`
 /// characters from the start (-1: to the end); later ones are looked for up to the end.
@@ -462,6 +538,19 @@ mod tests {
         assert_eq!(run("substring", &[s("ABCD"), l(-1), l(2)]), "D");
         assert_eq!(run("substring", &[s("ABCD"), l(-9), l(2)]), "AB");
         assert_eq!(run("substring", &[s("ABCD"), l(10)]), "");
+        assert_eq!(
+            run("parse_command_line", &[s(r#"echo "hello world!""#), s("windows")]),
+            r#"["echo","hello world!"]"#
+        );
+        assert_eq!(
+            run(
+                "parse_command_line",
+                &[s(r#""C:\Program Files\a.exe" -x a\\\"b "c d"e f\g"#), s("Windows")]
+            ),
+            r#"["C:\\Program Files\\a.exe","-x","a\\\"b","c de","f\\g"]"#
+        );
+        assert_eq!(run("parse_command_line", &[s("a"), s("linux")]), "null");
+        assert_eq!(run("parse_command_line", &[s(""), s("windows")]), "[]");
         assert_eq!(run("strcmp", &[s("ABC"), s("ABC")]), "0");
         assert_eq!(run("strcmp", &[s("abc"), s("ABC")]), "1");
         assert_eq!(run("strcmp", &[s("ABC"), s("abc")]), "-1");
