@@ -172,6 +172,17 @@ async fn summarize_count_dcount_and_bin() -> TestResult {
         .rows("default | summarize services = dcount(tostring(resource['service.name']))")
         .await?;
     assert_eq!(rows, vec![vec![json!(3)]]);
+    // Stored rows know when they were ingested.
+    let rows = f
+        .rows("default | summarize min(ingestion_time()), max(ingestion_time())")
+        .await?;
+    assert_eq!(
+        rows,
+        vec![vec![
+            json!("2023-11-14T22:13:20.0000000Z"),
+            json!("2023-11-14T22:13:20.0000000Z")
+        ]]
+    );
     // Reals and bools are counted too (0 and -0 are one value).
     let rows = f
         .rows(
@@ -369,6 +380,8 @@ async fn term_prefixes_modulo_constant_counts_and_deprecated_names() -> TestResu
         .rows("datatable(v:long, w:long)[1, 1, 10, 9] | summarize percentilesw_array(v, w, 5, 50, 100)")
         .await?;
     assert_eq!(rows, vec![vec![json!([1, 10, 10])]]);
+    let rows = f.rows("print ingestion_time()").await?;
+    assert_eq!(rows, vec![vec![json!(null)]]);
     let rows = f.rows("print current_database()").await?;
     assert_eq!(rows, vec![vec![json!("default")]]);
     Ok(())

@@ -62,6 +62,19 @@ impl Planner<'_> {
             }
             return self.call(&Ident::new("bag_pack", function.span), &pairs, e, input);
         }
+        // ingestion_time(): when the row was ingested (the stored `ingest_time` column), null
+        // for rows that have none (a datatable, a computed table).
+        if name == "ingestion_time" && args.is_empty() {
+            let known = input
+                .columns
+                .iter()
+                .any(|(column, kql_type)| column == "ingest_time" && *kql_type == KqlType::DateTime);
+            let value = match known {
+                true => crate::context::column("ingest_time"),
+                false => crate::scalar::null_of(KqlType::DateTime),
+            };
+            return Ok(Typed::new(value, KqlType::DateTime));
+        }
         if name == "current_database" && args.is_empty() {
             let database = datafusion::logical_expr::lit(self.options.database.clone());
             return Ok(Typed::new(database, KqlType::String));
