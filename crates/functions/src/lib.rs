@@ -44,6 +44,7 @@ pub mod types;
 pub mod udaf;
 pub mod units;
 mod util;
+pub mod xml;
 
 use datafusion::logical_expr::ScalarUDF;
 

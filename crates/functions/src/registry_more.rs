@@ -246,6 +246,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     f!("parse_ipv6", [String], 1, false, STRING, v6::parse_ipv6),
     f!("parse_ipv6_mask", [String, Long], 2, false, STRING, v6::parse_ipv6_mask),
     f!("parse_path", [String], 1, false, DYNAMIC, cz::parse_path),
+    f!("parse_xml", [String], 1, false, DYNAMIC, crate::xml::parse_xml),
     f!(
         "percentrank_tdigest",
         [Dynamic, Any],
