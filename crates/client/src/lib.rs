@@ -24,6 +24,31 @@ pub struct Table {
     pub rows: Vec<Vec<serde_json::Value>>,
 }
 
+impl Table {
+    /// A table as both REST faces write one: `TableName`, `Columns` (`ColumnName`,
+    /// `ColumnType`), `Rows`.
+    fn of(table: &serde_json::Value) -> Table {
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        let columns = table["Columns"].as_array().map(|columns| {
+            columns
+                .iter()
+                .map(|c| Column {
+                    column_name: text(&c["ColumnName"]),
+                    column_type: text(&c["ColumnType"]),
+                })
+                .collect()
+        });
+        let rows = table["Rows"]
+            .as_array()
+            .map(|rows| rows.iter().filter_map(|r| r.as_array().cloned()).collect());
+        Table {
+            name: text(&table["TableName"]),
+            columns: columns.unwrap_or_default(),
+            rows: rows.unwrap_or_default(),
+        }
+    }
+}
+
 /// The result tables of a query: `PrimaryResult` (then `ExtraTable_N`), and `@Warnings`
 /// (one column `message`) when there are warnings.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -40,39 +65,12 @@ impl QueryResponse {
     /// The tables of a v1 answer (`{"Tables": [{"TableName", "Columns", "Rows"}]}`), as the
     /// management endpoint gives them.
     pub fn from_v1_tables(answer: &serde_json::Value) -> QueryResponse {
-        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
         let tables = answer["Tables"]
             .as_array()
-            .map(|tables| {
-                tables
-                    .iter()
-                    .map(|table| Table {
-                        name: text(&table["TableName"]),
-                        columns: table["Columns"]
-                            .as_array()
-                            .map(|columns| {
-                                columns
-                                    .iter()
-                                    .map(|c| Column {
-                                        column_name: text(&c["ColumnName"]),
-                                        column_type: text(&c["ColumnType"]),
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                        rows: table["Rows"]
-                            .as_array()
-                            .map(|rows| {
-                                rows.iter()
-                                    .map(|row| row.as_array().cloned().unwrap_or_default())
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        QueryResponse { tables }
+            .map(|tables| tables.iter().map(Table::of).collect());
+        QueryResponse {
+            tables: tables.unwrap_or_default(),
+        }
     }
 
     /// The tables of a v2 frame array.
@@ -80,27 +78,8 @@ impl QueryResponse {
         let mut tables = Vec::new();
         let mut warnings = Vec::new();
         for frame in frames.iter().filter(|f| f["FrameType"] == "DataTable") {
-            let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
             match frame["TableKind"].as_str() {
-                Some("PrimaryResult") => tables.push(Table {
-                    name: text(&frame["TableName"]),
-                    columns: frame["Columns"]
-                        .as_array()
-                        .map(|columns| {
-                            columns
-                                .iter()
-                                .map(|c| Column {
-                                    column_name: text(&c["ColumnName"]),
-                                    column_type: text(&c["ColumnType"]),
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    rows: frame["Rows"]
-                        .as_array()
-                        .map(|rows| rows.iter().filter_map(|r| r.as_array().cloned()).collect())
-                        .unwrap_or_default(),
-                }),
+                Some("PrimaryResult") => tables.push(Table::of(frame)),
                 Some("QueryCompletionInformation") => {
                     for row in frame["Rows"].as_array().into_iter().flatten() {
                         // Columns: ..., LevelName (6), ..., Payload (11).

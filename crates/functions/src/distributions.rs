@@ -27,6 +27,15 @@ fn ln_beta(a: f64, b: f64) -> f64 {
     libm::lgamma(a) + libm::lgamma(b) - libm::lgamma(a + b)
 }
 
+/// One step of the modified Lentz method: the next `c` and `d` for the coefficient `aa`.
+fn lentz(aa: f64, c: f64, d: f64) -> (f64, f64) {
+    const TINY: f64 = 1e-300;
+    let guard = |v: f64| if v.abs() < TINY { TINY } else { v };
+    let d = guard(1.0 + aa * d);
+    let c = guard(1.0 + aa / c);
+    (c, 1.0 / d)
+}
+
 /// The continued fraction of the incomplete beta function (modified Lentz's method).
 fn continued_fraction(a: f64, b: f64, x: f64) -> f64 {
     const TINY: f64 = 1e-300;
@@ -41,27 +50,11 @@ fn continued_fraction(a: f64, b: f64, x: f64) -> f64 {
     for m in 1..=1000 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
+        let even = m * (b - m) * x / ((qam + m2) * (a + m2));
+        (c, d) = lentz(even, c, d);
         h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
+        let odd = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        (c, d) = lentz(odd, c, d);
         let step = d * c;
         h *= step;
         if (step - 1.0).abs() < 1e-16 {

@@ -305,16 +305,9 @@ fn seasonal_period(values: &[f64]) -> Option<usize> {
     if n < 8 {
         return None;
     }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let centered: Vec<f64> = values.iter().map(|v| v - mean).collect();
-    let energy: f64 = centered.iter().map(|v| v * v).sum();
-    if energy <= 0.0 {
-        return None;
-    }
+    let acf = autocorrelations(values, (n - 1) / 2);
     let mut best: Option<(usize, f64)> = None;
-    for lag in 4..=(n - 1) / 2 {
-        let score = centered.iter().zip(&centered[lag..]).map(|(a, b)| a * b).sum::<f64>() / energy * n as f64
-            / (n - lag) as f64;
+    for (lag, &score) in acf.iter().enumerate().skip(4) {
         if score >= 0.7 && best.is_none_or(|(_, s)| score > s + 1e-12) {
             best = Some((lag, score));
         }
