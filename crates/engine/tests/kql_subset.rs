@@ -382,6 +382,31 @@ async fn term_prefixes_modulo_constant_counts_and_deprecated_names() -> TestResu
     assert_eq!(rows, vec![vec![json!([1, 10, 10])]]);
     let rows = f.rows("print ingestion_time()").await?;
     assert_eq!(rows, vec![vec![json!(null)]]);
+    let check = "let checkLength = (len:long, s:string) { assert(len > 0, 'Length must be greater than zero') and strlen(s) > len }; \
+                 datatable(input:string)['123', '4567']";
+    let rows = f
+        .rows(&format!("{check} | where checkLength(len=long(3), input)"))
+        .await?;
+    assert_eq!(rows, vec![vec![json!("4567")]]);
+    let error = f
+        .run(&format!("{check} | where checkLength(len=long(-1), input)"))
+        .await
+        .err()
+        .ok_or("expected an error")?;
+    assert_eq!(error.code, ErrorCode::BadRequest);
+    assert!(
+        error
+            .message
+            .contains("assert() has failed with message: 'Length must be greater than zero'"),
+        "{}",
+        error.message
+    );
+    let error = f
+        .run("datatable(x:long)[1] | where assert(x > 0, 'row-bound')")
+        .await
+        .err()
+        .ok_or("expected an error")?;
+    assert_eq!(error.code, ErrorCode::BadRequest);
     let rows = f.rows("print current_database()").await?;
     assert_eq!(rows, vec![vec![json!("default")]]);
     Ok(())

@@ -75,6 +75,46 @@ impl Planner<'_> {
             };
             return Ok(Typed::new(value, KqlType::DateTime));
         }
+        // assert(condition, message): checked while planning; the condition must be constant.
+        if name == "assert" {
+            let [condition, message] = args else {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    e.span,
+                    "'assert()' takes a condition and a message",
+                ));
+            };
+            let empty = self.empty_tabular()?;
+            let holds = self
+                .scalar(condition, &empty)
+                .ok()
+                .and_then(|v| crate::sources::constant_value(&v.expr));
+            let text = self
+                .scalar(message, &empty)
+                .ok()
+                .and_then(|v| crate::sources::constant_value(&v.expr));
+            let message = match text {
+                Some(ScalarValue::Utf8(Some(t)) | ScalarValue::Utf8View(Some(t)) | ScalarValue::LargeUtf8(Some(t))) => {
+                    t
+                }
+                _ => String::new(),
+            };
+            return match holds {
+                Some(ScalarValue::Boolean(Some(true))) => {
+                    Ok(Typed::new(datafusion::logical_expr::lit(true), KqlType::Bool))
+                }
+                Some(ScalarValue::Boolean(Some(false))) => Err(self.error(
+                    ErrorCode::BadRequest,
+                    e.span,
+                    format!("assert() has failed with message: '{message}'"),
+                )),
+                _ => Err(self.error(
+                    ErrorCode::BadRequest,
+                    condition.span,
+                    "the condition of 'assert()' must be a constant bool, known before the query runs",
+                )),
+            };
+        }
         if name == "current_database" && args.is_empty() {
             let database = datafusion::logical_expr::lit(self.options.database.clone());
             return Ok(Typed::new(database, KqlType::String));

@@ -171,11 +171,10 @@ impl Planner<'_> {
             return Err(self.error(ErrorCode::BadRequest, span, format!("'{name}' calls itself too deeply")));
         }
         // Arguments are evaluated in the caller's scope; `name = value` arguments go to the
-        // parameter of that name, the others in order.
-        let positional: Vec<&KExpr> = args
+        // parameter of that name, the others in order to the parameters left.
+        let mut positional = args
             .iter()
-            .filter(|a| !matches!(a.kind, ExprKind::NamedArgument { .. }))
-            .collect();
+            .filter(|a| !matches!(a.kind, ExprKind::NamedArgument { .. }));
         let named = |param: &str| {
             args.iter().find_map(|a| match &a.kind {
                 ExprKind::NamedArgument { name, value } if name.name == param => Some(value.as_ref()),
@@ -183,9 +182,9 @@ impl Planner<'_> {
             })
         };
         let mut bound = Vec::with_capacity(def.params.len());
-        for (index, param) in def.params.iter().enumerate() {
+        for param in &def.params {
             let arg = named(&param.name.name)
-                .or_else(|| positional.get(index).copied())
+                .or_else(|| positional.next())
                 .or(param.default.as_ref());
             let Some(arg) = arg else {
                 return Err(self.error(
