@@ -129,6 +129,35 @@ def test_mgmt_schema_functions_and_queries(loaded):
     assert rows[marker]["StartedOn"] <= rows[marker]["LastUpdatedOn"]
 
 
+def test_geospatial_functions_and_lookup(loaded):
+    """Locations joined to the polygon that holds them (`geo_polygon_lookup`), with distances,
+    cells and areas, through the real client."""
+    query = """
+let areas = datatable(area:string, shape:dynamic) [
+    "midtown", dynamic({"type":"Polygon","coordinates":[[[-73.97375470114766,40.74300078124614],[-73.98653921014294,40.75486501361894],[-73.99910622331991,40.74112695466084],[-73.97375470114766,40.74300078124614]]]}),
+];
+datatable(place:string, lng:real, lat:real) [
+    "empire state", -73.98567337898565, 40.74842629977377,
+    "liberty", -74.04462223203123, 40.689195627512674,
+]
+| evaluate geo_polygon_lookup(areas, shape, lng, lat, return_unmatched = true)
+| extend km_to_liberty = geo_distance_2points(lng, lat, -74.04462223203123, 40.689195627512674) / 1000,
+         h3 = geo_point_to_h3cell(lng, lat, 6),
+         hash = geo_point_to_geohash(lng, lat, 6)
+| order by place asc"""
+    table = client(loaded).execute("default", query).primary_results[0]
+    assert [c.column_name for c in table.columns] == ["place", "lng", "lat", "area", "km_to_liberty", "h3", "hash"]
+    rows = list(table)
+    assert [r["place"] for r in rows] == ["empire state", "liberty"]
+    assert rows[0]["area"] == "midtown" and rows[1]["area"] == "", "unmatched locations are kept"
+    assert 8.0 < rows[0]["km_to_liberty"] < 9.0 and rows[1]["km_to_liberty"] == 0.0
+    assert rows[1]["h3"] == "862a1072fffffff" and rows[0]["hash"] == "dr5ru6"
+    area = list(client(loaded).execute("default", "print a = geo_polygon_area(geo_geohash_to_polygon('dr5ru'))").primary_results[0])
+    assert 17_000_000 < area[0]["a"] < 19_000_000
+    invalid = list(client(loaded).execute("default", "print p = geo_point_in_polygon(200, 1, dynamic({})), c = geo_point_to_s2cell(300, 1)").primary_results[0])
+    assert invalid[0]["p"] is None and invalid[0]["c"] == ""
+
+
 def test_query_parameters_from_client_request_properties(loaded):
     from azure.kusto.data import ClientRequestProperties
 

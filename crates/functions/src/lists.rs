@@ -56,6 +56,20 @@ fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
                     None if finish == ListFinish::ArrayWithNulls => "null",
                     None => continue,
                 };
+                // `make_list` of dynamic arrays concatenates their items.
+                if finish == ListFinish::Array
+                    && text.starts_with('[')
+                    && let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(text)
+                {
+                    for item in items.iter().take(limit - count) {
+                        if count > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(&item.to_string());
+                        count += 1;
+                    }
+                    continue;
+                }
                 if count > 0 {
                     out.push(',');
                 }
@@ -258,6 +272,26 @@ impl ScalarUDFImpl for JsonItemsUdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn make_list_concatenates_arrays_and_keeps_the_limit() {
+        let values: ArrayRef = std::sync::Arc::new(datafusion::arrow::array::StringArray::from(vec![
+            Some("[1,[2]]"),
+            None,
+            Some("3"),
+            Some("\"[not an array]\""),
+            Some("[]"),
+        ]));
+        assert_eq!(
+            finish_one(&values, ListFinish::Array, 100),
+            r#"[1,[2],3,"[not an array]"]"#
+        );
+        assert_eq!(finish_one(&values, ListFinish::Array, 2), "[1,[2]]");
+        assert_eq!(
+            finish_one(&values, ListFinish::ArrayWithNulls, 100),
+            r#"[[1,[2]],null,3,"[not an array]",[]]"#
+        );
+    }
 
     #[test]
     fn items_of_arrays_bags_and_scalars() {

@@ -600,10 +600,15 @@ pub static FUNCTIONS: &[KqlFunction] = &[
 
 /// The registered function called `name`, if any.
 pub fn lookup(name: &str) -> Option<&'static KqlFunction> {
+    all().find(|f| f.name == name)
+}
+
+/// Every registered scalar function.
+pub fn all() -> impl Iterator<Item = &'static KqlFunction> {
     FUNCTIONS
         .iter()
         .chain(crate::registry_more::FUNCTIONS_MORE)
-        .find(|f| f.name == name)
+        .chain(crate::geo::FUNCTIONS)
 }
 
 #[cfg(test)]

@@ -13,6 +13,14 @@ use crate::registry::{BOOL, DYNAMIC, GUID, LONG, REAL, STRING, registry_entry as
 
 pub static FUNCTIONS_MORE: &[KqlFunction] = &[
     f!(
+        "__range_count",
+        [Any, Any, Any],
+        3,
+        false,
+        LONG,
+        crate::ranges::range_count
+    ),
+    f!(
         "__series_decompose",
         [Dynamic, Long, String, Long, Real],
         1,

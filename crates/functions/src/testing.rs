@@ -133,3 +133,9 @@ pub fn run(name: &str, args: &[ColumnarValue]) -> String {
 pub fn fails(name: &str, args: &[ColumnarValue]) -> bool {
     call(name, args).is_err()
 }
+
+/// [`run`] for a function returning a real: `None` for null.
+pub fn run_real(name: &str, args: &[ColumnarValue]) -> Option<f64> {
+    let shown = run(name, args);
+    (shown != "null").then(|| shown.parse().unwrap_or_else(|_| panic!("{name}: not a real: {shown}")))
+}

@@ -706,19 +706,11 @@ fn finish_is_cast(finish: &Finish) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::catalog::TableProvider;
     use datafusion::common::tree_node::TreeNodeRecursion;
     use datafusion::logical_expr::LogicalPlan;
 
     use super::*;
-
-    struct NoTables;
-
-    impl crate::TableLookup for NoTables {
-        fn table(&self, _: &str) -> Option<Arc<dyn TableProvider>> {
-            None
-        }
-    }
+    use crate::testing::NoTables;
 
     /// The aggregate expressions of every `Aggregate` node of `plan`.
     fn aggregates(plan: &LogicalPlan) -> Vec<usize> {

@@ -35,6 +35,26 @@ pub fn param_word(params: &[OperatorParam], name: &str) -> Option<String> {
         })
 }
 
+/// Appends the right side's `added` columns (read under `qualifier`) to a join's output: a
+/// name already taken gets a `1` suffix (`key1`, then `key2`), as Kusto does.
+pub fn append_right<'c>(
+    exprs: &mut Vec<Expr>,
+    columns: &mut Vec<(String, KqlType)>,
+    added: impl Iterator<Item = &'c (String, KqlType)>,
+    qualifier: &str,
+) {
+    for (name, kql_type) in added {
+        let mut output = name.clone();
+        let mut suffix = 1;
+        while columns.iter().any(|(n, _)| *n == output) {
+            output = format!("{name}{suffix}");
+            suffix += 1;
+        }
+        exprs.push(side(qualifier, name).alias(&output));
+        columns.push((output, *kql_type));
+    }
+}
+
 impl Planner<'_> {
     /// The (left, right) key column names of `on` conditions.
     fn join_keys(&self, on: &[KExpr], left: &Tabular, right: &Tabular) -> Result<Vec<(String, String)>, TrawlError> {
@@ -174,19 +194,11 @@ impl Planner<'_> {
             }
         }
         if keep_right {
-            for (name, kql_type) in &right.columns {
-                if lookup && keys.iter().any(|(_, r)| r == name) {
-                    continue;
-                }
-                let mut output = name.clone();
-                let mut suffix = 1;
-                while columns.iter().any(|(n, _)| *n == output) {
-                    output = format!("{name}{suffix}");
-                    suffix += 1;
-                }
-                exprs.push(side(RIGHT, name).alias(&output));
-                columns.push((output, *kql_type));
-            }
+            let added = right
+                .columns
+                .iter()
+                .filter(|(name, _)| !(lookup && keys.iter().any(|(_, r)| r == name)));
+            append_right(&mut exprs, &mut columns, added, RIGHT);
         }
         let plan = joined
             .project(exprs)

@@ -14,6 +14,7 @@ mod apply;
 pub mod budget;
 mod context;
 mod expand;
+mod geo_lookup;
 mod joins;
 pub mod limits;
 mod names;
@@ -31,6 +32,8 @@ mod shredded;
 mod sources;
 mod subqueries;
 mod suggest;
+#[cfg(test)]
+mod testing;
 mod top_nested;
 mod unpack;
 mod user_functions;

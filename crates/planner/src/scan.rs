@@ -430,12 +430,34 @@ impl ScanEvaluator {
 }
 
 /// Replaces `step.column` member accesses with a name of the scan scope (`step.column`).
-fn scope_names(expr: &KExpr, steps: &[String]) -> KExpr {
+/// The step names a scan's expressions may qualify columns with, and the input columns that
+/// steps assign, read from a step's state under their carried name.
+struct StepNames {
+    names: Vec<String>,
+    /// (input column, the declared column that carries its assigned value).
+    carried: Vec<(String, String)>,
+}
+
+impl StepNames {
+    fn contains(&self, name: &String) -> bool {
+        self.names.contains(name)
+    }
+
+    fn member<'n>(&'n self, name: &'n str) -> &'n str {
+        self.carried
+            .iter()
+            .find(|(c, _)| c == name)
+            .map_or(name, |(_, hidden)| hidden.as_str())
+    }
+}
+
+fn scope_names(expr: &KExpr, steps: &StepNames) -> KExpr {
     let kind = match &expr.kind {
         ExprKind::Member { target, member } => match &target.kind {
-            ExprKind::Name(step) if steps.contains(&step.name) => {
-                ExprKind::Name(Ident::new(format!("{}.{}", step.name, member.name), expr.span))
-            }
+            ExprKind::Name(step) if steps.contains(&step.name) => ExprKind::Name(Ident::new(
+                format!("{}.{}", step.name, steps.member(&member.name)),
+                expr.span,
+            )),
             _ => ExprKind::Member {
                 target: Box::new(scope_names(target, steps)),
                 member: member.clone(),
@@ -571,6 +593,29 @@ impl Planner<'_> {
             declared.push((name, kql_type));
             defaults.push(default);
         }
+        // Input columns that steps assign: each is carried by a hidden declared column, which
+        // steps that do not assign it set to the row's own value.
+        let mut carried: Vec<(String, String)> = Vec::new();
+        for step in &scan.steps {
+            for assignment in &step.assignments {
+                let Some(target) = assignment.name() else { continue };
+                if declared.iter().any(|(n, _)| *n == target.name) || carried.iter().any(|(c, _)| *c == target.name) {
+                    continue;
+                }
+                let Some(kql_type) = input.column_type(&target.name) else {
+                    continue;
+                };
+                let hidden = format!("__trawl_scan_carried_{}", target.name);
+                let data_type = trawl_functions::types::arrow_type(kql_type);
+                defaults.push(ScalarValue::try_from(&data_type).map_err(|e| internal(&e))?);
+                declared.push((hidden.clone(), kql_type));
+                carried.push((target.name.clone(), hidden));
+            }
+        }
+        let scoped = StepNames {
+            names: step_names.clone(),
+            carried: carried.clone(),
+        };
         // The scope: the row, the declared columns, then every step's copy of both.
         let input_schema = input.plan.schema().clone();
         let mut row_fields: Vec<(String, KqlType, DataType)> = Vec::new();
@@ -625,7 +670,7 @@ impl Planner<'_> {
                     ));
                 }
             };
-            let condition = scope_names(&step.condition, &step_names);
+            let condition = scope_names(&step.condition, &scoped);
             let typed = self.scalar(&condition, &scope)?;
             let condition = coerce(self.boolean(typed, &condition)?, &scope_df)?;
             let mut assignments = Vec::with_capacity(step.assignments.len());
@@ -637,17 +682,28 @@ impl Planner<'_> {
                         "a scan assignment names a declared column: `column = value`",
                     ));
                 };
-                let Some(index) = declared.iter().position(|(n, _)| *n == target.name) else {
+                let target_name = scoped.member(&target.name);
+                let Some(index) = declared.iter().position(|(n, _)| n == target_name) else {
                     return Err(self.error(
                         ErrorCode::BadRequest,
                         target.span,
-                        format!("'{}' is not a declared column of the scan", target.name),
+                        format!(
+                            "'{}' is neither a declared column of the scan nor a column of its input",
+                            target.name
+                        ),
                     ));
                 };
-                let value = scope_names(&assignment.expr, &step_names);
+                let value = scope_names(&assignment.expr, &scoped);
                 let typed = self.scalar(&value, &scope)?;
                 let converted = self.convert(typed, declared[index].1, &value)?;
                 assignments.push((index, coerce(converted, &scope_df)?));
+            }
+            for (name, hidden) in &carried {
+                if let Some(index) = declared.iter().position(|(n, _)| n == hidden)
+                    && !assignments.iter().any(|(i, _)| *i == index)
+                {
+                    assignments.push((index, coerce(column(name), &scope_df)?));
+                }
             }
             steps.push(Step {
                 condition,
@@ -690,9 +746,19 @@ impl Planner<'_> {
             .and_then(|b| b.unnest_columns_with_options(vec![Column::new_unqualified(records)], Default::default()))
             .map_err(|e| internal(&e))?;
         let field = |name: &str| datafusion::functions::core::expr_fn::get_field(column(records), name);
-        let mut exprs: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+        let mut exprs: Vec<Expr> = input
+            .columns
+            .iter()
+            .map(|(n, _)| match carried.iter().find(|(c, _)| c == n) {
+                Some((_, hidden)) => field(hidden).alias(n),
+                None => column(n).alias(n),
+            })
+            .collect();
         let mut columns = input.columns.clone();
         for (name, kql_type) in &declared {
+            if carried.iter().any(|(_, hidden)| hidden == name) {
+                continue;
+            }
             exprs.push(field(name).alias(name));
             columns.push((name.clone(), *kql_type));
         }

@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, DurationNanosecondArray, Float64Array, Int64Array, TimestampNanosecondArray};
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{DataType, Schema, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::common::ScalarValue;
+use datafusion::common::{Column, ScalarValue, UnnestOptions};
 use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::logical_expr::simplify::SimplifyContext;
-use datafusion::logical_expr::{Expr, LogicalPlanBuilder, cast};
+use datafusion::logical_expr::{Expr, LogicalPlanBuilder, cast, lit};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Datatable, Expr as KExpr, NamedExpr, Range};
@@ -17,7 +17,7 @@ use crate::context::{Planner, Tabular, Typed, internal};
 use crate::scalar::{kql_type_of_scalar, null_of};
 
 /// Most rows a `range` may produce.
-pub const MAX_RANGE_ROWS: usize = 10_000_000;
+pub const MAX_RANGE_ROWS: usize = trawl_functions::ranges::MAX_RANGE_ROWS as usize;
 
 /// Folds a constant expression to its value.
 pub fn constant_value(expr: &Expr) -> Option<ScalarValue> {
@@ -144,21 +144,14 @@ impl Planner<'_> {
         let from = self.scalar(&range.from, &input)?;
         let to = self.scalar(&range.to, &input)?;
         let step = self.scalar(&range.step, &input)?;
-        let constant = |planner: &Self, value: &Typed, at: &KExpr| {
-            constant_value(&value.expr).ok_or_else(|| {
-                planner.error(
-                    ErrorCode::BadRequest,
-                    at.span,
-                    "range bounds and step must be constants",
-                )
-            })
-        };
-        let (from_value, to_value, step_value) = (
-            constant(self, &from, &range.from)?,
-            constant(self, &to, &range.to)?,
-            constant(self, &step, &range.step)?,
-        );
         let name = range.column.name.clone();
+        let (Some(from_value), Some(to_value), Some(step_value)) = (
+            constant_value(&from.expr),
+            constant_value(&to.expr),
+            constant_value(&step.expr),
+        ) else {
+            return self.computed_range(range, name, from, to, step);
+        };
         let (array, kql_type): (ArrayRef, KqlType) = match from.kql_type {
             KqlType::DateTime | KqlType::Timespan => {
                 let start = as_i64(&from_value);
@@ -232,6 +225,78 @@ impl Planner<'_> {
             RecordBatch::try_new(schema.clone(), vec![array]).map_err(|e| TrawlError::internal(e.to_string()))?;
         let table = MemTable::try_new(schema, vec![vec![batch]]).map_err(|e| internal(&e))?;
         let plan = LogicalPlanBuilder::scan("range", provider_as_source(Arc::new(table)), None)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        Ok(Tabular {
+            plan,
+            columns: vec![(name, kql_type)],
+        })
+    }
+
+    /// A `range` whose bounds are known only when the query runs (`toscalar()` of a query, a
+    /// function's parameters): one row holding the first value, the step and the count of
+    /// steps, expanded into the steps.
+    fn computed_range(
+        &mut self,
+        range: &Range,
+        name: String,
+        from: Typed,
+        to: Typed,
+        step: Typed,
+    ) -> Result<Tabular, TrawlError> {
+        const FROM: &str = "__trawl_range_from";
+        const STEP: &str = "__trawl_range_step";
+        const INDEX: &str = "__trawl_range_index";
+        let kql_type = match from.kql_type {
+            KqlType::DateTime | KqlType::Timespan => from.kql_type,
+            t if t.is_numeric() && to.kql_type.is_numeric() && step.kql_type.is_numeric() => {
+                if [t, to.kql_type, step.kql_type].contains(&KqlType::Real) {
+                    KqlType::Real
+                } else {
+                    KqlType::Long
+                }
+            }
+            other => {
+                return Err(self.error(
+                    ErrorCode::TypeMismatch,
+                    range.from.span,
+                    format!("range needs numbers, datetimes or timespans, found {other}"),
+                ));
+            }
+        };
+        let Some(count) = trawl_functions::registry::lookup("__range_count") else {
+            return Err(TrawlError::internal("__range_count is not registered"));
+        };
+        let count = Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            Arc::new((count.udf)()),
+            vec![from.expr.clone(), to.expr, step.expr.clone()],
+        ));
+        let as_long = |e: Expr| cast(e, DataType::Int64);
+        let (start, by) = match kql_type {
+            KqlType::Real => (cast(from.expr, DataType::Float64), cast(step.expr, DataType::Float64)),
+            _ => (as_long(from.expr), as_long(step.expr)),
+        };
+        let steps = datafusion::functions_nested::expr_fn::gen_series(lit(0i64), count, lit(1i64));
+        let index = crate::context::column(INDEX);
+        let value = match kql_type {
+            KqlType::Real => {
+                crate::context::column(FROM) + cast(index, DataType::Float64) * crate::context::column(STEP)
+            }
+            _ => crate::context::column(FROM) + index * crate::context::column(STEP),
+        };
+        let value = match kql_type {
+            KqlType::DateTime => cast(
+                value,
+                DataType::Timestamp(TimeUnit::Nanosecond, Some(trawl_functions::types::UTC.into())),
+            ),
+            KqlType::Timespan => cast(value, DataType::Duration(TimeUnit::Nanosecond)),
+            _ => value,
+        };
+        let options = UnnestOptions::new().with_preserve_nulls(false);
+        let plan = LogicalPlanBuilder::empty(true)
+            .project(vec![start.alias(FROM), by.alias(STEP), steps.alias(INDEX)])
+            .and_then(|b| b.unnest_columns_with_options(vec![Column::new_unqualified(INDEX)], options))
+            .and_then(|b| b.project(vec![value.alias(&name)]))
             .and_then(|b| b.build())
             .map_err(|e| internal(&e))?;
         Ok(Tabular {

@@ -63,9 +63,7 @@ impl Planner<'_> {
             .iter()
             .filter(|(_, b)| matches!(b, Binding::Function(_)))
             .map(|(n, _)| n.as_str());
-        let names = trawl_functions::registry::FUNCTIONS
-            .iter()
-            .chain(trawl_functions::registry_more::FUNCTIONS_MORE)
+        let names = trawl_functions::registry::all()
             .map(|f| f.name)
             .filter(|n| !n.starts_with("__"))
             .chain(trawl_functions::aggregate_registry::AGGREGATES.iter().map(|a| a.name))

@@ -28,6 +28,8 @@ impl Planner<'_> {
             "bag_unpack" => self.bag_unpack(input, args, evaluate, span),
             "basket" => self.basket(input, args, span),
             "dcount_intersect" => self.dcount_intersect(input, args, span),
+            "geo_line_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Line),
+            "geo_polygon_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Polygon),
             "narrow" => self.narrow(input, span),
             "pivot" => self.pivot(input, args, span),
             "rolling_percentile" => self.rolling_percentile(input, args, span),

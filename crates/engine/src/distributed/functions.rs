@@ -31,10 +31,7 @@ impl Shelf {
         let mut add = |udf: ScalarUDF| {
             scalars.insert(udf.name().to_string(), Arc::new(udf));
         };
-        for function in trawl_functions::registry::FUNCTIONS
-            .iter()
-            .chain(trawl_functions::registry_more::FUNCTIONS_MORE)
-        {
+        for function in trawl_functions::registry::all() {
             add((function.udf)());
         }
         for udf in trawl_functions::scalar_udfs() {
