@@ -73,6 +73,15 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         DYNAMIC,
         bk::make_basket
     ),
+    // Internal: the `reduce` operator (planner).
+    a!(
+        "__reduce",
+        [String, Real, String, Bool],
+        1,
+        false,
+        DYNAMIC,
+        crate::reduce::make_reduce
+    ),
     a!("binary_all_and", [Long], 1, false, LONG, s::make_binary_all_and),
     a!("binary_all_or", [Long], 1, false, LONG, s::make_binary_all_or),
     a!("binary_all_xor", [Long], 1, false, LONG, s::make_binary_all_xor),

@@ -30,6 +30,7 @@ pub mod memo;
 pub mod otel;
 pub mod random;
 pub mod ranges;
+pub mod reduce;
 pub mod regexes;
 pub mod registry;
 pub mod registry_more;

@@ -75,3 +75,28 @@ fn declare_query_parameters_parses_and_prints() {
         Ok(1)
     ));
 }
+
+#[test]
+fn declare_pattern_parses_and_prints() {
+    let text = r#"declare pattern country = (name:string)[state:string]
+        { ("USA").["New York"] = { print Capital = "Albany" }; ("Canada").["Alberta"] = { let c = "Edmonton"; print Capital = c }; };
+        country("Canada").Alberta"#;
+    let query = trawl_kql::parse(text).unwrap_or_else(|e| panic!("{e:?}"));
+    let StatementKind::DeclarePattern(pattern) = &query.statements[0].kind else {
+        panic!("not a pattern: {:?}", query.statements[0].kind);
+    };
+    assert_eq!(pattern.name.name, "country");
+    assert_eq!(pattern.params.len(), 1);
+    assert!(pattern.path.is_some());
+    assert_eq!(pattern.rules.len(), 2);
+    assert_eq!(pattern.rules[1].body.len(), 2);
+    let printed = query.statements[0].to_string();
+    let again = trawl_kql::parse(&format!("{printed}; country('USA').['New York']"))
+        .unwrap_or_else(|e| panic!("{printed}: {e:?}"));
+    assert_eq!(again.statements[0].to_string(), printed);
+    assert!(matches!(&again.statements[0].kind, StatementKind::DeclarePattern(p) if p.rules.len() == 2));
+    // Declared without rules, or without a path.
+    assert!(trawl_kql::parse("declare pattern p; p('x')").is_ok());
+    assert!(trawl_kql::parse("declare pattern p = (a:string) { ('x') = { print 1 }; }; p('x')").is_ok());
+    assert!(trawl_kql::parse("declare pattern p = (a:string) { ('x') = { }; }; p('x')").is_err());
+}

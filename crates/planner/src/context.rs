@@ -125,6 +125,8 @@ pub struct Planner<'a> {
     /// Inside `partition by`: the column telling partitions apart, for operators that keep
     /// state across rows (`scan`).
     pub partition_column: Option<String>,
+    /// Declared patterns (`declare pattern`), by name.
+    pub patterns: HashMap<String, std::rc::Rc<trawl_kql::ast::PatternDecl>>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -142,6 +144,7 @@ impl<'a> Planner<'a> {
             time_bin: None,
             runtime_warning_key: None,
             partition_column: None,
+            patterns: HashMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -189,6 +192,10 @@ impl<'a> Planner<'a> {
                         self.bindings.insert(param.name.name.clone(), value);
                     }
                 }
+                StatementKind::DeclarePattern(pattern) => {
+                    self.patterns
+                        .insert(pattern.name.name.clone(), std::rc::Rc::new(pattern.clone()));
+                }
                 StatementKind::Expr(expr) => {
                     let branches = match &expr.kind {
                         ExprKind::Pipeline { source, operators } => match operators.split_last() {
@@ -235,6 +242,9 @@ impl<'a> Planner<'a> {
     }
 
     pub fn is_tabular(&self, expr: &KExpr) -> bool {
+        if self.pattern_invocation(expr).is_some() {
+            return true;
+        }
         match &expr.kind {
             ExprKind::Pipeline { .. } | ExprKind::TabularOperator(_) => true,
             ExprKind::Name(ident) => match self.bindings.get(&ident.name) {
@@ -304,6 +314,9 @@ impl<'a> Planner<'a> {
     }
 
     fn tabular_unbounded(&mut self, expr: &KExpr) -> Result<Tabular, TrawlError> {
+        if let Some(invocation) = self.pattern_invocation(expr) {
+            return self.invoke_pattern(invocation, expr.span);
+        }
         match &expr.kind {
             ExprKind::Name(ident) => self.table_reference(&ident.name, ident.span),
             ExprKind::Call { function, args } => {

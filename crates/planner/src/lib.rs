@@ -21,6 +21,8 @@ mod names;
 mod operators;
 mod parse;
 mod parse_kv;
+mod patterns;
+mod reduce;
 mod rolling;
 mod scalar;
 mod scalar_functions;

@@ -260,6 +260,7 @@ impl Planner<'_> {
             }
             OperatorKind::Serialize(items) => self.project(input, items, true),
             OperatorKind::Scan(scan) => self.scan_operator(input, scan, operator.span),
+            OperatorKind::Reduce(reduce) => self.reduce(input, reduce, operator.span),
             OperatorKind::Sample(count) => self.sample(input, count, operator.span),
             OperatorKind::SampleDistinct(sample) => self.sample_distinct(input, sample, operator.span),
             OperatorKind::TopHitters(hitters) => self.top_hitters(input, hitters, operator.span),

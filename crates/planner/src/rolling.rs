@@ -15,7 +15,7 @@ use crate::context::{Planner, Tabular};
 use crate::names::bracketed;
 
 /// The name the lowered query reads its input by.
-const INPUT: &str = "__rolling_input";
+pub(crate) const INPUT: &str = "__rolling_input";
 
 impl Planner<'_> {
     pub(crate) fn rolling_percentile(

@@ -12,7 +12,7 @@ use crate::context::{Binding, Planner, Tabular, Typed};
 use crate::scalar::kql_type_of_scalar;
 
 /// Deepest nesting of user function calls (guards against recursion).
-const MAX_CALL_DEPTH: usize = 64;
+pub(crate) const MAX_CALL_DEPTH: usize = 64;
 
 impl Planner<'_> {
     /// The value of a declared query parameter: the request's (`Parameters`, text read as a

@@ -74,8 +74,30 @@ pub enum StatementKind {
     /// `declare query_parameters(name:type [= default], ...)`: names whose values the request
     /// gives (its `Parameters` property), else their defaults.
     DeclareParameters(Vec<Param>),
+    /// `declare pattern name [= (params)[path] { rules }]`.
+    DeclarePattern(PatternDecl),
     /// A scalar or tabular expression, usually the query itself.
     Expr(Expr),
+}
+
+/// `declare pattern name = (arg:string, ...)[path:string] { (values).[path] = { body }; ... }`:
+/// named tabular expressions chosen by the values a query invokes the pattern with
+/// (`name("a").b`). A pattern declared without rules (`declare pattern name`) has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatternDecl {
+    pub name: Ident,
+    pub params: Vec<Param>,
+    pub path: Option<Param>,
+    pub rules: Vec<PatternRule>,
+}
+
+/// One rule of a pattern: `(values).[path] = { body }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatternRule {
+    pub args: Vec<Expr>,
+    pub path: Option<Expr>,
+    pub body: Vec<Statement>,
+    pub span: Span,
 }
 
 /// `let name = value`.

@@ -171,9 +171,10 @@ pub struct TabularSchema {
     pub open: bool,
 }
 
-/// `reduce by column [with option = value, ...]`.
+/// `reduce [kind=source] by column [with option = value, ...]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reduce {
+    pub params: Vec<OperatorParam>,
     pub by: Expr,
     pub options: Vec<NamedExpr>,
 }

@@ -189,11 +189,12 @@ impl Parser<'_> {
                 self.comma_separated(|parser| parser.parse_required_expr("project-by-names"))?,
             ),
             "reduce" => {
+                let params = self.parse_params(&["kind"])?;
                 self.expect_word("by")
                     .map_err(|_| self.error_expected("'by' after 'reduce'"))?;
                 let by = self.parse_required_expr("by")?;
                 let options = self.parse_with_options_unparenthesized()?;
-                OperatorKind::Reduce(Reduce { by, options })
+                OperatorKind::Reduce(Reduce { params, by, options })
             }
             "sample" => OperatorKind::Sample(self.parse_required_expr("sample")?),
             "sample-distinct" => {

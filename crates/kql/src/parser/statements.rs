@@ -2,8 +2,8 @@
 
 use super::{ParseResult, Parser};
 use crate::ast::{
-    ColumnDecl, FunctionDef, Ident, Let, LetValue, Param, ParamType, Query, ScalarType, SetOption, Statement,
-    StatementKind,
+    ColumnDecl, FunctionDef, Ident, Let, LetValue, Param, ParamType, PatternDecl, PatternRule, Query, ScalarType,
+    SetOption, Statement, StatementKind,
 };
 use crate::token::TokenKind;
 
@@ -61,6 +61,10 @@ impl Parser<'_> {
                 self.expect(&TokenKind::RParen, "',' or ')' after a query parameter")?;
             }
             StatementKind::DeclareParameters(params)
+        } else if self.at_word("declare") && self.word_at(1) == Some("pattern") {
+            self.advance();
+            self.advance();
+            StatementKind::DeclarePattern(self.parse_pattern()?)
         } else {
             StatementKind::Expr(self.parse_pipeline_expr()?)
         };
@@ -68,6 +72,60 @@ impl Parser<'_> {
             kind,
             span: self.span_from(start),
         })
+    }
+
+    /// After `declare pattern`: `name [= (params)[path] { rules }]`.
+    fn parse_pattern(&mut self) -> ParseResult<PatternDecl> {
+        let name = self.parse_ident("a name after 'declare pattern'")?;
+        let mut decl = PatternDecl {
+            name,
+            params: Vec::new(),
+            path: None,
+            rules: Vec::new(),
+        };
+        if self.eat(&TokenKind::Assign).is_none() {
+            return Ok(decl);
+        }
+        self.expect(&TokenKind::LParen, "'(' before the pattern's arguments")?;
+        decl.params = self.comma_separated(Self::parse_param)?;
+        self.expect(&TokenKind::RParen, "',' or ')' after a pattern argument")?;
+        if self.eat(&TokenKind::LBracket).is_some() {
+            decl.path = Some(self.parse_param()?);
+            self.expect(&TokenKind::RBracket, "']' after the pattern's path")?;
+        }
+        self.expect(&TokenKind::LBrace, "'{' before the pattern's rules")?;
+        loop {
+            while self.eat(&TokenKind::Semicolon).is_some() {}
+            if self.eat(&TokenKind::RBrace).is_some() {
+                return Ok(decl);
+            }
+            let start = self.expect(&TokenKind::LParen, "'(' before a pattern rule's values or '}'")?;
+            let args = self.comma_separated(Self::parse_expr)?;
+            self.expect(&TokenKind::RParen, "',' or ')' after a pattern rule's values")?;
+            let path = if self.eat(&TokenKind::Dot).is_some() {
+                self.expect(&TokenKind::LBracket, "'[' after '.' in a pattern rule")?;
+                let path = self.parse_expr()?;
+                self.expect(&TokenKind::RBracket, "']' after a pattern rule's path")?;
+                Some(path)
+            } else {
+                None
+            };
+            self.expect(&TokenKind::Assign, "'=' before a pattern rule's body")?;
+            self.expect(&TokenKind::LBrace, "'{' to start a pattern rule's body")?;
+            self.enter()?;
+            let body = self.parse_statements(&TokenKind::RBrace)?;
+            self.leave();
+            if body.is_empty() {
+                return Err(self.error_expected("a pattern rule's body"));
+            }
+            self.expect(&TokenKind::RBrace, "'}' to end a pattern rule's body")?;
+            decl.rules.push(PatternRule {
+                args,
+                path,
+                body,
+                span: self.span_from(start),
+            });
+        }
     }
 
     fn parse_let(&mut self) -> ParseResult<Let> {

@@ -49,7 +49,56 @@ impl Display for Statement {
                 let list = text.split_once(" {").map_or(text.as_str(), |(list, _)| list);
                 write!(f, "declare query_parameters{list}")
             }
+            StatementKind::DeclarePattern(pattern) => write!(f, "{pattern}"),
         }
+    }
+}
+
+/// The text of a parameter list: `(a:string, b:long)`.
+fn param_list(params: &[crate::ast::Param], span: crate::span::Span) -> String {
+    let declared = FunctionDef {
+        params: params.to_vec(),
+        body: Vec::new(),
+        span,
+    };
+    let text = declared.to_string();
+    text.split_once(" {").map_or(text.clone(), |(list, _)| list.to_string())
+}
+
+impl Display for crate::ast::PatternDecl {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "declare pattern {}", self.name)?;
+        if self.params.is_empty() && self.rules.is_empty() {
+            return Ok(());
+        }
+        write!(f, " = {}", param_list(&self.params, self.name.span))?;
+        if let Some(path) = &self.path {
+            let list = param_list(std::slice::from_ref(path), self.name.span);
+            write!(f, "[{}]", list.trim_start_matches('(').trim_end_matches(')'))?;
+        }
+        f.write_str(" {")?;
+        for rule in &self.rules {
+            f.write_str(" (")?;
+            for (i, arg) in rule.args.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{}", ExprContext::scalar(arg))?;
+            }
+            f.write_str(")")?;
+            if let Some(path) = &rule.path {
+                write!(f, ".[{}]", ExprContext::scalar(path))?;
+            }
+            f.write_str(" = { ")?;
+            for (i, statement) in rule.body.iter().enumerate() {
+                if i > 0 {
+                    f.write_str("; ")?;
+                }
+                write!(f, "{statement}")?;
+            }
+            f.write_str(" };")?;
+        }
+        f.write_str(" }")
     }
 }
 

@@ -211,6 +211,7 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
             write_list(f, items, |f, item| write!(f, "{}", ExprContext::scalar(item)))
         }
         OperatorKind::Reduce(reduce) => {
+            write_params(f, &reduce.params)?;
             write!(f, " by {}", ExprContext::scalar(&reduce.by))?;
             if !reduce.options.is_empty() {
                 f.write_str(" with ")?;
