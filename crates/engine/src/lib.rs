@@ -20,6 +20,7 @@ mod prepared;
 pub mod progress;
 mod run;
 mod slices;
+mod time_filter;
 mod warm;
 
 use std::collections::HashMap;
@@ -82,6 +83,11 @@ pub struct EngineConfig {
     pub default_timeout: std::time::Duration,
     /// The longest limit a client may ask for; longer requests are cut to it.
     pub max_timeout: std::time::Duration,
+    /// A query that reads at least this many bytes of a table with no bound on `timestamp`
+    /// gets a `MissingTimeFilter` warning (none: never); see `time_filter.rs`.
+    pub time_filter_advice_bytes: Option<u64>,
+    /// Refuse the queries that would get a `MissingTimeFilter` warning.
+    pub require_time_filter: bool,
 }
 
 impl Default for EngineConfig {
@@ -98,6 +104,8 @@ impl Default for EngineConfig {
             summarize_memory_limit_bytes: 512 << 20,
             default_timeout: DEFAULT_QUERY_TIMEOUT,
             max_timeout: MAX_QUERY_TIMEOUT,
+            time_filter_advice_bytes: Some(1 << 30),
+            require_time_filter: false,
         }
     }
 }
@@ -184,6 +192,8 @@ pub(crate) struct Physical {
     pub(crate) placement: Placement,
     /// The id a distributed plan's scans count what they read under.
     pub(crate) query: Option<String>,
+    /// Large tables the plan reads with no time bound (see `time_filter.rs`).
+    pub(crate) unbounded: Vec<time_filter::Unbounded>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -386,9 +396,13 @@ impl Engine {
         let distribution = self.distribution.clone();
         let runtime = tokio::runtime::Handle::current();
         let query_limit = self.config.query_memory_limit_bytes;
+        let advice_bytes = self.config.time_filter_advice_bytes;
         off_runtime(move || {
             runtime.block_on(async move {
                 let optimized = state.optimize(&plan).map_err(execution_error)?;
+                let unbounded = time_filter::unbounded_scans(&optimized, advice_bytes)
+                    .await
+                    .map_err(execution_error)?;
                 let placement = match &distribution {
                     None => Placement::local("this node is not part of a cluster"),
                     Some(distribution) => match distribution
@@ -414,6 +428,7 @@ impl Engine {
                                     task,
                                     placement,
                                     query: Some(query),
+                                    unbounded,
                                 });
                             }
                             Err(error) => match distributed::stays_local(&error) {
@@ -439,6 +454,7 @@ impl Engine {
                     task,
                     placement,
                     query: None,
+                    unbounded,
                 })
             })
         })

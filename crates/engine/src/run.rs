@@ -335,6 +335,7 @@ impl Engine {
             })
             .await?;
             let mut plan = result.plan.clone();
+            let mut advised = false;
             let mut bits = 0u32;
             let mut lost_nodes = 0;
             let rows = loop {
@@ -344,9 +345,20 @@ impl Engine {
                     task,
                     placement,
                     query,
+                    unbounded,
                 } = run
                     .ticking(self.physical_plan(plan.clone(), run.fanout, run.tracker.memory()))
                     .await??;
+                if !advised {
+                    advised = true;
+                    for table in &unbounded {
+                        if self.config.require_time_filter {
+                            return Err(Stop::Failed(crate::time_filter::refusal(table)));
+                        }
+                        run.send(QueryEvent::Warning(crate::time_filter::warning(table)))
+                            .await?;
+                    }
+                }
                 run.distributed |= placement.is_distributed();
                 run.tracker.planning = false;
                 run.report_unreadable().await?;
@@ -639,11 +651,13 @@ impl Engine {
             let plan =
                 crate::slices::narrow(&result.plan, &sliced.table, *slice_lo, *slice_hi).map_err(execution_error)?;
             run.tracker.planning = true;
+            // Slices are bounded in time: no table is read whole.
             let Physical {
                 plan: physical,
                 task,
                 placement,
                 query,
+                unbounded: _,
             } = run
                 .ticking(self.physical_plan(plan, run.fanout, run.tracker.memory()))
                 .await??;

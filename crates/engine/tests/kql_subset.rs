@@ -1,7 +1,7 @@
 //! The first KQL subset, end to end over real segments.
 
 use serde_json::json;
-use trawl_common::ErrorCode;
+use trawl_common::{ErrorCode, Value};
 use trawl_engine::QueryWindow;
 
 use crate::fixture::{Fixture, MINUTE, T0, TestResult, log, span};
@@ -667,5 +667,68 @@ async fn a_summarize_over_its_memory_budget_drops_whole_groups_and_warns() -> Te
         .run("range x from 1 to 1000 step 1 | summarize n = count() by x | count")
         .await?;
     assert_eq!(small.1, vec![vec![json!(1000)]]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn names_of_the_alternative_layout_read_the_stored_columns() -> TestResult {
+    let f = Fixture::new().await?;
+    let mut rows = vec![span(1, "GET /a", "t1", 5, "api"), span(2, "GET /b", "t2", 7, "api")];
+    for (row, (kind, code)) in rows.iter_mut().zip([
+        ("SPAN_KIND_SERVER", "STATUS_CODE_ERROR"),
+        ("SPAN_KIND_CLIENT", "STATUS_CODE_OK"),
+    ]) {
+        row.push("span_kind", Value::String(kind.into()));
+        row.push("status_code", Value::String(code.into()));
+        row.push("status_description", Value::String("boom".into()));
+        row.push("ingest_time", Value::DateTime(T0 + 10 * MINUTE));
+    }
+    f.segment(rows).await?;
+    let (columns, rows) = f
+        .run(
+            "default | where $time > datetime(2023-11-14) and status.code == 'STATUS_CODE_ERROR' \
+             | project $time, name, kind, status, late = $time_ingest > $time",
+        )
+        .await?;
+    let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["$time", "name", "kind", "status", "late"]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][1], json!("GET /a"));
+    assert_eq!(rows[0][2], json!("SPAN_KIND_SERVER"));
+    assert_eq!(rows[0][3], json!({"code": "STATUS_CODE_ERROR", "message": "boom"}));
+    // A real column of the name wins; a table without the stored column has no alias.
+    let (_, own) = f.run("default | extend name = 'mine' | project name | take 1").await?;
+    assert_eq!(own, vec![vec![json!("mine")]]);
+    assert!(f.run("print x = 1 | project kind").await.is_err());
+    Ok(())
+}
+
+#[tokio::test]
+async fn summarize_over_a_sample_says_so() -> TestResult {
+    let f = Fixture::new().await?;
+    f.segment((0..1000).map(|m| log(m, "INFO", "line", "api", None)).collect())
+        .await?;
+    let request = trawl_engine::QueryRequest {
+        text: "default | summarize hint.sample = 0.5 n = count()".into(),
+        database: "default".into(),
+        window: QueryWindow::default(),
+        parameters: Default::default(),
+    };
+    let output = f.engine.execute(&request).await?;
+    let n = output.tables[0].json_rows()[0][0].as_i64().ok_or("a count")?;
+    // Binomial(1000, 0.5): 350..650 is more than nine standard deviations wide.
+    assert!((350..=650).contains(&n), "{n} rows sampled");
+    let kinds: Vec<&str> = output.warnings.iter().map(|w| w.kind.as_str()).collect();
+    assert_eq!(kinds, ["SummarizeSample"]);
+    assert_eq!(
+        f.rows("default | summarize hint.sample = 1 count()").await?,
+        vec![vec![json!(1000)]]
+    );
+    let error = f
+        .run("default | summarize hint.sample = 2 count()")
+        .await
+        .err()
+        .ok_or("refused")?;
+    assert_eq!(error.code, ErrorCode::BadRequest);
     Ok(())
 }

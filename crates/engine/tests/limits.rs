@@ -89,3 +89,52 @@ async fn a_join_past_the_query_memory_limit_fails_alone() -> TestResult {
     assert_eq!(f.run("print 1").await?.1, vec![vec![serde_json::json!(1)]]);
     Ok(())
 }
+
+async fn warning_kinds(f: &Fixture, text: &str) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let request = trawl_engine::QueryRequest {
+        text: text.into(),
+        database: "default".into(),
+        window: trawl_engine::QueryWindow::default(),
+        parameters: Default::default(),
+    };
+    let output = f.engine.execute(&request).await?;
+    Ok(output.warnings.iter().map(|w| w.kind.clone()).collect())
+}
+
+#[tokio::test]
+async fn reading_a_large_table_with_no_time_bound_is_advised_or_refused() -> TestResult {
+    let rows = || {
+        (0..50)
+            .map(|m| crate::fixture::log(m, "INFO", "line", "api", None))
+            .collect()
+    };
+    let f = Fixture::with_config(EngineConfig {
+        time_filter_advice_bytes: Some(1),
+        ..EngineConfig::default()
+    })
+    .await?;
+    f.segment(rows()).await?;
+    assert_eq!(warning_kinds(&f, "default | count").await?, ["MissingTimeFilter"]);
+    assert_eq!(
+        warning_kinds(&f, "default | where severity_text == 'INFO' | count").await?,
+        ["MissingTimeFilter"]
+    );
+    let bounded = "default | where timestamp > datetime(2023-11-14) | count";
+    assert!(warning_kinds(&f, bounded).await?.is_empty());
+    assert!(warning_kinds(&f, "print 1").await?.is_empty());
+    // Under the threshold: no advice.
+    let small = Fixture::new().await?;
+    small.segment(rows()).await?;
+    assert!(warning_kinds(&small, "default | count").await?.is_empty());
+    // Strict: refused, bounded queries still run.
+    let strict = Fixture::with_config(EngineConfig {
+        time_filter_advice_bytes: Some(1),
+        require_time_filter: true,
+        ..EngineConfig::default()
+    })
+    .await?;
+    strict.segment(rows()).await?;
+    refused(&strict, "default | take 1", "MissingTimeFilter").await?;
+    assert_eq!(strict.rows(bounded).await?, vec![vec![serde_json::json!(50)]]);
+    Ok(())
+}

@@ -25,6 +25,7 @@ pub mod ipv6;
 pub mod json;
 pub mod kv;
 pub mod lists;
+pub mod log_templates;
 pub mod math;
 pub mod memo;
 pub mod otel;

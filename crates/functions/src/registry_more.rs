@@ -157,6 +157,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         STRING,
         crate::bags::extract_json
     ),
+    f!(
+        "extract_log_template",
+        [String],
+        1,
+        false,
+        STRING,
+        crate::log_templates::extract_log_template
+    ),
     f!("format_bytes", [Real, Long, String], 1, false, STRING, by::format_bytes),
     f!(
         "gzip_compress_to_base64_string",
@@ -234,6 +242,22 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         v6::ipv6_is_match
     ),
     f!("isutf8", [String], 1, false, BOOL, crate::strings_more::isutf8),
+    f!(
+        "log_template_hash",
+        [String],
+        1,
+        false,
+        LONG,
+        crate::log_templates::log_template_hash
+    ),
+    f!(
+        "log_template_regex",
+        [String],
+        1,
+        false,
+        STRING,
+        crate::log_templates::log_template_regex
+    ),
     KqlFunction {
         name: "new_guid",
         params: &[],

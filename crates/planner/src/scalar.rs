@@ -245,6 +245,11 @@ impl Planner<'_> {
                     );
                     return self.scalar(&call, input);
                 }
+                if !self.bindings.contains_key(&ident.name)
+                    && let Some(alias) = layout_alias(&ident.name, input)
+                {
+                    return self.scalar(&alias.to_expr(e.span), input);
+                }
                 match self.bindings.get(&ident.name) {
                     Some(Binding::Scalar(value)) => {
                         let value = value.clone();
@@ -811,4 +816,69 @@ impl CastToReal for Expr {
     fn cast_to_real(self) -> Expr {
         cast(self, DataType::Float64)
     }
+}
+
+/// A name of the alternative documented layout, read from the stored columns.
+pub(crate) enum LayoutAlias {
+    /// The stored column of another name.
+    Column(&'static str),
+    /// A bag of stored columns: (key, column), for those the input has.
+    Bag(Vec<(&'static str, &'static str)>),
+}
+
+impl LayoutAlias {
+    fn to_expr(&self, span: trawl_kql::span::Span) -> KExpr {
+        let name = |n: &str| KExpr::new(ExprKind::Name(trawl_kql::ast::Ident::new(n, span)), span);
+        match self {
+            LayoutAlias::Column(column) => name(column),
+            LayoutAlias::Bag(entries) => {
+                let mut args = Vec::with_capacity(entries.len() * 2);
+                for (key, column) in entries {
+                    args.push(KExpr::new(ExprKind::Literal(Literal::String((*key).to_string())), span));
+                    args.push(name(column));
+                }
+                KExpr::new(
+                    ExprKind::Call {
+                        function: trawl_kql::ast::Ident::new("bag_pack", span),
+                        args,
+                    },
+                    span,
+                )
+            }
+        }
+    }
+}
+
+/// The stored columns that a name of the alternative documented layout (`$time`,
+/// `$time_ingest`, span `name`/`kind`, the `status` bag, the `metric` bag) stands for, when
+/// `input` has no column of that name but has the stored ones.
+pub(crate) fn layout_alias(name: &str, input: &Tabular) -> Option<LayoutAlias> {
+    let has = |column: &str| input.column_type(column).is_some();
+    let renamed = match name {
+        "$time" => trawl_common::TIME_COLUMN,
+        "$time_ingest" => trawl_common::INGEST_TIME_COLUMN,
+        "name" => "span_name",
+        "kind" => "span_kind",
+        "status" => {
+            let entries: Vec<_> = [("code", "status_code"), ("message", "status_description")]
+                .into_iter()
+                .filter(|(_, c)| has(c))
+                .collect();
+            return (!entries.is_empty()).then_some(LayoutAlias::Bag(entries));
+        }
+        "metric" => {
+            let entries: Vec<_> = [
+                ("name", "metric_name"),
+                ("type", "metric_type"),
+                ("description", "metric_description"),
+                ("unit", "metric_unit"),
+            ]
+            .into_iter()
+            .filter(|(_, c)| has(c))
+            .collect();
+            return (!entries.is_empty()).then_some(LayoutAlias::Bag(entries));
+        }
+        _ => return None,
+    };
+    has(renamed).then_some(LayoutAlias::Column(renamed))
 }

@@ -167,6 +167,17 @@ pub struct ServeArgs {
     /// `SummarizeMemoryLimit` warning.
     #[arg(long, env = "QUERY_SUMMARIZE_MEMORY_LIMIT_BYTES", default_value_t = 512 << 20)]
     pub summarize_memory_limit_bytes: usize,
+    /// Rows a result table returns before it is cut, with a `ResultTruncated` warning (the
+    /// implicit limit of interactive queries; `take` or `summarize` ask for less).
+    #[arg(long, env = "QUERY_MAX_RESULT_ROWS", default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_result_rows: u64,
+    /// A query that reads at least this many bytes of a table with no bound on `timestamp`
+    /// gets a `MissingTimeFilter` warning (0: never).
+    #[arg(long, env = "QUERY_TIME_FILTER_ADVICE_BYTES", default_value_t = 1 << 30)]
+    pub time_filter_advice_bytes: u64,
+    /// Refuse (400) the queries that would get a `MissingTimeFilter` warning.
+    #[arg(long, env = "QUERY_REQUIRE_TIME_FILTER", default_value_t = false)]
+    pub require_time_filter: bool,
     /// In a cluster, a query spreads over the query nodes when it reads at least this many
     /// bytes of segments (or `--distribute-min-segments` segments); smaller ones run on the
     /// node that received them.

@@ -114,6 +114,9 @@ pub(super) fn engine_config(args: &ServeArgs) -> EngineConfig {
             .unwrap_or_else(trawl_engine::default_concurrent_queries),
         max_queued_queries: args.max_queued_queries,
         summarize_memory_limit_bytes: args.summarize_memory_limit_bytes,
+        max_result_rows: usize::try_from(args.max_result_rows).unwrap_or(usize::MAX),
+        time_filter_advice_bytes: (args.time_filter_advice_bytes > 0).then_some(args.time_filter_advice_bytes),
+        require_time_filter: args.require_time_filter,
         default_timeout: Duration::from_secs(args.query_timeout_secs),
         max_timeout: Duration::from_secs(args.query_max_timeout_secs),
         ..EngineConfig::default()
