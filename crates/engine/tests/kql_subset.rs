@@ -732,3 +732,93 @@ async fn summarize_over_a_sample_says_so() -> TestResult {
     assert_eq!(error.code, ErrorCode::BadRequest);
     Ok(())
 }
+
+#[tokio::test]
+async fn trace_find_follows_parent_links() -> TestResult {
+    let f = Fixture::new().await?;
+    let spans = [
+        ("t1", "a1", "", "checkout", "OK", 0),
+        ("t1", "a2", "a1", "db", "OK", 1),
+        ("t1", "a3", "a1", "http", "ERROR", 2),
+        ("t1", "a4", "a3", "cache", "ERROR", 30),
+        ("t2", "b1", "", "checkout", "OK", 0),
+        ("t2", "b2", "b1", "http", "OK", 1),
+        ("t3", "c1", "", "login", "OK", 0),
+        ("t3", "c2", "c1", "http", "ERROR", 1),
+    ];
+    let rows = spans
+        .iter()
+        .map(|(trace, id, parent, name, status, minute)| {
+            let mut row = span(*minute, name, trace, 5, "api");
+            row.push("span_id", Value::String((*id).into()));
+            row.push("parent_span_id", Value::String((*parent).into()));
+            row.push("status_code", Value::String((*status).into()));
+            row
+        })
+        .collect();
+    f.segment(rows).await?;
+    let f = &f;
+    let found = |query: &str| {
+        let query = format!("default | trace-find {query} | order by trace_id asc | project trace_id, spans");
+        async move { f.rows(&query).await }
+    };
+    assert_eq!(
+        found("{ span_name == 'checkout' } >> { status_code == 'ERROR' }").await?,
+        vec![vec![json!("t1"), json!(["a3", "a4"])]]
+    );
+    assert_eq!(
+        found("{ span_name == 'checkout' } > { status_code == 'ERROR' }").await?,
+        vec![vec![json!("t1"), json!(["a3"])]]
+    );
+    assert_eq!(
+        found("{ status_code == 'ERROR' } < { span_name == 'checkout' or span_name == 'login' }").await?,
+        vec![vec![json!("t1"), json!(["a1"])], vec![json!("t3"), json!(["c1"])]]
+    );
+    assert_eq!(
+        found("{ span_name == 'db' } ~ { span_name == 'http' }").await?,
+        vec![vec![json!("t1"), json!(["a3"])]]
+    );
+    assert_eq!(
+        found("{ span_name == 'checkout' } >> { status_code == 'ERROR' } within 5m").await?,
+        vec![vec![json!("t1"), json!(["a3"])]]
+    );
+    let (columns, _) = f.run("default | trace-find { span_name == 'http' }").await?;
+    let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["trace_id", "start", "spans", "span_count"]);
+    let error = f
+        .run("print x = 1 | trace-find { x == 1 }")
+        .await
+        .err()
+        .ok_or("refused")?;
+    assert_eq!(error.code, ErrorCode::UnknownColumn);
+    Ok(())
+}
+
+#[tokio::test]
+async fn log_overview_and_templates() -> TestResult {
+    let f = Fixture::new().await?;
+    f.segment(vec![
+        log(1, "INFO", "user 42 logged in", "api", None),
+        log(2, "INFO", "user 7 logged in", "api", None),
+        log(3, "ERROR", "timeout after 30ms", "api", None),
+        log(4, "INFO", "started worker 3", "batch", None),
+    ])
+    .await?;
+    let rows = f
+        .rows("default | otel-log-stats | project service, severity, ['count'], share, templates")
+        .await?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![json!("api"), json!("INFO"), json!(2), json!(0.5), json!(1)],
+            vec![json!("api"), json!("ERROR"), json!(1), json!(0.25), json!(1)],
+            vec![json!("batch"), json!("INFO"), json!(1), json!(0.25), json!(1)],
+        ]
+    );
+    let templates = f
+        .rows("default | summarize n = count() by t = extract_log_template(tostring(body)) | order by n desc, t asc")
+        .await?;
+    assert_eq!(templates[0], vec![json!("user <*> logged in"), json!(2)]);
+    assert_eq!(templates.len(), 3);
+    Ok(())
+}

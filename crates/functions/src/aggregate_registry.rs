@@ -73,6 +73,15 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         DYNAMIC,
         bk::make_basket
     ),
+    // Internal: the `fieldstats` operator (planner).
+    a!(
+        "__fieldstats",
+        [Dynamic, String],
+        1,
+        false,
+        DYNAMIC,
+        crate::fieldstats::make_fieldstats
+    ),
     // Internal: the `reduce` operator (planner).
     a!(
         "__reduce",
@@ -81,6 +90,15 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         false,
         DYNAMIC,
         crate::reduce::make_reduce
+    ),
+    // Internal: the `trace-find` operator (planner).
+    a!(
+        "__trace_find",
+        [String, String, DateTime, Long, String, Long],
+        5,
+        false,
+        DYNAMIC,
+        crate::trace_find::make_trace_find
     ),
     a!("binary_all_and", [Long], 1, false, LONG, s::make_binary_all_and),
     a!("binary_all_or", [Long], 1, false, LONG, s::make_binary_all_or),

@@ -229,8 +229,8 @@ pub fn parse_json(args: &[Val]) -> Result<Out> {
     })
 }
 
-/// The KQL type name of a dynamic value.
-fn json_type(value: &Value) -> &'static str {
+/// The KQL type name of a dynamic value (`gettype`).
+pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -18,6 +18,7 @@ pub mod datetime_format;
 pub mod distributions;
 pub mod dynamic;
 pub mod encoding;
+pub mod fieldstats;
 pub mod geo;
 pub mod hll;
 pub mod ip;
@@ -44,6 +45,7 @@ pub mod tdigest;
 #[cfg(test)]
 mod testing;
 pub mod tokenizer;
+pub mod trace_find;
 pub mod types;
 pub mod udaf;
 pub mod units;

@@ -6,6 +6,13 @@ use crate::support::{assert_round_trip, corpus_queries};
 pub const QUERIES: &[&str] = &[
     "T",
     "['table with space']",
+    "T | reduce kind=source by msg with threshold=0.2, characters='-'",
+    "T | reduce by msg",
+    "T | fieldstats",
+    "T | fieldstats attributes, resource",
+    "T | annotate attributes.latency:real, attributes['http.status_code']:long",
+    "T | trace-find { span_name == 'a' } >> { status_code == 'ERROR' } > { x > 1 } << { y } < { z } ~ { w } :: { v } within 5m",
+    "T | otel-log-stats | take 3",
     "T | where x > 1",
     "T | filter x > 1 and y < 2",
     "T | where a == 1 or b == 2 and c == 3",

@@ -23,6 +23,22 @@ pub struct Tabular {
 }
 
 impl Tabular {
+    /// This table with `added` columns after its own (name, value, type).
+    pub(crate) fn extended(&self, added: Vec<(&str, Expr, KqlType)>) -> Result<Tabular, TrawlError> {
+        let mut exprs: Vec<Expr> = self.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+        let mut columns = self.columns.clone();
+        for (name, value, kql_type) in added {
+            exprs.push(value.alias(name));
+            columns.push((name.to_string(), kql_type));
+        }
+        let plan = self
+            .builder()
+            .project(exprs)
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        Ok(Tabular { plan, columns })
+    }
+
     pub fn column_type(&self, name: &str) -> Option<KqlType> {
         self.columns.iter().find(|(n, _)| n == name).map(|(_, t)| *t)
     }
@@ -125,6 +141,8 @@ pub struct Planner<'a> {
     /// Inside `partition by`: the column telling partitions apart, for operators that keep
     /// state across rows (`scan`).
     pub partition_column: Option<String>,
+    /// Dynamic paths given a type by `annotate`: (column, keys) and the type.
+    pub annotations: Vec<((String, Vec<String>), KqlType)>,
     /// Declared patterns (`declare pattern`), by name.
     pub patterns: HashMap<String, std::rc::Rc<trawl_kql::ast::PatternDecl>>,
     warnings: Vec<QueryWarning>,
@@ -145,6 +163,7 @@ impl<'a> Planner<'a> {
             runtime_warning_key: None,
             partition_column: None,
             patterns: HashMap::new(),
+            annotations: Vec::new(),
             warnings: Vec::new(),
         }
     }

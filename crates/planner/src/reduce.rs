@@ -8,7 +8,7 @@ use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{ExprKind, Literal, Reduce};
 use trawl_kql::span::Span;
 
-use crate::context::{Planner, Tabular, column, internal};
+use crate::context::{Planner, Tabular};
 use crate::joins::param_word;
 use crate::rolling::INPUT;
 
@@ -62,22 +62,11 @@ impl Planner<'_> {
         }
         let value = self.scalar(&reduce.by, &input)?;
         let value = crate::scalar::to_string(value);
-        let mut exprs: Vec<_> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
-        exprs.push(value.alias(VALUE));
-        exprs.push(lit(threshold).alias(THRESHOLD));
-        exprs.push(lit(characters.unwrap_or_default()).alias(CHARACTERS));
-        let plan = input
-            .builder()
-            .project(exprs)
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
-        let mut columns = input.columns.clone();
-        columns.extend([
-            (VALUE.to_string(), KqlType::String),
-            (THRESHOLD.to_string(), KqlType::Real),
-            (CHARACTERS.to_string(), KqlType::String),
-        ]);
-        let extended = Tabular { plan, columns };
+        let extended = input.extended(vec![
+            (VALUE, value, KqlType::String),
+            (THRESHOLD, lit(threshold), KqlType::Real),
+            (CHARACTERS, lit(characters.unwrap_or_default()), KqlType::String),
+        ])?;
         let aggregate = format!("__reduce({VALUE}, {THRESHOLD}, {CHARACTERS}, {source})");
         let text = if source {
             format!(

@@ -224,7 +224,46 @@ impl Planner<'_> {
         let typed = stacker::maybe_grow(crate::limits::STACK_RED_ZONE, crate::limits::STACK_SEGMENT, || {
             self.scalar_unbounded(e, input)
         })?;
+        if typed.kql_type == KqlType::Dynamic
+            && !self.annotations.is_empty()
+            && matches!(e.kind, ExprKind::Member { .. } | ExprKind::Index { .. })
+            && let Some(path) = path_keys(e)
+            && let Some((_, target)) = self.annotations.iter().rev().find(|(p, _)| *p == path)
+        {
+            let target = *target;
+            return Ok(Typed::new(self.dynamic_as(typed, target), target));
+        }
         Ok(typed)
+    }
+
+    /// `annotate path:type, ...`: the paths read as their types from here on.
+    pub(crate) fn annotate(
+        &mut self,
+        input: Tabular,
+        items: &[(KExpr, trawl_kql::ast::ScalarType)],
+    ) -> Result<Tabular, TrawlError> {
+        for (path, ty) in items {
+            let Some(keys) = path_keys(path).filter(|(_, keys)| !keys.is_empty()) else {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    path.span,
+                    "annotate takes dynamic paths: column.key or column['key']",
+                ));
+            };
+            match input.column_type(&keys.0) {
+                Some(KqlType::Dynamic) => {}
+                Some(other) => {
+                    return Err(self.error(
+                        ErrorCode::TypeMismatch,
+                        path.span,
+                        format!("annotate types paths of dynamic columns; '{}' is {other}", keys.0),
+                    ));
+                }
+                None => return Err(self.unknown_column(&keys.0, path.span, &input)),
+            }
+            self.annotations.push((keys, kql_type_of_scalar(*ty)));
+        }
+        Ok(input)
     }
 
     fn scalar_unbounded(&mut self, e: &KExpr, input: &Tabular) -> Result<Typed, TrawlError> {
@@ -881,4 +920,25 @@ pub(crate) fn layout_alias(name: &str, input: &Tabular) -> Option<LayoutAlias> {
         _ => return None,
     };
     has(renamed).then_some(LayoutAlias::Column(renamed))
+}
+
+/// The column and keys of a dynamic path (`a.b['c']`), if `e` is one.
+pub(crate) fn path_keys(e: &KExpr) -> Option<(String, Vec<String>)> {
+    match &e.kind {
+        ExprKind::Name(ident) => Some((ident.name.clone(), Vec::new())),
+        ExprKind::Member { target, member } => {
+            let (root, mut keys) = path_keys(target)?;
+            keys.push(member.name.clone());
+            Some((root, keys))
+        }
+        ExprKind::Index { target, index } => match &index.kind {
+            ExprKind::Literal(Literal::String(key)) => {
+                let (root, mut keys) = path_keys(target)?;
+                keys.push(key.clone());
+                Some((root, keys))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }

@@ -2,7 +2,8 @@
 
 use super::{
     As, Datatable, Evaluate, Expr, ForkBranch, Ident, Join, MakeSeries, MvApply, MvExpand, NamedExpr, Parse, ParseKv,
-    Partition, Range, Reduce, Render, SampleDistinct, Scan, Search, TopHitters, TopNestedLevel, Union,
+    Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan, Search, TopHitters, TopNestedLevel, TraceFind,
+    Union,
 };
 use crate::span::Span;
 
@@ -100,6 +101,15 @@ pub enum OperatorKind {
     ProjectByNames(Vec<Expr>),
     /// `reduce by column [with options]`
     Reduce(Reduce),
+    /// `fieldstats [column, ...]`: the paths of dynamic columns with their types, distinct
+    /// counts and frequencies.
+    FieldStats(Vec<Expr>),
+    /// `annotate path:type, ...`: later references to each dynamic path read it as the type.
+    Annotate(Vec<(Expr, ScalarType)>),
+    /// `trace-find {predicate} >> {predicate} ... [within timespan]`
+    TraceFind(TraceFind),
+    /// `otel-log-stats`: log counts, time span and templates per service and severity.
+    OtelLogStats,
 }
 
 impl OperatorKind {
@@ -147,6 +157,10 @@ impl OperatorKind {
             OperatorKind::TopHitters(_) => "top-hitters",
             OperatorKind::ProjectByNames(_) => "project-by-names",
             OperatorKind::Reduce(_) => "reduce",
+            OperatorKind::FieldStats(_) => "fieldstats",
+            OperatorKind::Annotate(_) => "annotate",
+            OperatorKind::TraceFind(_) => "trace-find",
+            OperatorKind::OtelLogStats => "otel-log-stats",
         }
     }
 }

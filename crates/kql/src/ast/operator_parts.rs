@@ -212,6 +212,47 @@ pub struct SampleDistinct {
     pub of: Expr,
 }
 
+/// `trace-find {predicate} [relation {predicate} ...] [within timespan]`: traces with spans
+/// matching the first predicate and, in turn, spans related to them that match the next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceFind {
+    /// The span sets' predicates, in order.
+    pub spansets: Vec<Expr>,
+    /// The relation between span set `i` and `i + 1`.
+    pub relations: Vec<SpanRelation>,
+    pub within: Option<Expr>,
+}
+
+/// How the spans of two span sets of `trace-find` relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanRelation {
+    /// `>>`: the right span descends from the left one.
+    Descendant,
+    /// `>`: the right span is a child of the left one.
+    Child,
+    /// `<<`: the right span is an ancestor of the left one.
+    Ancestor,
+    /// `<`: the right span is the parent of the left one.
+    Parent,
+    /// `~`: the spans share their parent.
+    Sibling,
+    /// `::`: the spans are in the same trace.
+    SameTrace,
+}
+
+impl SpanRelation {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            SpanRelation::Descendant => ">>",
+            SpanRelation::Child => ">",
+            SpanRelation::Ancestor => "<<",
+            SpanRelation::Parent => "<",
+            SpanRelation::Sibling => "~",
+            SpanRelation::SameTrace => "::",
+        }
+    }
+}
+
 /// `top-hitters n of column [by weight]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopHitters {

@@ -3,8 +3,8 @@
 use super::{ParseResult, Parser};
 use crate::ast::{
     As, Datatable, Evaluate, ExpandItem, Expr, ExprKind, Join, MvApply, MvExpand, NamedExpr, Operator, OperatorKind,
-    Parse, ParseKv, ParsePart, Partition, Precedence, Range, Reduce, Render, SampleDistinct, Search, TabularSchema,
-    TopHitters, Union,
+    Parse, ParseKv, ParsePart, Partition, Precedence, Range, Reduce, Render, SampleDistinct, Search, SpanRelation,
+    TabularSchema, TopHitters, TraceFind, Union,
 };
 use crate::token::TokenKind;
 
@@ -185,6 +185,18 @@ impl Parser<'_> {
                 OperatorKind::Partition(Partition { params, by, subquery })
             }
             "scan" => OperatorKind::Scan(self.parse_scan()?),
+            "trace-find" => OperatorKind::TraceFind(self.parse_trace_find()?),
+            "otel-log-stats" => OperatorKind::OtelLogStats,
+            "annotate" => OperatorKind::Annotate(self.comma_separated(|parser| {
+                let path = parser.parse_required_expr("annotate")?;
+                parser.expect(&TokenKind::Colon, "':' and a type after an annotated path")?;
+                Ok((path, parser.parse_scalar_type()?))
+            })?),
+            "fieldstats" => OperatorKind::FieldStats(if self.at_operator_end() {
+                Vec::new()
+            } else {
+                self.comma_separated(|parser| parser.parse_required_expr("fieldstats"))?
+            }),
             "project-by-names" => OperatorKind::ProjectByNames(
                 self.comma_separated(|parser| parser.parse_required_expr("project-by-names"))?,
             ),
@@ -387,5 +399,45 @@ impl Parser<'_> {
             return Ok(Vec::new());
         }
         self.comma_separated(Self::parse_named_expr)
+    }
+
+    /// After `trace-find`: `{predicate} (relation {predicate})* [within timespan]`.
+    fn parse_trace_find(&mut self) -> ParseResult<TraceFind> {
+        let mut spansets = vec![self.parse_spanset()?];
+        let mut relations = Vec::new();
+        loop {
+            let relation = match (self.peek_kind(), &self.peek_at(1).kind) {
+                (TokenKind::Gt, TokenKind::Gt) => Some((SpanRelation::Descendant, 2)),
+                (TokenKind::Gt, _) => Some((SpanRelation::Child, 1)),
+                (TokenKind::Lt, TokenKind::Lt) => Some((SpanRelation::Ancestor, 2)),
+                (TokenKind::Lt, _) => Some((SpanRelation::Parent, 1)),
+                (TokenKind::Tilde, _) => Some((SpanRelation::Sibling, 1)),
+                (TokenKind::Colon, TokenKind::Colon) => Some((SpanRelation::SameTrace, 2)),
+                _ => None,
+            };
+            let Some((relation, tokens)) = relation else { break };
+            for _ in 0..tokens {
+                self.advance();
+            }
+            relations.push(relation);
+            spansets.push(self.parse_spanset()?);
+        }
+        let within = match self.eat_word("within") {
+            Some(_) => Some(self.parse_required_expr("within")?),
+            None => None,
+        };
+        Ok(TraceFind {
+            spansets,
+            relations,
+            within,
+        })
+    }
+
+    /// `{ predicate }`.
+    fn parse_spanset(&mut self) -> ParseResult<Expr> {
+        self.expect(&TokenKind::LBrace, "'{' to start a span set")?;
+        let predicate = self.parse_required_expr("'{'")?;
+        self.expect(&TokenKind::RBrace, "'}' to end a span set")?;
+        Ok(predicate)
     }
 }

@@ -239,7 +239,7 @@ impl Parser<'_> {
         })
     }
 
-    pub(super) fn parse_scalar_type(&mut self) -> ParseResult<ScalarType> {
+    pub(crate) fn parse_scalar_type(&mut self) -> ParseResult<ScalarType> {
         match self.peek_word().and_then(ScalarType::from_name) {
             Some(ty) => {
                 self.advance();

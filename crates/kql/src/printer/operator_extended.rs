@@ -206,7 +206,32 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
                 None => Ok(()),
             }
         }
-        OperatorKind::ProjectByNames(items) => {
+        OperatorKind::FieldStats(items) if items.is_empty() => Ok(()),
+        OperatorKind::OtelLogStats => Ok(()),
+        OperatorKind::TraceFind(find) => {
+            for (i, spanset) in find.spansets.iter().enumerate() {
+                if i > 0 {
+                    let relation = find.relations.get(i - 1).map_or("::", |r| r.symbol());
+                    write!(f, " {relation}")?;
+                }
+                write!(f, " {{ {} }}", ExprContext::full(spanset))?;
+            }
+            if let Some(within) = &find.within {
+                write!(f, " within {}", ExprContext::scalar(within))?;
+            }
+            Ok(())
+        }
+        OperatorKind::Annotate(items) => {
+            f.write_str(" ")?;
+            for (i, (path, ty)) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{}:{ty}", ExprContext::scalar(path))?;
+            }
+            Ok(())
+        }
+        OperatorKind::FieldStats(items) | OperatorKind::ProjectByNames(items) => {
             f.write_str(" ")?;
             write_list(f, items, |f, item| write!(f, "{}", ExprContext::scalar(item)))
         }
