@@ -20,7 +20,7 @@ pub mod span;
 pub mod token;
 
 pub use error::ParseError;
-pub use parser::{MAX_DEPTH, MAX_TREE_DEPTH, parse};
+pub use parser::{MAX_DEPTH, MAX_TREE_DEPTH, SEARCH_COLUMN, parse};
 
 /// A timespan as KQL writes its literals (`30s`, `1.5h`, `00:04:00`, `1.02:00:00`, a bare number
 /// of days), in nanoseconds; none for anything else.

@@ -5,7 +5,8 @@
 //! A string literal in the predicate means "some column has this term" (`has` semantics:
 //! whole terms, case-insensitive; `kind=case_sensitive` for `has_cs`); a `*` inside a term
 //! turns it into a substring match. Other predicates (`Level == "Error"`) are ordinary
-//! conditions, and `and`, `or`, `not()` combine both.
+//! conditions, and `and`, `or`, `not()` combine both. `column:"term"` looks for the term in
+//! that column only (a table without the column has no match).
 
 use datafusion::logical_expr::{Expr, lit};
 use trawl_common::{ErrorCode, KqlType, TrawlError};
@@ -20,34 +21,36 @@ impl Planner<'_> {
     fn search_condition(&mut self, e: &KExpr, input: &Tabular, case_sensitive: bool) -> Result<Expr, TrawlError> {
         match &e.kind {
             ExprKind::Literal(Literal::String(term)) => {
-                let wildcard = term.contains('*');
-                let op = match (wildcard, case_sensitive) {
-                    (false, false) => BinaryOp::Has,
-                    (false, true) => BinaryOp::HasCs,
-                    (true, false) => BinaryOp::Contains,
-                    (true, true) => BinaryOp::ContainsCs,
-                };
-                let needle = KExpr::new(ExprKind::Literal(Literal::String(term.replace('*', ""))), e.span);
                 let mut any: Option<Expr> = None;
                 for (name, kql_type) in input.columns.clone() {
                     if !matches!(kql_type, KqlType::String | KqlType::Dynamic) || name.starts_with("$") {
                         continue;
                     }
-                    let check = KExpr::new(
-                        ExprKind::Binary {
-                            op,
-                            left: Box::new(KExpr::new(ExprKind::Name(Ident::new(name, e.span)), e.span)),
-                            right: Box::new(needle.clone()),
-                        },
-                        e.span,
-                    );
-                    let value = self.scalar(&check, input)?.expr;
+                    let value = self.term_in_column(&name, term, case_sensitive, input, e.span)?;
                     any = Some(match any {
                         Some(previous) => previous.or(value),
                         None => value,
                     });
                 }
                 Ok(any.unwrap_or(lit(false)))
+            }
+            // `column:"term"`: the term in that column only (false for a table without it).
+            ExprKind::Call { function, args } if function.name == trawl_kql::SEARCH_COLUMN => {
+                let [column, term] = args.as_slice() else {
+                    return Err(self.error(ErrorCode::BadRequest, e.span, "expected column:\"term\""));
+                };
+                let (ExprKind::Name(column), ExprKind::Literal(Literal::String(term))) = (&column.kind, &term.kind)
+                else {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        e.span,
+                        "search scopes a term to a column as column:\"term\"",
+                    ));
+                };
+                if input.column_type(&column.name).is_none() {
+                    return Ok(lit(false));
+                }
+                self.term_in_column(&column.name, term, case_sensitive, input, e.span)
             }
             ExprKind::Binary {
                 op: op @ (BinaryOp::And | BinaryOp::Or),
@@ -71,6 +74,34 @@ impl Planner<'_> {
                 self.boolean(value, e)
             }
         }
+    }
+
+    /// Whether column `name` holds `term` (whole terms as `has` matches them; a `*` in the term
+    /// makes it a substring match).
+    fn term_in_column(
+        &mut self,
+        name: &str,
+        term: &str,
+        case_sensitive: bool,
+        input: &Tabular,
+        span: Span,
+    ) -> Result<Expr, TrawlError> {
+        let op = match (term.contains('*'), case_sensitive) {
+            (false, false) => BinaryOp::Has,
+            (false, true) => BinaryOp::HasCs,
+            (true, false) => BinaryOp::Contains,
+            (true, true) => BinaryOp::ContainsCs,
+        };
+        let needle = KExpr::new(ExprKind::Literal(Literal::String(term.replace('*', ""))), span);
+        let check = KExpr::new(
+            ExprKind::Binary {
+                op,
+                left: Box::new(KExpr::new(ExprKind::Name(Ident::new(name, span)), span)),
+                right: Box::new(needle),
+            },
+            span,
+        );
+        Ok(self.scalar(&check, input)?.expr)
     }
 
     /// `search` with a piped input (`input` is `Some`) or as a source.

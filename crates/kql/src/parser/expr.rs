@@ -31,6 +31,9 @@ impl Infix {
     }
 }
 
+/// The call a `search` predicate's `column:"term"` reads as.
+pub const SEARCH_COLUMN: &str = "__search_column";
+
 impl Parser<'_> {
     /// A scalar or tabular expression: an expression optionally followed by `| operator`s.
     pub(crate) fn parse_pipeline_expr(&mut self) -> ParseResult<Expr> {
@@ -261,6 +264,19 @@ impl Parser<'_> {
 
     fn parse_postfix_chain(&mut self) -> ParseResult<Expr> {
         let mut expr = self.parse_primary()?;
+        // `search column:"term"`: the term in one column, as `__search_column(column, "term")`.
+        if self.in_search && matches!(expr.kind, ExprKind::Name(_)) && *self.peek_kind() == TokenKind::Colon {
+            self.advance();
+            let term = self.parse_primary()?;
+            let span = expr.span.to(term.span);
+            return Ok(Expr::new(
+                ExprKind::Call {
+                    function: Ident::new(SEARCH_COLUMN, span),
+                    args: vec![expr, term],
+                },
+                span,
+            ));
+        }
         loop {
             if matches!(self.peek_kind(), TokenKind::Dot | TokenKind::LBracket) {
                 self.deepen()?;

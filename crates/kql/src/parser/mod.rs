@@ -7,6 +7,7 @@
 mod expr;
 mod literal;
 
+pub use expr::SEARCH_COLUMN;
 pub use literal::parse_timespan_body;
 mod operators;
 mod operators_extended;
@@ -47,6 +48,8 @@ pub(crate) struct Parser<'a> {
     depth: usize,
     /// Depth of the tree being built at the current position (see [`MAX_TREE_DEPTH`]).
     tree_depth: usize,
+    /// Inside a `search` predicate, where `column:"term"` searches one column.
+    in_search: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -58,6 +61,7 @@ impl<'a> Parser<'a> {
             last_end: 0,
             depth: 0,
             tree_depth: 0,
+            in_search: false,
         }
     }
 

@@ -167,7 +167,10 @@ impl Parser<'_> {
                     tables = self.comma_separated(|parser| parser.parse_table_operand("search in"))?;
                     self.expect(&TokenKind::RParen, "')' after the tables of 'search'")?;
                 }
-                let predicate = self.parse_required_expr("search")?;
+                let outer = std::mem::replace(&mut self.in_search, true);
+                let predicate = self.parse_required_expr("search");
+                self.in_search = outer;
+                let predicate = predicate?;
                 OperatorKind::Search(Search {
                     params,
                     tables,
