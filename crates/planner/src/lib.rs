@@ -8,6 +8,7 @@
 //!
 //! Main entry: [`plan_query`].
 
+mod activity;
 mod aggregates;
 mod aliases;
 mod apply;

@@ -26,6 +26,7 @@ impl Planner<'_> {
         };
         match function.name.as_str() {
             "bag_unpack" => self.bag_unpack(input, args, evaluate, span),
+            "activity_counts_metrics" => self.activity_counts_metrics(input, args, span),
             "basket" => self.basket(input, args, span),
             "dcount_intersect" => self.dcount_intersect(input, args, span),
             "geo_line_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Line),
@@ -33,6 +34,7 @@ impl Planner<'_> {
             "narrow" => self.narrow(input, span),
             "pivot" => self.pivot(input, args, span),
             "rolling_percentile" => self.rolling_percentile(input, args, span),
+            "sliding_window_counts" => self.sliding_window_counts(input, args, span),
             other => Err(self.error(
                 ErrorCode::BadRequest,
                 function.span,

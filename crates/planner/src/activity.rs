@@ -1,0 +1,148 @@
+//! Activity plugins over an id column and a timeline, lowered to KQL:
+//!
+//! - `evaluate sliding_window_counts(Id, Timeline, Start, End, Lookback, Bin [, dim, ...])`:
+//!   for every bin from `Start` to `End`, the `Count` of rows and `dcount` of ids in the
+//!   `Lookback` window that ends with the bin (`Lookback` rounded down to whole bins).
+//! - `evaluate activity_counts_metrics(Id, Timeline, Start, End, Window [, dim, ...])`: per
+//!   window from `Start` to `End`, `count` of rows, `dcount` of ids, `new_dcount` of ids not
+//!   seen in an earlier window, `aggregated_dcount` of ids seen so far.
+//!
+//! Bins start at `Start` (`bin_at`); the bin may be a number or a timespan (`week`, `month` and
+//! `year` are not supported). Distinct counts are exact.
+
+use trawl_common::{ErrorCode, TrawlError};
+use trawl_kql::ast::{Expr as KExpr, ExprKind};
+use trawl_kql::span::Span;
+
+use crate::context::{Planner, Tabular};
+use crate::names::bracketed;
+use crate::rolling::INPUT;
+
+/// The parts of an activity plugin call.
+struct ActivityArgs<'a> {
+    id: String,
+    timeline: String,
+    start: &'a KExpr,
+    end: &'a KExpr,
+    dims: Vec<String>,
+}
+
+impl Planner<'_> {
+    fn activity_args<'a>(
+        &self,
+        plugin: &str,
+        usage: &str,
+        args: &'a [KExpr],
+        fixed: usize,
+        input: &Tabular,
+        span: Span,
+    ) -> Result<(ActivityArgs<'a>, &'a [KExpr]), TrawlError> {
+        if args.len() < fixed {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        }
+        let mut columns = Vec::new();
+        for arg in args[..2].iter().chain(&args[fixed..]) {
+            let ExprKind::Name(ident) = &arg.kind else {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    arg.span,
+                    format!("{plugin} takes column names for the id, the timeline and the dimensions"),
+                ));
+            };
+            if input.column_type(&ident.name).is_none() {
+                return Err(self.unknown_column(&ident.name, ident.span, input));
+            }
+            columns.push(ident.name.clone());
+        }
+        for arg in &args[2..fixed] {
+            if matches!(&arg.kind, ExprKind::Literal(trawl_kql::ast::Literal::String(_))) {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    arg.span,
+                    format!("{plugin}: calendar steps ('week', 'month', 'year') are not supported; use a timespan"),
+                ));
+            }
+        }
+        let dims = columns.split_off(2);
+        let parts = ActivityArgs {
+            id: columns[0].clone(),
+            timeline: columns[1].clone(),
+            start: &args[2],
+            end: &args[3],
+            dims,
+        };
+        Ok((parts, &args[4..fixed]))
+    }
+
+    pub(crate) fn sliding_window_counts(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let usage = "sliding_window_counts(IdColumn, TimelineColumn, Start, End, LookbackWindow, Bin [, dim, ...])";
+        let (a, rest) = self.activity_args("sliding_window_counts", usage, args, 6, &input, span)?;
+        let [lookback, bin] = rest else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        };
+        let (start, end) = (a.start, a.end);
+        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
+        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let text = format!(
+            "{INPUT} \
+             | extend __sw_back = max_of(tolong(({lookback}) / ({bin})), 1) \
+             | extend __sw_bin = bin_at({timeline}, {bin}, {start}) \
+             | where __sw_bin >= ({start}) - (__sw_back - 1) * ({bin}) and __sw_bin <= {end} \
+             | mv-expand __sw_k = range(0, __sw_back - 1, 1) to typeof(long) \
+             | extend __sw_target = __sw_bin + __sw_k * ({bin}) \
+             | where __sw_target >= {start} and __sw_target <= {end} \
+             | summarize ['Count'] = count(), ['dcount'] = count_distinct({id}) by {timeline} = __sw_target{dims} \
+             | order by {timeline} asc{dims}"
+        );
+        self.lowered(input, "sliding_window_counts", &text, span)
+    }
+
+    pub(crate) fn activity_counts_metrics(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let usage = "activity_counts_metrics(IdColumn, TimelineColumn, Start, End, Window [, dim, ...])";
+        let (a, rest) = self.activity_args("activity_counts_metrics", usage, args, 5, &input, span)?;
+        let [window] = rest else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        };
+        let (start, end) = (a.start, a.end);
+        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
+        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let dims_first: String = a.dims.iter().map(|d| format!("{} asc, ", bracketed(d))).collect();
+        let restart: String = if a.dims.is_empty() {
+            String::new()
+        } else {
+            let changed: Vec<String> = a
+                .dims
+                .iter()
+                .map(|d| format!("{0} != prev({0})", bracketed(d)))
+                .collect();
+            format!(", {}", changed.join(" or "))
+        };
+        let text = format!(
+            "{INPUT} \
+             | extend __ac_window = bin_at({timeline}, {window}, {start}) \
+             | where __ac_window >= {start} and __ac_window <= {end} \
+             | summarize __ac_count = count() by __ac_window, {id}{dims} \
+             | join kind=inner ({INPUT} \
+                 | extend __ac_window = bin_at({timeline}, {window}, {start}) \
+                 | where __ac_window >= {start} and __ac_window <= {end} \
+                 | summarize __ac_first_window = min(__ac_window) by {id}{dims}) on {id}{dims} \
+             | summarize ['count'] = sum(__ac_count), ['dcount'] = count(), \
+                 new_dcount = countif(__ac_window == __ac_first_window) by {timeline} = __ac_window{dims} \
+             | order by {dims_first}{timeline} asc \
+             | extend aggregated_dcount = row_cumsum(new_dcount{restart}) \
+             | order by {timeline} asc{dims} \
+             | project {timeline}{dims}, ['count'], ['dcount'], new_dcount, aggregated_dcount"
+        );
+        self.lowered(input, "activity_counts_metrics", &text, span)
+    }
+}
