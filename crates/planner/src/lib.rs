@@ -25,6 +25,7 @@ mod operators;
 mod parse;
 mod parse_kv;
 mod patterns;
+mod planner_functions;
 mod reduce;
 mod rolling;
 mod scalar;

@@ -6,40 +6,6 @@ use trawl_kql::Span;
 
 use crate::context::{Binding, Planner, Tabular};
 
-/// Functions the planner lowers itself (beside the registries, the aggregates and the row
-/// functions): names a misspelling may be close to.
-const PLANNER_FUNCTIONS: &[&str] = &[
-    "ago",
-    "bin",
-    "bin_auto",
-    "case",
-    "coalesce",
-    "column_ifexists",
-    "column_names_of",
-    "current_database",
-    "extract",
-    "floor",
-    "iff",
-    "iif",
-    "isempty",
-    "isnotempty",
-    "isnotnull",
-    "isnull",
-    "now",
-    "pack_all",
-    "strcat",
-    "strlen",
-    "tobool",
-    "toboolean",
-    "todouble",
-    "toint",
-    "tolong",
-    "tolower",
-    "toreal",
-    "tostring",
-    "toupper",
-];
-
 impl Planner<'_> {
     /// `unknown column 'x'`, suggesting the closest column of `input` or scalar `let` name.
     pub(crate) fn unknown_column(&self, name: &str, span: Span, input: &Tabular) -> TrawlError {
@@ -58,19 +24,20 @@ impl Planner<'_> {
 
     /// `unknown function 'f'`, suggesting the closest function name.
     pub(crate) fn unknown_function(&self, name: &str, span: Span) -> TrawlError {
-        let user = self
-            .bindings
-            .iter()
-            .filter(|(_, b)| matches!(b, Binding::Function(_)))
-            .map(|(n, _)| n.as_str());
-        let names = trawl_functions::registry::all()
+        let mut names: Vec<&str> = trawl_functions::registry::all()
             .map(|f| f.name)
             .filter(|n| !n.starts_with("__"))
             .chain(trawl_functions::aggregate_registry::AGGREGATES.iter().map(|a| a.name))
             .chain(crate::aggregates::AGGREGATES.iter().copied())
             .chain(crate::windows::ROW_FUNCTIONS.iter().copied())
-            .chain(PLANNER_FUNCTIONS.iter().copied())
-            .chain(user);
+            .chain(crate::planner_functions::names())
+            .collect();
+        names.extend(
+            self.bindings
+                .iter()
+                .filter(|(_, b)| matches!(b, Binding::Function(_)))
+                .map(|(n, _)| n.as_str()),
+        );
         let error = self.error(ErrorCode::UnknownFunction, span, format!("unknown function '{name}'"));
         match closest(name, names) {
             Some(found) => error.suggesting(found),
