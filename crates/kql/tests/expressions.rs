@@ -106,6 +106,11 @@ fn datetime_and_guid_literals() {
         Literal::DateTime(1_704_103_200_500_000_000)
     );
     assert_eq!(literal("datetime(null)"), Literal::Null(Some(ScalarType::DateTime)));
+    // Spaces around the dashes, as documentation examples write them.
+    assert_eq!(
+        literal("datetime(2024 - 01 - 01)"),
+        Literal::DateTime(1_704_067_200_000_000_000)
+    );
     assert_eq!(
         literal("guid(74be27de-1e4e-49d9-b579-fe0b331d3642)"),
         Literal::Guid("74be27de-1e4e-49d9-b579-fe0b331d3642".into())

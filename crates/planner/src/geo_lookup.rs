@@ -1,5 +1,6 @@
-//! `evaluate geo_polygon_lookup(LookupTable, PolygonKey, Longitude, Latitude [, return_unmatched]
-//! [, lookup_area_radius] [, return_lookup_key])` and `evaluate geo_line_lookup(LookupTable,
+//! `evaluate geo_polygon_lookup(LookupTable, PolygonKey, Longitude, Latitude [, radius]
+//! [, return_unmatched] [, lookup_area_radius] [, return_lookup_key])` (with `radius`, a
+//! location within that many meters of a polygon matches it too) and `evaluate geo_line_lookup(LookupTable,
 //! LineKey, Longitude, Latitude, Radius [, return_unmatched] [, lookup_area_radius]
 //! [, return_lookup_key])`: a join of the input's locations with the polygons that hold them, or
 //! the lines within `Radius` meters of them.
@@ -63,7 +64,10 @@ impl Planner<'_> {
             GeoLookup::Polygon => 4,
             GeoLookup::Line => 5,
         };
-        let optional = ["return_unmatched", "lookup_area_radius", "return_lookup_key"];
+        let optional: &[&str] = match kind {
+            GeoLookup::Polygon => &["radius", "return_unmatched", "lookup_area_radius", "return_lookup_key"],
+            GeoLookup::Line => &["return_unmatched", "lookup_area_radius", "return_lookup_key"],
+        };
         let mut positional: Vec<&KExpr> = Vec::new();
         let mut named: Vec<(String, &KExpr)> = Vec::new();
         for arg in args {
@@ -85,8 +89,9 @@ impl Planner<'_> {
                 span,
                 format!(
                     "{plugin} takes {required} arguments (lookup table, key column, longitude, latitude{}) \
-                     and optionally return_unmatched, lookup_area_radius, return_lookup_key",
-                    if kind == GeoLookup::Line { ", radius" } else { "" }
+                     and optionally {}",
+                    if kind == GeoLookup::Line { ", radius" } else { "" },
+                    optional.join(", ")
                 ),
             ));
         }
@@ -94,8 +99,10 @@ impl Planner<'_> {
             named.push((optional[i].to_string(), value));
         }
         let mut flags = [false; 2];
+        let mut polygon_radius: Option<&KExpr> = None;
         for (name, value) in &named {
             match name.as_str() {
+                "radius" if kind == GeoLookup::Polygon => polygon_radius = Some(value),
                 "return_unmatched" | "return_lookup_key" => {
                     let ExprKind::Literal(Literal::Bool(b)) = value.kind else {
                         return Err(self.error(
@@ -152,8 +159,19 @@ impl Planner<'_> {
         let mut located: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
         located.push(lng.expr.alias(LNG));
         located.push(lat.expr.alias(LAT));
-        if kind == GeoLookup::Line {
-            let radius = self.scalar(positional[4], &input)?;
+        let radius = match kind {
+            GeoLookup::Line => Some(positional[4]),
+            GeoLookup::Polygon => polygon_radius,
+        };
+        if let Some(radius) = radius {
+            let radius = self.scalar(radius, &input)?;
+            if !radius.kql_type.is_numeric() {
+                return Err(self.error(
+                    ErrorCode::TypeMismatch,
+                    span,
+                    format!("{plugin}: the radius is a number of meters, found {}", radius.kql_type),
+                ));
+            }
             located.push(radius.expr.alias(RADIUS));
         }
         let left = input
@@ -168,9 +186,10 @@ impl Planner<'_> {
             .and_then(|b| b.build())
             .map_err(|e| internal(&e))?;
         let point = vec![side(LEFT, LNG), side(LEFT, LAT), side(RIGHT, &key.name)];
-        let condition = match kind {
-            GeoLookup::Polygon => registered("geo_point_in_polygon", point)?.is_true(),
-            GeoLookup::Line => registered("geo_distance_point_to_line", point)?.lt_eq(side(LEFT, RADIUS)),
+        let condition = match (kind, radius.is_some()) {
+            (GeoLookup::Polygon, false) => registered("geo_point_in_polygon", point)?.is_true(),
+            (GeoLookup::Polygon, true) => registered("geo_distance_point_to_polygon", point)?.lt_eq(side(LEFT, RADIUS)),
+            (GeoLookup::Line, _) => registered("geo_distance_point_to_line", point)?.lt_eq(side(LEFT, RADIUS)),
         };
         let join_type = if return_unmatched {
             JoinType::Left

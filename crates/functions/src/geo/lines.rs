@@ -5,8 +5,8 @@ use datafusion::common::Result;
 
 use super::shape::{self, Ll, Shape, point_args};
 use super::sphere::{
-    EARTH_RADIUS, V3, angle, closest_on_edge, closest_on_edges, interpolate, line_angle, line_edges, lines_centroid,
-    ll_of, simplify, vec_of, vecs,
+    EARTH_RADIUS, V3, angle, closest_on_edge, closest_on_edges, distance, interpolate, line_angle, line_edges,
+    lines_centroid, ll_of, simplify, vec_of, vecs,
 };
 use crate::rowfn::{Out, Val, arg};
 
@@ -122,15 +122,24 @@ pub fn tolerance(args: &[Val], i: usize, default: f64, range: std::ops::RangeInc
 }
 
 /// `geo_line_simplify(line, tolerance = 10)`: the line with the vertices that lie within
-/// `tolerance` meters of the simplified line dropped.
+/// `tolerance` meters of the simplified line dropped; a line that shrinks to ends within the
+/// tolerance disappears, and with every line gone the result is null.
 pub fn geo_line_simplify(args: &[Val]) -> Result<Out> {
     let (Some(lines), Some(tol)) = (shape::lines(arg(args, 0)), tolerance(args, 1, 10.0, 0.0..=7_800_000.0)) else {
         return Ok(Out::Null);
     };
-    let simplified = lines
+    // A line whose ends come within the tolerance and that has nothing farther disappears.
+    let simplified: Vec<Vec<Ll>> = lines
         .iter()
-        .map(|l| simplify(&vecs(l), tol / EARTH_RADIUS).into_iter().map(ll_of).collect())
+        .filter_map(|l| {
+            let kept = simplify(&vecs(l), tol / EARTH_RADIUS);
+            let collapsed = kept.len() < 2 || (kept.len() == 2 && distance(l[kept[0]], l[kept[1]]) <= tol);
+            (!collapsed).then(|| kept.into_iter().map(|i| l[i]).collect())
+        })
         .collect();
+    if simplified.is_empty() {
+        return Ok(Out::Null);
+    }
     Ok(shape::out(shape::line_shape(simplified)))
 }
 
@@ -225,6 +234,16 @@ mod tests {
                 &[d(r#"{"type":"LineString","coordinates":[[1,1],[2,2]]}"#), r(0.0)]
             ),
             "null"
+        );
+    }
+
+    #[test]
+    fn simplification_can_make_a_line_disappear() {
+        let short = d(r#"{"type":"LineString","coordinates":[[1.1,1.1],[1.2,1.2]]}"#);
+        assert_eq!(run("geo_line_simplify", &[short.clone(), r(100_000.0)]), "null");
+        assert_eq!(
+            run("geo_line_simplify", &[short, r(10.0)]),
+            r#"{"type":"LineString","coordinates":[[1.1,1.1],[1.2,1.2]]}"#
         );
     }
 }

@@ -116,7 +116,7 @@ pub fn geo_polygon_densify(args: &[Val]) -> Result<Out> {
 
 /// `geo_polygon_simplify(polygon, tolerance = 10)`: rings with the vertices that lie within
 /// `tolerance` meters of the simplified ring dropped; rings that collapse are left out (a shell
-/// that collapses leaves its polygon out).
+/// that collapses leaves its polygon out), and with every polygon gone the result is null.
 pub fn geo_polygon_simplify(args: &[Val]) -> Result<Out> {
     let (Some(polygons), Some(tol)) = (
         shape::polygons(arg(args, 0)),
@@ -132,7 +132,7 @@ pub fn geo_polygon_simplify(args: &[Val]) -> Result<Out> {
                 .map(|ring| {
                     simplify(&vecs(ring), tol / EARTH_RADIUS)
                         .into_iter()
-                        .map(ll_of)
+                        .map(|i| ring[i])
                         .collect::<Vec<_>>()
                 })
                 .collect();
@@ -145,7 +145,7 @@ pub fn geo_polygon_simplify(args: &[Val]) -> Result<Out> {
         })
         .collect();
     if simplified.is_empty() {
-        return Ok(shape::out(shape::empty_collection()));
+        return Ok(Out::Null);
     }
     Ok(shape::out(shape::polygon_shape(simplified)))
 }
@@ -172,6 +172,13 @@ mod tests {
         assert_eq!(run("geo_point_in_polygon", &[r(-73.9657), r(40.7823), d(PARK)]), "true");
         let bad = r#"{"type":"Polygon","coordinates":[[[0,0],[10,10],[10,10],[0,0]]]}"#;
         assert_eq!(run("geo_polygon_centroid", &[d(bad)]), "null");
+    }
+
+    #[test]
+    fn simplification_can_make_a_polygon_disappear() {
+        let polygon = d(r#"{"type":"Polygon","coordinates":[[[5,48],[0,50],[0,47],[4,47],[5,48]]]}"#);
+        assert_eq!(run("geo_polygon_simplify", &[polygon.clone(), r(1_000_000.0)]), "null");
+        assert!(run("geo_polygon_simplify", &[polygon, r(10.0)]).starts_with(r#"{"type":"Polygon""#));
     }
 
     #[test]

@@ -30,7 +30,13 @@ impl Parser<'_> {
                     return Ok(None);
                 };
                 let (body, body_span) = self.raw_literal_body(word)?;
-                match typed_literal(ty, body.trim()) {
+                // `datetime(2017 - 08 - 01)`: Kusto reads a date with spaces around its dashes.
+                let spaced = || {
+                    (ty == ScalarType::DateTime)
+                        .then(|| body.split(" - ").map(str::trim).collect::<Vec<_>>().join("-"))
+                        .and_then(|joined| typed_literal(ty, joined.trim()))
+                };
+                match typed_literal(ty, body.trim()).or_else(spaced) {
                     Some(literal) => literal,
                     None => {
                         let message = format!("invalid {} literal '{}({})'", ty.name(), word, body.trim());
