@@ -505,7 +505,7 @@ impl Engine {
             if rounds > MAX_DISCOVERY_ROUNDS {
                 return Err(TrawlError::new(
                     ErrorCode::BadRequest,
-                    "the query nests bag_unpack too deeply",
+                    "the query nests bag_unpack or legacy partition too deeply",
                 ));
             }
             for discovery in planned.discoveries {

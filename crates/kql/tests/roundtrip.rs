@@ -13,6 +13,7 @@ pub const QUERIES: &[&str] = &[
     "T | annotate attributes.latency:real, attributes['http.status_code']:long",
     "T | trace-find { span_name == 'a' } >> { status_code == 'ERROR' } > { x > 1 } << { y } < { z } ~ { w } :: { v } within 5m",
     "T | otel-log-stats | take 3",
+    "T | partition hint.strategy=legacy by k { U | where v == k | take 1 }",
     "search body:'cart' or span_name:\"GET*\" and not(x:'y')",
     "T | where x > 1",
     "T | filter x > 1 and y < 2",

@@ -204,7 +204,7 @@ impl<'a> Planner<'a> {
                     };
                     self.bindings.insert(binding.name.name.clone(), value);
                 }
-                StatementKind::Set(_) => {}
+                StatementKind::Set(option) => self.set_option(option, statement.span)?,
                 StatementKind::DeclareParameters(params) => {
                     for param in params {
                         let value = self.query_parameter(param)?;
@@ -249,6 +249,30 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(results)
+    }
+
+    /// `set name [= value]`: `query_now` fixes what `now()` and `ago()` read for the rest of the
+    /// query; other request options are accepted and have no effect here.
+    fn set_option(&mut self, option: &trawl_kql::ast::SetOption, span: Span) -> Result<(), TrawlError> {
+        if !option.name.eq_ignore_ascii_case("query_now") {
+            return Ok(());
+        }
+        let Some(value) = &option.value else {
+            return Err(self.error(ErrorCode::BadRequest, span, "set query_now takes a datetime"));
+        };
+        let empty = self.empty_tabular()?;
+        let typed = self.scalar(value, &empty)?;
+        match (typed.kql_type, crate::sources::constant_value(&typed.expr)) {
+            (KqlType::DateTime, Some(datafusion::common::ScalarValue::TimestampNanosecond(Some(ns), _))) => {
+                self.options.now = ns;
+                Ok(())
+            }
+            _ => Err(self.error(
+                ErrorCode::BadRequest,
+                value.span,
+                "set query_now takes a constant datetime, such as datetime(2024-01-01)",
+            )),
+        }
     }
 
     /// A `let` value: tabular when it is a pipeline, a table or a tabular operator, else scalar.

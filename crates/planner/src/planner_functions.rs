@@ -108,6 +108,10 @@ pub(crate) static PLANNER_FUNCTIONS: &[PlannerFunction] = &[
         lower: pack_all,
     },
     PlannerFunction {
+        names: &["replace"],
+        lower: replace,
+    },
+    PlannerFunction {
         names: &["strcat"],
         lower: strcat,
     },
@@ -814,6 +818,20 @@ fn bin(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
     arity(p, c, 2)?;
     let value = p.scalar(&args[0], input)?;
     p.bin(value, &args[1], input)
+}
+
+/// `replace(regex, rewrite, text)`, the deprecated form of `replace_regex(text, regex, rewrite)`.
+fn replace(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
+    arity(p, c, 3)?;
+    let Call {
+        args,
+        e,
+        input,
+        function,
+        ..
+    } = *c;
+    let reordered = vec![args[2].clone(), args[0].clone(), args[1].clone()];
+    p.call(&Ident::new("replace_regex", function.span), &reordered, e, input)
 }
 
 #[cfg(test)]

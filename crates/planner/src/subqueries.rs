@@ -24,6 +24,13 @@ use trawl_kql::ast::{
 use trawl_kql::span::Span;
 
 use crate::context::{Binding, Planner, Tabular, internal};
+
+/// Most partitions the legacy `partition by Column { ... }` form plans.
+const MOST_LEGACY_PARTITIONS: usize = 64;
+
+fn value_is_none(bound: &[Option<String>]) -> bool {
+    matches!(bound, [None])
+}
 use crate::names::bracketed;
 
 /// The name sub-pipelines read their input by.
@@ -193,6 +200,9 @@ impl Planner<'_> {
                 format!("unknown column '{column}'"),
             ));
         }
+        if let Some(source) = &partition.legacy {
+            return self.legacy_partition(input, column, source, span);
+        }
         let mut operators = operators_of(&format!("extend {PARTITION} = {}", bracketed(column)))?;
         for operator in &partition.subquery {
             operators.extend(self.partitioned(operator)?);
@@ -202,6 +212,122 @@ impl Planner<'_> {
         let planned = self.over_input(input, operators, span);
         self.partition_column = previous;
         planned
+    }
+
+    /// `partition by Column { SubQueryWithSource }`: the subquery planned once per distinct value
+    /// of the column (found by a discovery round, at most [`MOST_LEGACY_PARTITIONS`]), with the
+    /// column's name bound to that value; the results one after the other.
+    fn legacy_partition(
+        &mut self,
+        input: Tabular,
+        column: &str,
+        source: &KExpr,
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        use datafusion::logical_expr::lit;
+        use trawl_common::KqlType;
+        let Some(kql_type) = input.column_type(column) else {
+            return Err(self.error(ErrorCode::UnknownColumn, span, format!("unknown column '{column}'")));
+        };
+        // The distinct values, as the keys of one-key bags (the discovery collects bag keys).
+        let key_bag = KExpr::new(
+            ExprKind::Call {
+                function: trawl_kql::ast::Ident::new("bag_pack", span),
+                args: vec![
+                    KExpr::new(
+                        ExprKind::Call {
+                            function: trawl_kql::ast::Ident::new("tostring", span),
+                            args: vec![KExpr::new(
+                                ExprKind::Name(trawl_kql::ast::Ident::new(column, span)),
+                                span,
+                            )],
+                        },
+                        span,
+                    ),
+                    KExpr::new(ExprKind::Literal(trawl_kql::ast::Literal::Bool(true)), span),
+                ],
+            },
+            span,
+        );
+        let bag = self.scalar(&key_bag, &input)?;
+        let probe = input
+            .builder()
+            .project(vec![bag.expr.alias("bag")])
+            .and_then(|b| b.build())
+            .map_err(|e| internal(&e))?;
+        let key = format!("partition\n{}", probe.display_indent());
+        let values: Option<Vec<String>> = self
+            .options
+            .discovered
+            .get(&key)
+            .map(|found| found.iter().map(|(k, _)| k.clone()).collect());
+        let values = match values {
+            Some(values) => values,
+            None => {
+                self.discoveries.push(crate::Discovery { key, plan: probe });
+                Vec::new()
+            }
+        };
+        if values.len() > MOST_LEGACY_PARTITIONS {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                span,
+                format!(
+                    "partition by {column} {{...}} has {} partitions; the legacy form takes at most \
+                     {MOST_LEGACY_PARTITIONS} (use partition by {column} (operators) instead)",
+                    values.len()
+                ),
+            ));
+        }
+        let mut planned: Vec<Tabular> = Vec::new();
+        // With no value (or before discovery), the subquery with a null value gives the columns.
+        let bound: Vec<Option<String>> = if values.is_empty() {
+            vec![None]
+        } else {
+            values.into_iter().map(Some).collect()
+        };
+        for value in &bound {
+            let typed = match value {
+                None => crate::context::Typed::new(crate::scalar::null_of(kql_type), kql_type),
+                Some(text) if kql_type == KqlType::String => {
+                    crate::context::Typed::new(lit(text.clone()), KqlType::String)
+                }
+                Some(text) => {
+                    let json = serde_json::Value::String(text.clone()).to_string();
+                    let dynamic = crate::context::Typed::new(lit(json), KqlType::Dynamic);
+                    crate::context::Typed::new(self.dynamic_as(dynamic, kql_type), kql_type)
+                }
+            };
+            let saved = self.bindings.insert(column.to_string(), Binding::Scalar(typed));
+            let result = self.tabular(source);
+            match saved {
+                Some(previous) => {
+                    self.bindings.insert(column.to_string(), previous);
+                }
+                None => {
+                    self.bindings.remove(column);
+                }
+            }
+            planned.push(result?);
+        }
+        let first = planned.remove(0);
+        let columns = first.columns.clone();
+        let mut builder = first.builder();
+        if value_is_none(&bound) {
+            builder = builder.limit(0, Some(0)).map_err(|e| internal(&e))?;
+        }
+        for other in planned {
+            if other.columns != columns {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    source.span,
+                    "the partitions' results differ in their columns",
+                ));
+            }
+            builder = builder.union(other.plan).map_err(|e| internal(&e))?;
+        }
+        let plan = builder.build().map_err(|e| internal(&e))?;
+        Ok(Tabular { plan, columns })
     }
 
     /// `operator` rewritten to work within each partition.

@@ -195,6 +195,9 @@ pub struct Partition {
     /// The partition column, an [`ExprKind::Name`](super::ExprKind::Name).
     pub by: Expr,
     pub subquery: Vec<Operator>,
+    /// The legacy form `by Column { SubQueryWithSource }`: a tabular expression run once per
+    /// value of the column, which it reads as a scalar (`subquery` is then empty).
+    pub legacy: Option<Box<Expr>>,
 }
 
 /// One branch of `fork [name =] (operators) ...`.

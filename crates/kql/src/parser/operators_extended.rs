@@ -184,8 +184,27 @@ impl Parser<'_> {
                     .map_err(|_| self.error_expected("'by' after 'partition'"))?;
                 let column = self.parse_ident("a column name after 'by'")?;
                 let by = Expr::new(ExprKind::Name(column.clone()), column.span);
-                let subquery = self.parse_parenthesized_operators("partition")?;
-                OperatorKind::Partition(Partition { params, by, subquery })
+                if self.eat(&TokenKind::LBrace).is_some() {
+                    self.enter()?;
+                    let source = self.parse_pipeline_expr();
+                    self.leave();
+                    let source = source?;
+                    self.expect(&TokenKind::RBrace, "'}' after the subquery of 'partition'")?;
+                    OperatorKind::Partition(Partition {
+                        params,
+                        by,
+                        subquery: Vec::new(),
+                        legacy: Some(Box::new(source)),
+                    })
+                } else {
+                    let subquery = self.parse_parenthesized_operators("partition")?;
+                    OperatorKind::Partition(Partition {
+                        params,
+                        by,
+                        subquery,
+                        legacy: None,
+                    })
+                }
             }
             "scan" => OperatorKind::Scan(self.parse_scan()?),
             "trace-find" => OperatorKind::TraceFind(self.parse_trace_find()?),

@@ -269,7 +269,10 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
         OperatorKind::Partition(partition) => {
             write_params(f, &partition.params)?;
             write!(f, " by {} ", ExprContext::scalar(&partition.by))?;
-            write_operators(f, &partition.subquery)
+            match &partition.legacy {
+                Some(source) => write!(f, "{{ {} }}", ExprContext::full(source)),
+                None => write_operators(f, &partition.subquery),
+            }
         }
         OperatorKind::Scan(scan) => {
             write_params(f, &scan.params)?;
