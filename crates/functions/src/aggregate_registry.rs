@@ -82,6 +82,15 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         DYNAMIC,
         crate::fieldstats::make_fieldstats
     ),
+    // Internal: `graph-match` (planner).
+    a!(
+        "__graph_match",
+        [Long, String, String, Dynamic, String],
+        5,
+        false,
+        DYNAMIC,
+        crate::graph_match::make_graph_match
+    ),
     // Internal: the `reduce` operator (planner).
     a!(
         "__reduce",

@@ -195,15 +195,7 @@ mod tests {
         for v in values {
             assert!(agg.update(&[Val::Str(v), Val::Str("attributes")]).is_ok());
         }
-        let mut merged = FieldStatsAgg::default();
-        assert!(merged.merge(&agg.state()).is_ok());
-        let Ok(Out::Str(text)) = merged.evaluate() else {
-            return Vec::new();
-        };
-        serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
+        crate::udaf::testing::merged_array(&agg, Box::new(FieldStatsAgg::default()))
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod dynamic;
 pub mod encoding;
 pub mod fieldstats;
 pub mod geo;
+pub mod graph_match;
 pub mod hll;
 pub mod ip;
 pub mod ipv6;

@@ -301,6 +301,19 @@ pub mod testing {
     use crate::registry::ReturnRule;
     use crate::types::arrow_type;
 
+    /// The array an aggregate's state evaluates to after going through a serialized state (as a
+    /// partial aggregation hands it on); empty when the result is not an array.
+    pub fn merged_array(agg: &dyn super::RowAgg, mut fresh: Box<dyn super::RowAgg>) -> Vec<serde_json::Value> {
+        assert!(fresh.merge(&agg.state()).is_ok(), "the state merges");
+        let Ok(crate::rowfn::Out::Str(text)) = fresh.evaluate() else {
+            return Vec::new();
+        };
+        serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+    }
+
     /// A fresh accumulator of the registered aggregate `name` over inputs like `inputs`.
     pub fn accumulator(name: &str, inputs: &[ArrayRef]) -> RowAccumulator {
         let Some(registered) = lookup(name) else {

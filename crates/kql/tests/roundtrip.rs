@@ -13,6 +13,8 @@ pub const QUERIES: &[&str] = &[
     "T | annotate attributes.latency:real, attributes['http.status_code']:long",
     "T | trace-find { span_name == 'a' } >> { status_code == 'ERROR' } > { x > 1 } << { y } < { z } ~ { w } :: { v } within 5m",
     "T | otel-log-stats | take 3",
+    "E | make-graph src --> dst with N on name, M on id | graph-match cycles=none (a)-[e]->(b)<-[f*1..3]-(c)-[]-() where a.x == 1 and all(f, y > 2) project a.name, n = array_length(f)",
+    "E | make-graph src -- dst with_node_id=name | graph-match (a)-[e]->(b) project a.name",
     "T | partition hint.strategy=legacy by k { U | where v == k | take 1 }",
     "search body:'cart' or span_name:\"GET*\" and not(x:'y')",
     "T | where x > 1",

@@ -384,8 +384,31 @@ impl<'a> Planner<'a> {
             }
             ExprKind::Pipeline { source, operators } => {
                 let mut current = self.tabular(source)?;
-                for operator in operators {
-                    current = self.operator(current, operator)?;
+                let mut rest = operators.iter();
+                while let Some(operator) = rest.next() {
+                    current = match &operator.kind {
+                        // A graph is not a table: make-graph goes with the graph operator after it.
+                        OperatorKind::MakeGraph(make) => match rest.next().map(|o| &o.kind) {
+                            Some(OperatorKind::GraphMatch(matching)) => {
+                                self.graph_match(current, make, matching, operator.span)?
+                            }
+                            _ => {
+                                return Err(self.error(
+                                    ErrorCode::BadRequest,
+                                    operator.span,
+                                    "make-graph makes a graph, not a table: follow it with graph-match",
+                                ));
+                            }
+                        },
+                        OperatorKind::GraphMatch(_) => {
+                            return Err(self.error(
+                                ErrorCode::BadRequest,
+                                operator.span,
+                                "graph-match reads a graph: put make-graph before it",
+                            ));
+                        }
+                        _ => self.operator(current, operator)?,
+                    };
                 }
                 Ok(current)
             }

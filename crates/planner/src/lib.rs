@@ -17,6 +17,7 @@ mod context;
 mod expand;
 mod fieldstats;
 mod geo_lookup;
+mod graph;
 mod joins;
 pub mod limits;
 mod log_stats;

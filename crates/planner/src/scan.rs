@@ -452,57 +452,19 @@ impl StepNames {
 }
 
 fn scope_names(expr: &KExpr, steps: &StepNames) -> KExpr {
-    let kind = match &expr.kind {
+    expr.rewritten(&mut |e| match &e.kind {
         ExprKind::Member { target, member } => match &target.kind {
-            ExprKind::Name(step) if steps.contains(&step.name) => ExprKind::Name(Ident::new(
-                format!("{}.{}", step.name, steps.member(&member.name)),
-                expr.span,
+            ExprKind::Name(step) if steps.contains(&step.name) => Some(KExpr::new(
+                ExprKind::Name(Ident::new(
+                    format!("{}.{}", step.name, steps.member(&member.name)),
+                    e.span,
+                )),
+                e.span,
             )),
-            _ => ExprKind::Member {
-                target: Box::new(scope_names(target, steps)),
-                member: member.clone(),
-            },
+            _ => None,
         },
-        ExprKind::Index { target, index } => ExprKind::Index {
-            target: Box::new(scope_names(target, steps)),
-            index: Box::new(scope_names(index, steps)),
-        },
-        ExprKind::Call { function, args } => ExprKind::Call {
-            function: function.clone(),
-            args: args.iter().map(|a| scope_names(a, steps)).collect(),
-        },
-        ExprKind::NamedArgument { name, value } => ExprKind::NamedArgument {
-            name: name.clone(),
-            value: Box::new(scope_names(value, steps)),
-        },
-        ExprKind::Unary { op, operand } => ExprKind::Unary {
-            op: *op,
-            operand: Box::new(scope_names(operand, steps)),
-        },
-        ExprKind::Binary { op, left, right } => ExprKind::Binary {
-            op: *op,
-            left: Box::new(scope_names(left, steps)),
-            right: Box::new(scope_names(right, steps)),
-        },
-        ExprKind::List { op, operand, items } => ExprKind::List {
-            op: *op,
-            operand: Box::new(scope_names(operand, steps)),
-            items: items.iter().map(|i| scope_names(i, steps)).collect(),
-        },
-        ExprKind::Between {
-            negated,
-            operand,
-            low,
-            high,
-        } => ExprKind::Between {
-            negated: *negated,
-            operand: Box::new(scope_names(operand, steps)),
-            low: Box::new(scope_names(low, steps)),
-            high: Box::new(scope_names(high, steps)),
-        },
-        other => other.clone(),
-    };
-    KExpr::new(kind, expr.span)
+        _ => None,
+    })
 }
 
 static NEXT_SCAN: AtomicU64 = AtomicU64::new(0);

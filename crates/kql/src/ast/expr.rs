@@ -14,6 +14,73 @@ impl Expr {
     pub fn new(kind: ExprKind, span: Span) -> Expr {
         Expr { kind, span }
     }
+
+    /// This scalar expression with every node `replace` gives a replacement for replaced (top
+    /// down: a replaced node's children are not visited); tabular parts are kept as they are.
+    pub fn rewritten(&self, replace: &mut dyn FnMut(&Expr) -> Option<Expr>) -> Expr {
+        if let Some(replacement) = replace(self) {
+            return replacement;
+        }
+        let mut again = |e: &Expr| Box::new(e.rewritten(replace));
+        let kind = match &self.kind {
+            ExprKind::Member { target, member } => ExprKind::Member {
+                target: again(target),
+                member: member.clone(),
+            },
+            ExprKind::Index { target, index } => {
+                let target = again(target);
+                ExprKind::Index {
+                    target,
+                    index: again(index),
+                }
+            }
+            ExprKind::Call { function, args } => ExprKind::Call {
+                function: function.clone(),
+                args: args.iter().map(|a| *again(a)).collect(),
+            },
+            ExprKind::NamedArgument { name, value } => ExprKind::NamedArgument {
+                name: name.clone(),
+                value: again(value),
+            },
+            ExprKind::Unary { op, operand } => ExprKind::Unary {
+                op: *op,
+                operand: again(operand),
+            },
+            ExprKind::Binary { op, left, right } => {
+                let left = again(left);
+                ExprKind::Binary {
+                    op: *op,
+                    left,
+                    right: again(right),
+                }
+            }
+            ExprKind::List { op, operand, items } => {
+                let operand = again(operand);
+                ExprKind::List {
+                    op: *op,
+                    operand,
+                    items: items.iter().map(|i| *again(i)).collect(),
+                }
+            }
+            ExprKind::Between {
+                negated,
+                operand,
+                low,
+                high,
+            } => {
+                let operand = again(operand);
+                let low = again(low);
+                ExprKind::Between {
+                    negated: *negated,
+                    operand,
+                    low,
+                    high: again(high),
+                }
+            }
+            other => other.clone(),
+        };
+        Expr::new(kind, self.span)
+    }
 }
 
 /// The forms of an expression. Parentheses leave no node: precedence is in the tree shape.

@@ -1,9 +1,9 @@
 //! Tabular operators: the `| name ...` steps of a pipeline.
 
 use super::{
-    As, Datatable, Evaluate, Expr, ForkBranch, Ident, Join, MakeSeries, MvApply, MvExpand, NamedExpr, Parse, ParseKv,
-    Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan, Search, TopHitters, TopNestedLevel, TraceFind,
-    Union,
+    As, Datatable, Evaluate, Expr, ForkBranch, GraphMatch, Ident, Join, MakeGraph, MakeSeries, MvApply, MvExpand,
+    NamedExpr, Parse, ParseKv, Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan, Search, TopHitters,
+    TopNestedLevel, TraceFind, Union,
 };
 use crate::span::Span;
 
@@ -110,6 +110,10 @@ pub enum OperatorKind {
     TraceFind(TraceFind),
     /// `otel-log-stats`: log counts, time span and templates per service and severity.
     OtelLogStats,
+    /// `make-graph Source --> Target ...`
+    MakeGraph(MakeGraph),
+    /// `graph-match pattern ... project ...`
+    GraphMatch(GraphMatch),
 }
 
 impl OperatorKind {
@@ -161,6 +165,8 @@ impl OperatorKind {
             OperatorKind::Annotate(_) => "annotate",
             OperatorKind::TraceFind(_) => "trace-find",
             OperatorKind::OtelLogStats => "otel-log-stats",
+            OperatorKind::MakeGraph(_) => "make-graph",
+            OperatorKind::GraphMatch(_) => "graph-match",
         }
     }
 }

@@ -256,6 +256,56 @@ impl SpanRelation {
     }
 }
 
+/// `make-graph Source --> Target [with Nodes on Key, ...] [with_node_id = Name]`: a graph of the
+/// input's rows as edges (`-->` directed, `--` both ways).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MakeGraph {
+    pub source: Ident,
+    pub target: Ident,
+    pub directed: bool,
+    /// Node tables and their key columns.
+    pub nodes: Vec<(Expr, Ident)>,
+    /// With no node table: the name of the node property holding the id.
+    pub node_id: Option<Ident>,
+}
+
+/// `graph-match [cycles = ...] pattern, ... [where condition] project items`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphMatch {
+    pub params: Vec<OperatorParam>,
+    pub patterns: Vec<GraphPattern>,
+    pub condition: Option<Expr>,
+    pub project: Vec<NamedExpr>,
+}
+
+/// `(a)-[e]->(b)<-[f*1..3]-(c)`: nodes and the edges between them (`nodes.len() == edges.len()
+/// + 1`); unnamed elements are `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphPattern {
+    pub nodes: Vec<Option<Ident>>,
+    pub edges: Vec<GraphEdge>,
+}
+
+/// One edge of a pattern: its name, direction and, for a variable-length edge, the range of
+/// lengths (`*1..5`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphEdge {
+    pub name: Option<Ident>,
+    pub direction: EdgeDirection,
+    pub range: Option<(u32, u32)>,
+}
+
+/// How a pattern edge runs between the nodes on its left and right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeDirection {
+    /// `-[ ]->`
+    Forward,
+    /// `<-[ ]-`
+    Backward,
+    /// `-[ ]-`
+    Any,
+}
+
 /// `top-hitters n of column [by weight]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopHitters {

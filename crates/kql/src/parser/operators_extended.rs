@@ -6,6 +6,7 @@ use crate::ast::{
     Parse, ParseKv, ParsePart, Partition, Precedence, Range, Reduce, Render, SampleDistinct, Search, SpanRelation,
     TabularSchema, TopHitters, TraceFind, Union,
 };
+use crate::ast::{EdgeDirection, GraphEdge, GraphMatch, GraphPattern, Ident, MakeGraph};
 use crate::token::TokenKind;
 
 /// Option names (besides `hint.*`) each operator takes.
@@ -209,6 +210,8 @@ impl Parser<'_> {
             "scan" => OperatorKind::Scan(self.parse_scan()?),
             "trace-find" => OperatorKind::TraceFind(self.parse_trace_find()?),
             "otel-log-stats" => OperatorKind::OtelLogStats,
+            "make-graph" => OperatorKind::MakeGraph(self.parse_make_graph()?),
+            "graph-match" => OperatorKind::GraphMatch(self.parse_graph_match()?),
             "annotate" => OperatorKind::Annotate(self.comma_separated(|parser| {
                 let path = parser.parse_required_expr("annotate")?;
                 parser.expect(&TokenKind::Colon, "':' and a type after an annotated path")?;
@@ -461,5 +464,128 @@ impl Parser<'_> {
         let predicate = self.parse_required_expr("'{'")?;
         self.expect(&TokenKind::RBrace, "'}' to end a span set")?;
         Ok(predicate)
+    }
+
+    /// After `make-graph`: `Source --> Target [with_node_id = Name] [with Nodes on Key, ...]`.
+    fn parse_make_graph(&mut self) -> ParseResult<MakeGraph> {
+        let source = self.parse_ident("the source column after 'make-graph'")?;
+        let directed = match (self.peek_kind(), &self.peek_at(1).kind, &self.peek_at(2).kind) {
+            (TokenKind::Minus, TokenKind::Minus, TokenKind::Gt) => true,
+            (TokenKind::Minus, TokenKind::Minus, _) => false,
+            _ => return Err(self.error_expected("'-->' or '--' between the source and target columns")),
+        };
+        for _ in 0..if directed { 3 } else { 2 } {
+            self.advance();
+        }
+        let target = self.parse_ident("the target column of 'make-graph'")?;
+        let mut node_id = None;
+        let mut nodes = Vec::new();
+        loop {
+            if self.at_word("with_node_id") && self.peek_at(1).kind == TokenKind::Assign {
+                self.advance();
+                self.advance();
+                node_id = Some(self.parse_ident("a property name after 'with_node_id='")?);
+            } else if self.eat_word("with").is_some() {
+                loop {
+                    let table = self.parse_table_operand("with")?;
+                    self.expect_word("on")
+                        .map_err(|_| self.error_expected("'on' and the key column of a node table"))?;
+                    let key = self.parse_ident("the key column of a node table")?;
+                    nodes.push((table, key));
+                    if self.eat(&TokenKind::Comma).is_none() {
+                        break;
+                    }
+                }
+            } else {
+                break;
+            }
+        }
+        Ok(MakeGraph {
+            source,
+            target,
+            directed,
+            nodes,
+            node_id,
+        })
+    }
+
+    /// After `graph-match`: `[cycles = ...] pattern, ... [where condition] [project items]`.
+    fn parse_graph_match(&mut self) -> ParseResult<GraphMatch> {
+        let params = self.parse_params(&["cycles"])?;
+        let patterns = self.comma_separated(Self::parse_graph_pattern)?;
+        let condition = match self.eat_word("where") {
+            Some(_) => Some(self.parse_required_expr("where")?),
+            None => None,
+        };
+        let project = match self.eat_word("project") {
+            Some(_) => self.comma_separated(Self::parse_named_expr)?,
+            None => Vec::new(),
+        };
+        Ok(GraphMatch {
+            params,
+            patterns,
+            condition,
+            project,
+        })
+    }
+
+    /// `(name)`, the name optional.
+    fn parse_graph_node(&mut self) -> ParseResult<Option<Ident>> {
+        self.expect(&TokenKind::LParen, "'(' to start a pattern node")?;
+        let name = match self.peek_kind() {
+            TokenKind::RParen => None,
+            _ => Some(self.parse_ident("a node name")?),
+        };
+        self.expect(&TokenKind::RParen, "')' to end a pattern node")?;
+        Ok(name)
+    }
+
+    /// `(a)-[e]->(b)<-[f*1..3]-(c)-[g]-(d)`.
+    fn parse_graph_pattern(&mut self) -> ParseResult<GraphPattern> {
+        let mut nodes = vec![self.parse_graph_node()?];
+        let mut edges = Vec::new();
+        while matches!(self.peek_kind(), TokenKind::Minus | TokenKind::Lt) {
+            let backward = self.eat(&TokenKind::Lt).is_some();
+            self.expect(&TokenKind::Minus, "'-' in a pattern edge")?;
+            let open = self.expect(&TokenKind::LBracket, "'[' to start a pattern edge")?;
+            let name = match self.peek_kind() {
+                TokenKind::Ident => Some(self.parse_ident("an edge name")?),
+                _ => None,
+            };
+            let range = if *self.peek_kind() == TokenKind::Star {
+                let star = self.advance().span;
+                let rest = self.text.get(star.end as usize..).unwrap_or("");
+                let Some(close) = rest.find(']') else {
+                    return Err(self.error_expected("']' after the length range of a pattern edge"));
+                };
+                let text = rest[..close].trim();
+                let parse = |t: &str| t.trim().parse::<u32>().ok();
+                let range = match text.split_once("..") {
+                    Some((low, high)) => parse(low).zip(parse(high)),
+                    None => parse(text).map(|n| (n, n)),
+                };
+                let Some(range) = range.filter(|(low, high)| low <= high) else {
+                    return Err(self.error_at(open, format!("expected a length range such as *1..5, found *{text}")));
+                };
+                while !matches!(self.peek_kind(), TokenKind::RBracket | TokenKind::Eof) {
+                    self.advance();
+                }
+                Some(range)
+            } else {
+                None
+            };
+            self.expect(&TokenKind::RBracket, "']' to end a pattern edge")?;
+            self.expect(&TokenKind::Minus, "'-' after a pattern edge")?;
+            let forward = self.eat(&TokenKind::Gt).is_some();
+            let direction = match (backward, forward) {
+                (false, true) => EdgeDirection::Forward,
+                (true, false) => EdgeDirection::Backward,
+                (false, false) => EdgeDirection::Any,
+                (true, true) => return Err(self.error_at(open, "a pattern edge points one way: <-[e]- or -[e]->")),
+            };
+            edges.push(GraphEdge { name, direction, range });
+            nodes.push(self.parse_graph_node()?);
+        }
+        Ok(GraphPattern { nodes, edges })
     }
 }

@@ -208,6 +208,48 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
         }
         OperatorKind::FieldStats(items) if items.is_empty() => Ok(()),
         OperatorKind::OtelLogStats => Ok(()),
+        OperatorKind::MakeGraph(graph) => {
+            let arrow = if graph.directed { "-->" } else { "--" };
+            write!(f, " {} {arrow} {}", graph.source, graph.target)?;
+            if let Some(id) = &graph.node_id {
+                write!(f, " with_node_id={id}")?;
+            }
+            for (i, (table, key)) in graph.nodes.iter().enumerate() {
+                f.write_str(if i == 0 { " with " } else { ", " })?;
+                write!(f, "{} on {key}", ExprContext::primary(table))?;
+            }
+            Ok(())
+        }
+        OperatorKind::GraphMatch(graph) => {
+            write_params(f, &graph.params)?;
+            for (i, pattern) in graph.patterns.iter().enumerate() {
+                f.write_str(if i == 0 { " " } else { ", " })?;
+                for (j, node) in pattern.nodes.iter().enumerate() {
+                    if j > 0
+                        && let Some(edge) = pattern.edges.get(j - 1)
+                    {
+                        let name = edge.name.as_ref().map(|n| n.to_string()).unwrap_or_default();
+                        let range = edge.range.map(|(a, b)| format!("*{a}..{b}")).unwrap_or_default();
+                        let (left, right) = match edge.direction {
+                            crate::ast::EdgeDirection::Forward => ("-", "->"),
+                            crate::ast::EdgeDirection::Backward => ("<-", "-"),
+                            crate::ast::EdgeDirection::Any => ("-", "-"),
+                        };
+                        write!(f, "{left}[{name}{range}]{right}")?;
+                    }
+                    let name = node.as_ref().map(|n| n.to_string()).unwrap_or_default();
+                    write!(f, "({name})")?;
+                }
+            }
+            if let Some(condition) = &graph.condition {
+                write!(f, " where {}", ExprContext::full(condition))?;
+            }
+            if !graph.project.is_empty() {
+                f.write_str(" project ")?;
+                write_named_list(f, &graph.project)?;
+            }
+            Ok(())
+        }
         OperatorKind::TraceFind(find) => {
             for (i, spanset) in find.spansets.iter().enumerate() {
                 if i > 0 {
