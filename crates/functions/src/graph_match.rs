@@ -38,6 +38,8 @@ struct Spec {
     node_key: Option<String>,
     aggregates: Vec<AggregateSpec>,
     inner_nodes: Vec<String>,
+    /// Add `__length` (edges in the match) and `__group` (the node bindings) to each match.
+    shortest: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +133,7 @@ fn spec_of(value: &Value) -> Option<Spec> {
         node_key: text_of(value, "node_key"),
         aggregates,
         inner_nodes,
+        shortest: value.get("shortest").and_then(Value::as_bool).unwrap_or(false),
     })
 }
 
@@ -485,6 +488,14 @@ impl RowAgg for GraphAgg {
                     _ => Value::Array(values),
                 };
                 row.insert(aggregate.field.clone(), value);
+            }
+            if spec.shortest {
+                let length: usize = binding.paths.values().map(|(edges, _)| edges.len()).sum();
+                let mut group: Vec<(&String, &usize)> = binding.nodes.iter().collect();
+                group.sort();
+                let group: Vec<String> = group.iter().map(|(n, i)| format!("{n}={}", graph.keys[**i])).collect();
+                row.insert("__length".into(), Value::from(length));
+                row.insert("__group".into(), Value::from(group.join("\u{1f}")));
             }
             rows.push(Value::Object(row));
         }

@@ -390,21 +390,24 @@ impl<'a> Planner<'a> {
                         // A graph is not a table: make-graph goes with the graph operator after it.
                         OperatorKind::MakeGraph(make) => match rest.next().map(|o| &o.kind) {
                             Some(OperatorKind::GraphMatch(matching)) => {
-                                self.graph_match(current, make, matching, operator.span)?
+                                self.graph_match(current, make, matching, false, operator.span)?
+                            }
+                            Some(OperatorKind::GraphShortestPaths(matching)) => {
+                                self.graph_match(current, make, matching, true, operator.span)?
                             }
                             _ => {
                                 return Err(self.error(
                                     ErrorCode::BadRequest,
                                     operator.span,
-                                    "make-graph makes a graph, not a table: follow it with graph-match",
+                                    "make-graph makes a graph, not a table: follow it with graph-match or graph-shortest-paths",
                                 ));
                             }
                         },
-                        OperatorKind::GraphMatch(_) => {
+                        OperatorKind::GraphMatch(_) | OperatorKind::GraphShortestPaths(_) => {
                             return Err(self.error(
                                 ErrorCode::BadRequest,
                                 operator.span,
-                                "graph-match reads a graph: put make-graph before it",
+                                format!("{} reads a graph: put make-graph before it", operator.kind.name()),
                             ));
                         }
                         _ => self.operator(current, operator)?,

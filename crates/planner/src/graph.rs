@@ -1,5 +1,7 @@
 //! `make-graph Source --> Target [with Nodes on Key, ...] [with_node_id = Name] | graph-match
-//! [cycles = ...] pattern, ... [where condition] [project items]`.
+//! [cycles = ...] pattern, ... [where condition] [project items]`, and `graph-shortest-paths
+//! [output = any|all]` (the same patterns; per binding of the named nodes, only the matches with
+//! the fewest edges that meet the condition: one, or all of them).
 //!
 //! The input's rows are the edges; node tables give nodes their properties (a node only an
 //! edge names has just its key, under the first node table's key column or `with_node_id`'s
@@ -81,6 +83,7 @@ impl Planner<'_> {
         edges: Tabular,
         make: &MakeGraph,
         matching: &GraphMatch,
+        shortest: bool,
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         for column in [&make.source, &make.target] {
@@ -88,7 +91,19 @@ impl Planner<'_> {
                 return Err(self.unknown_column(&column.name, column.span, &edges));
             }
         }
-        let cycles = crate::joins::param_word(&matching.params, "cycles");
+        let cycles = match shortest {
+            // A shortest path never comes back to a node.
+            true => Some("none".to_string()),
+            false => crate::joins::param_word(&matching.params, "cycles"),
+        };
+        let output = crate::joins::param_word(&matching.params, "output").unwrap_or_else(|| "any".into());
+        if shortest && !matches!(output.as_str(), "any" | "all") {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                span,
+                format!("unknown output '{output}': expected any or all"),
+            ));
+        }
         if let Some(mode) = &cycles
             && !matches!(mode.as_str(), "all" | "none" | "unique_edges")
         {
@@ -369,6 +384,7 @@ impl Planner<'_> {
                 "field": a.field, "edge": a.edge, "op": a.op, "value": format!("__v{k}"), "inner": a.inner,
             })).collect::<Vec<_>>(),
             "inner_nodes": inner_nodes,
+            "shortest": shortest,
         });
         let encoded = base64::engine::general_purpose::STANDARD.encode(spec.to_string());
         let mut fields: Vec<String> = node_names
@@ -384,8 +400,23 @@ impl Planner<'_> {
              | mv-expand __r = __g | extend {}",
             extend.join(", ")
         );
+        if shortest {
+            text.push_str(", __length = tolong(__r['__length']), __group = tostring(__r['__group'])");
+        }
         if let Some(condition) = &condition {
             text.push_str(&format!(" | where {condition}"));
+        }
+        if shortest && output == "any" {
+            text.push_str(
+                " | sort by __group asc, __length asc \
+                 | extend __rank = row_number(1, __group != prev(__group)) | where __rank == 1",
+            );
+        } else if shortest {
+            text.push_str(
+                " | as __matched \
+                 | join kind=inner (__matched | summarize __shortest = min(__length) by __group) on __group \
+                 | where __length == __shortest",
+            );
         }
         let projected: Vec<String> = items
             .iter()

@@ -114,6 +114,9 @@ pub enum OperatorKind {
     MakeGraph(MakeGraph),
     /// `graph-match pattern ... project ...`
     GraphMatch(GraphMatch),
+    /// `graph-shortest-paths [output = any|all] pattern ... project ...`: the shortest matches
+    /// between each pair of end nodes.
+    GraphShortestPaths(GraphMatch),
 }
 
 impl OperatorKind {
@@ -167,6 +170,7 @@ impl OperatorKind {
             OperatorKind::OtelLogStats => "otel-log-stats",
             OperatorKind::MakeGraph(_) => "make-graph",
             OperatorKind::GraphMatch(_) => "graph-match",
+            OperatorKind::GraphShortestPaths(_) => "graph-shortest-paths",
         }
     }
 }

@@ -211,7 +211,8 @@ impl Parser<'_> {
             "trace-find" => OperatorKind::TraceFind(self.parse_trace_find()?),
             "otel-log-stats" => OperatorKind::OtelLogStats,
             "make-graph" => OperatorKind::MakeGraph(self.parse_make_graph()?),
-            "graph-match" => OperatorKind::GraphMatch(self.parse_graph_match()?),
+            "graph-match" => OperatorKind::GraphMatch(self.parse_graph_match(&["cycles"])?),
+            "graph-shortest-paths" => OperatorKind::GraphShortestPaths(self.parse_graph_match(&["output"])?),
             "annotate" => OperatorKind::Annotate(self.comma_separated(|parser| {
                 let path = parser.parse_required_expr("annotate")?;
                 parser.expect(&TokenKind::Colon, "':' and a type after an annotated path")?;
@@ -510,8 +511,8 @@ impl Parser<'_> {
     }
 
     /// After `graph-match`: `[cycles = ...] pattern, ... [where condition] [project items]`.
-    fn parse_graph_match(&mut self) -> ParseResult<GraphMatch> {
-        let params = self.parse_params(&["cycles"])?;
+    fn parse_graph_match(&mut self, options: &[&str]) -> ParseResult<GraphMatch> {
+        let params = self.parse_params(options)?;
         let patterns = self.comma_separated(Self::parse_graph_pattern)?;
         let condition = match self.eat_word("where") {
             Some(_) => Some(self.parse_required_expr("where")?),

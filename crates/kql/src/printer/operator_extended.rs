@@ -220,7 +220,7 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
             }
             Ok(())
         }
-        OperatorKind::GraphMatch(graph) => {
+        OperatorKind::GraphMatch(graph) | OperatorKind::GraphShortestPaths(graph) => {
             write_params(f, &graph.params)?;
             for (i, pattern) in graph.patterns.iter().enumerate() {
                 f.write_str(if i == 0 { " " } else { ", " })?;
