@@ -30,6 +30,8 @@ struct StepAggregate {
     op: &'static str,
     inner: bool,
     value: KExpr,
+    /// A field every node bag has (`node_degree_in()` of an inner node), read as it is.
+    node_field: Option<String>,
 }
 
 fn name_expr(name: &str, span: Span) -> KExpr {
@@ -230,6 +232,16 @@ impl Planner<'_> {
                         _ => (is_edge(steps)?, false),
                     };
                     let field = format!("__agg{}", aggregates.len());
+                    let node_field = match &value.kind {
+                        ExprKind::Call { function, args }
+                            if inner
+                                && args.is_empty()
+                                && matches!(function.name.as_str(), "node_degree_in" | "node_degree_out") =>
+                        {
+                            Some(format!("__{}", &function.name["node_".len()..]))
+                        }
+                        _ => None,
+                    };
                     aggregates.push(StepAggregate {
                         field: field.clone(),
                         edge,
@@ -240,6 +252,7 @@ impl Planner<'_> {
                         },
                         inner,
                         value: value.clone(),
+                        node_field,
                     });
                     Some(name_expr(&field, e.span))
                 }
@@ -294,6 +307,9 @@ impl Planner<'_> {
         let mut edge_values: Vec<(String, Expr, KqlType)> = Vec::new();
         let mut node_values: Vec<Vec<(String, Expr, KqlType)>> = vec![Vec::new(); node_tables.len()];
         for (k, aggregate) in aggregates.iter().enumerate() {
+            if aggregate.node_field.is_some() {
+                continue;
+            }
             let column = format!("__v{k}");
             let lower = |planner: &mut Self, input: &Tabular| -> Result<(Expr, KqlType), TrawlError> {
                 let typed = planner.scalar(&aggregate.value, input)?;
@@ -381,7 +397,8 @@ impl Planner<'_> {
             "patterns": patterns,
             "node_key": node_key,
             "aggregates": aggregates.iter().enumerate().map(|(k, a)| json!({
-                "field": a.field, "edge": a.edge, "op": a.op, "value": format!("__v{k}"), "inner": a.inner,
+                "field": a.field, "edge": a.edge, "op": a.op, "inner": a.inner,
+                "value": a.node_field.clone().unwrap_or_else(|| format!("__v{k}")),
             })).collect::<Vec<_>>(),
             "inner_nodes": inner_nodes,
             "shortest": shortest,

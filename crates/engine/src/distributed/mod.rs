@@ -101,6 +101,33 @@ impl Workers {
         urls.into_iter().filter(|url| !unreachable.contains_key(url)).collect()
     }
 
+    /// Leaves out, for a while, the nodes whose address (`host:port`) `failure` names: a call
+    /// to them was refused or cut. Returns how many were left out.
+    pub(crate) fn leave_out_named(&self, failure: &str, keep: &Url) -> usize {
+        let named: Vec<Url> = self
+            .urls()
+            .into_iter()
+            .filter(|url| url != keep)
+            .filter(|url| {
+                let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+                    return false;
+                };
+                let address = format!("{host}:{port}");
+                // The whole port: `:6038` is not in `:60387`.
+                failure
+                    .match_indices(&address)
+                    .any(|(at, _)| !failure[at + address.len()..].starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .collect();
+        if let Ok(mut unreachable) = self.unreachable.lock() {
+            for url in &named {
+                tracing::warn!(node = %url, "a call to a query node failed: queries leave it out for a while");
+                unreachable.insert(url.clone(), Instant::now() + UNREACHABLE_FOR);
+            }
+        }
+        named.len()
+    }
+
     /// Probes every node's port; those that do not answer are left out for a while. Returns
     /// how many were left out.
     pub(crate) async fn leave_out_unreachable(&self, keep: &Url) -> usize {
@@ -246,9 +273,12 @@ impl Distribution {
             return false;
         }
         let own = Url::parse(&self.settings.self_url).ok();
-        let left_out = match own {
-            Some(own) => self.workers.leave_out_unreachable(&own).await > 0,
-            None => false,
+        let left_out = match (own, unreachable_node(error)) {
+            // The node the refused or cut call went to is left out even when its port still
+            // answers a probe (a process going down may accept connections a moment longer).
+            (Some(own), Some(failure)) if self.workers.leave_out_named(&failure, &own) > 0 => true,
+            (Some(own), _) => self.workers.leave_out_unreachable(&own).await > 0,
+            (None, _) => false,
         };
         // A node that was just restarted is listed before it listens: another node's call to
         // it is refused, yet it answers the probe a moment later; and a pooled connection to
@@ -543,5 +573,25 @@ mod tests {
         assert!(lost_connection_elsewhere(&reset));
         let other = DataFusionError::External("division by zero".into());
         assert!(!lost_connection_elsewhere(&other));
+    }
+
+    #[test]
+    fn the_node_a_failed_call_names_is_left_out() -> std::result::Result<(), url::ParseError> {
+        let workers = Workers::default();
+        workers.set(&[
+            "http://127.0.0.1:60386".to_string(),
+            "http://127.0.0.1:60387".into(),
+            "http://127.0.0.1:60388".into(),
+        ]);
+        let own = Url::parse("http://127.0.0.1:60386")?;
+        let failure = "tcp connect error: 127.0.0.1:60387: Connection refused (os error 111)";
+        assert_eq!(workers.leave_out_named(failure, &own), 1);
+        let left: Vec<String> = workers.urls().iter().map(|u| u.to_string()).collect();
+        assert_eq!(left, ["http://127.0.0.1:60386/", "http://127.0.0.1:60388/"]);
+        // Its own address is never left out; an address no node has changes nothing.
+        assert_eq!(workers.leave_out_named("127.0.0.1:60386 refused", &own), 0);
+        assert_eq!(workers.leave_out_named("10.0.0.9:1 refused", &own), 0);
+        assert_eq!(workers.leave_out_named("127.0.0.1:603889 refused", &own), 0);
+        Ok(())
     }
 }
