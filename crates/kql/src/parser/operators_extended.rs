@@ -546,6 +546,25 @@ impl Parser<'_> {
         let mut nodes = vec![self.parse_graph_node()?];
         let mut edges = Vec::new();
         while matches!(self.peek_kind(), TokenKind::Minus | TokenKind::Lt) {
+            // Anonymous edges: `-->`, `<--`, `--`.
+            let short = match (self.peek_kind(), &self.peek_at(1).kind, &self.peek_at(2).kind) {
+                (TokenKind::Minus, TokenKind::Minus, TokenKind::Gt) => Some((EdgeDirection::Forward, 3)),
+                (TokenKind::Lt, TokenKind::Minus, TokenKind::Minus) => Some((EdgeDirection::Backward, 3)),
+                (TokenKind::Minus, TokenKind::Minus, _) => Some((EdgeDirection::Any, 2)),
+                _ => None,
+            };
+            if let Some((direction, tokens)) = short {
+                for _ in 0..tokens {
+                    self.advance();
+                }
+                edges.push(GraphEdge {
+                    name: None,
+                    direction,
+                    range: None,
+                });
+                nodes.push(self.parse_graph_node()?);
+                continue;
+            }
             let backward = self.eat(&TokenKind::Lt).is_some();
             self.expect(&TokenKind::Minus, "'-' in a pattern edge")?;
             let open = self.expect(&TokenKind::LBracket, "'[' to start a pattern edge")?;
