@@ -16,6 +16,8 @@ pub const QUERIES: &[&str] = &[
     "E | make-graph src --> dst with N on name, M on id | graph-match cycles=none (a)-[e]->(b)<-[f*1..3]-(c)-[]-() where a.x == 1 and all(f, y > 2) project a.name, n = array_length(f)",
     "E | make-graph src -- dst with_node_id=name | graph-match (a)-[e]->(b) project a.name",
     "E | make-graph src --> dst with_node_id=name | graph-match (a)-->(b)<--(c)--(d) project a.name",
+    "E | make-graph src --> dst with N on name | graph-to-table nodes as X with_node_id=Id",
+    "E | make-graph src --> dst | graph-to-table edges with_source_id=S with_target_id=T",
     "E | make-graph src --> dst with_node_id=name | graph-shortest-paths output=all (a)-[e*1..4]->(b) where a.name == 'x' project b.name",
     "T | partition hint.strategy=legacy by k { U | where v == k | take 1 }",
     "search body:'cart' or span_name:\"GET*\" and not(x:'y')",

@@ -395,15 +395,20 @@ impl<'a> Planner<'a> {
                             Some(OperatorKind::GraphShortestPaths(matching)) => {
                                 self.graph_match(current, make, matching, true, operator.span)?
                             }
+                            Some(OperatorKind::GraphToTable(table)) => {
+                                self.graph_to_table(current, make, table, operator.span)?
+                            }
                             _ => {
                                 return Err(self.error(
                                     ErrorCode::BadRequest,
                                     operator.span,
-                                    "make-graph makes a graph, not a table: follow it with graph-match or graph-shortest-paths",
+                                    "make-graph makes a graph, not a table: follow it with graph-match, graph-shortest-paths or graph-to-table",
                                 ));
                             }
                         },
-                        OperatorKind::GraphMatch(_) | OperatorKind::GraphShortestPaths(_) => {
+                        OperatorKind::GraphMatch(_)
+                        | OperatorKind::GraphShortestPaths(_)
+                        | OperatorKind::GraphToTable(_) => {
                             return Err(self.error(
                                 ErrorCode::BadRequest,
                                 operator.span,

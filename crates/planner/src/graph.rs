@@ -444,6 +444,131 @@ impl Planner<'_> {
     }
 }
 
+impl Planner<'_> {
+    /// `make-graph ... | graph-to-table nodes [with_node_id = C]` or `edges [with_source_id = S]
+    /// [with_target_id = T]`: the graph's nodes (the node tables' rows, then the nodes only an
+    /// edge names, with just their key) or its edges (the input's rows). Ids are
+    /// `hash(tostring(key))`.
+    pub(crate) fn graph_to_table(
+        &mut self,
+        edges: Tabular,
+        make: &MakeGraph,
+        table: &trawl_kql::ast::GraphToTable,
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let [part] = table.parts.as_slice() else {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                span,
+                "graph-to-table returns one table: ask for nodes or for edges",
+            ));
+        };
+        let named = |name: &str| -> Result<Option<String>, TrawlError> {
+            match part.params.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
+                None => Ok(None),
+                Some(param) => match &param.value.kind {
+                    ExprKind::Name(ident) => Ok(Some(crate::names::bracketed(&ident.name))),
+                    _ => Err(self.error(
+                        ErrorCode::BadRequest,
+                        param.value.span,
+                        format!("{name} takes a column name"),
+                    )),
+                },
+            }
+        };
+        let (node_id, source_id, target_id) = (
+            named("with_node_id")?,
+            named("with_source_id")?,
+            named("with_target_id")?,
+        );
+        for column in [&make.source, &make.target] {
+            if edges.column_type(&column.name).is_none() {
+                return Err(self.unknown_column(&column.name, column.span, &edges));
+            }
+        }
+        let (src, dst) = (
+            crate::names::bracketed(&make.source.name),
+            crate::names::bracketed(&make.target.name),
+        );
+        let text = match part.what.name.to_ascii_lowercase().as_str() {
+            "edges" => {
+                let mut text = INPUT.to_string();
+                let mut first = Vec::new();
+                if let Some(source_id) = source_id {
+                    text.push_str(&format!(" | extend {source_id} = hash(tostring({src}))"));
+                    first.push(source_id);
+                }
+                if let Some(target_id) = target_id {
+                    text.push_str(&format!(" | extend {target_id} = hash(tostring({dst}))"));
+                    first.push(target_id);
+                }
+                if !first.is_empty() {
+                    text.push_str(&format!(" | project-reorder {}", first.join(", ")));
+                }
+                text
+            }
+            "nodes" => {
+                let ends = format!(
+                    "{INPUT} | project __k = tostring({src}) | union ({INPUT} | project __k = tostring({dst})) \
+                     | distinct __k"
+                );
+                let (key, mut text) = match make.nodes.as_slice() {
+                    [] => {
+                        let key = make
+                            .node_id
+                            .as_ref()
+                            .map_or("__node_id".to_string(), |i| i.name.clone());
+                        let key = crate::names::bracketed(&key);
+                        (key.clone(), format!("{ends} | project {key} = __k"))
+                    }
+                    [(nodes, key)] => {
+                        let tabular = self.tabular(nodes)?;
+                        let Some(kql_type) = tabular.column_type(&key.name) else {
+                            return Err(self.unknown_column(&key.name, key.span, &tabular));
+                        };
+                        let convert = match kql_type {
+                            KqlType::Long => "tolong",
+                            KqlType::Int => "toint",
+                            KqlType::Real => "toreal",
+                            KqlType::Bool => "tobool",
+                            KqlType::DateTime => "todatetime",
+                            KqlType::Guid => "toguid",
+                            _ => "tostring",
+                        };
+                        let key = crate::names::bracketed(&key.name);
+                        let text = format!(
+                            "union ({nodes}), ({ends} | join kind=leftanti ({nodes} | project __k = tostring({key})) on __k \
+                             | project {key} = {convert}(__k))"
+                        );
+                        (key, text)
+                    }
+                    _ => {
+                        return Err(self.error(
+                            ErrorCode::BadRequest,
+                            span,
+                            "graph-to-table nodes reads one node table here",
+                        ));
+                    }
+                };
+                if let Some(node_id) = node_id {
+                    text.push_str(&format!(
+                        " | extend {node_id} = hash(tostring({key})) | project-reorder {node_id}"
+                    ));
+                }
+                text
+            }
+            other => {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    part.what.span,
+                    format!("graph-to-table returns nodes or edges, not '{other}'"),
+                ));
+            }
+        };
+        self.lowered(edges, "graph-to-table", &text, span)
+    }
+}
+
 /// A field name (possibly bracketed) as a KQL string literal.
 fn quoted(field: &str) -> String {
     let plain = field
@@ -497,6 +622,18 @@ mod tests {
         assert_eq!(
             code("edges | make-graph src --> dst with (print x = 1) on name | graph-match (a)-[e]->(b)"),
             Some(ErrorCode::UnknownColumn)
+        );
+        assert_eq!(
+            plan("edges | make-graph src --> dst | graph-to-table edges with_source_id=S").ok(),
+            Some(vec!["S".to_string(), "src".into(), "dst".into(), "kind".into()])
+        );
+        assert_eq!(
+            code("edges | make-graph src --> dst | graph-to-table nodes, edges"),
+            Some(ErrorCode::BadRequest)
+        );
+        assert_eq!(
+            code("edges | make-graph src --> dst | graph-to-table paths"),
+            Some(ErrorCode::BadRequest)
         );
     }
 }

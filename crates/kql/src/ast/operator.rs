@@ -1,9 +1,9 @@
 //! Tabular operators: the `| name ...` steps of a pipeline.
 
 use super::{
-    As, Datatable, Evaluate, Expr, ForkBranch, GraphMatch, Ident, Join, MakeGraph, MakeSeries, MvApply, MvExpand,
-    NamedExpr, Parse, ParseKv, Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan, Search, TopHitters,
-    TopNestedLevel, TraceFind, Union,
+    As, Datatable, Evaluate, Expr, ForkBranch, GraphMatch, GraphToTable, Ident, Join, MakeGraph, MakeSeries, MvApply,
+    MvExpand, NamedExpr, Parse, ParseKv, Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan, Search,
+    TopHitters, TopNestedLevel, TraceFind, Union,
 };
 use crate::span::Span;
 
@@ -117,6 +117,8 @@ pub enum OperatorKind {
     /// `graph-shortest-paths [output = any|all] pattern ... project ...`: the shortest matches
     /// between each pair of end nodes.
     GraphShortestPaths(GraphMatch),
+    /// `graph-to-table nodes|edges ...`: a graph's nodes or edges as a table.
+    GraphToTable(GraphToTable),
 }
 
 impl OperatorKind {
@@ -171,6 +173,7 @@ impl OperatorKind {
             OperatorKind::MakeGraph(_) => "make-graph",
             OperatorKind::GraphMatch(_) => "graph-match",
             OperatorKind::GraphShortestPaths(_) => "graph-shortest-paths",
+            OperatorKind::GraphToTable(_) => "graph-to-table",
         }
     }
 }

@@ -295,6 +295,22 @@ pub struct GraphEdge {
     pub range: Option<(u32, u32)>,
 }
 
+/// `graph-to-table nodes|edges [as Name] [with_node_id = C | with_source_id = S,
+/// with_target_id = T]`, one part per table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphToTable {
+    pub parts: Vec<GraphTablePart>,
+}
+
+/// One table of `graph-to-table`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphTablePart {
+    /// `nodes` or `edges`.
+    pub what: Ident,
+    pub alias: Option<Ident>,
+    pub params: Vec<OperatorParam>,
+}
+
 /// How a pattern edge runs between the nodes on its left and right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EdgeDirection {

@@ -6,7 +6,7 @@ use crate::ast::{
     Parse, ParseKv, ParsePart, Partition, Precedence, Range, Reduce, Render, SampleDistinct, Search, SpanRelation,
     TabularSchema, TopHitters, TraceFind, Union,
 };
-use crate::ast::{EdgeDirection, GraphEdge, GraphMatch, GraphPattern, Ident, MakeGraph};
+use crate::ast::{EdgeDirection, GraphEdge, GraphMatch, GraphPattern, GraphTablePart, GraphToTable, Ident, MakeGraph};
 use crate::token::TokenKind;
 
 /// Option names (besides `hint.*`) each operator takes.
@@ -212,6 +212,25 @@ impl Parser<'_> {
             "otel-log-stats" => OperatorKind::OtelLogStats,
             "make-graph" => OperatorKind::MakeGraph(self.parse_make_graph()?),
             "graph-match" => OperatorKind::GraphMatch(self.parse_graph_match(&["cycles"])?),
+            "graph-to-table" => OperatorKind::GraphToTable(GraphToTable {
+                parts: self.comma_separated(|parser| {
+                    let what = parser.parse_ident("nodes or edges after 'graph-to-table'")?;
+                    let mut alias = None;
+                    let mut params = Vec::new();
+                    loop {
+                        if parser.eat_word("as").is_some() {
+                            alias = Some(parser.parse_ident("a table name after 'as'")?);
+                        } else {
+                            let more = parser.parse_params(&["with_node_id", "with_source_id", "with_target_id"])?;
+                            if more.is_empty() {
+                                break;
+                            }
+                            params.extend(more);
+                        }
+                    }
+                    Ok(GraphTablePart { what, alias, params })
+                })?,
+            }),
             "graph-shortest-paths" => OperatorKind::GraphShortestPaths(self.parse_graph_match(&["output"])?),
             "annotate" => OperatorKind::Annotate(self.comma_separated(|parser| {
                 let path = parser.parse_required_expr("annotate")?;

@@ -208,6 +208,17 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
         }
         OperatorKind::FieldStats(items) if items.is_empty() => Ok(()),
         OperatorKind::OtelLogStats => Ok(()),
+        OperatorKind::GraphToTable(table) => {
+            for (i, part) in table.parts.iter().enumerate() {
+                f.write_str(if i == 0 { " " } else { ", " })?;
+                write!(f, "{}", part.what)?;
+                if let Some(alias) = &part.alias {
+                    write!(f, " as {alias}")?;
+                }
+                write_params(f, &part.params)?;
+            }
+            Ok(())
+        }
         OperatorKind::MakeGraph(graph) => {
             let arrow = if graph.directed { "-->" } else { "--" };
             write!(f, " {} {arrow} {}", graph.source, graph.target)?;
