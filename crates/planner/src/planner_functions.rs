@@ -160,13 +160,12 @@ fn arity(p: &Planner<'_>, c: &Call<'_>, n: usize) -> Result<(), TrawlError> {
 }
 
 fn extract(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
     let Call {
-        name,
         function,
         args,
         e,
         input,
+        ..
     } = *c;
     if let [regex, group, text, last] = args
         && let ExprKind::TypeOf(ty) = &last.kind
@@ -187,13 +186,12 @@ fn extract(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn extract_json(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
     let Call {
-        name,
         function,
         args,
         e,
         input,
+        ..
     } = *c;
     if let [path, text, last] = args
         && let ExprKind::TypeOf(ty) = &last.kind
@@ -219,13 +217,12 @@ fn extract_json(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> 
 }
 
 fn bag_pack_columns(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
     let Call {
-        name,
         function,
         args,
         e,
         input,
+        ..
     } = *c;
     let mut pairs = Vec::with_capacity(args.len() * 2);
     for arg in args {
@@ -246,14 +243,7 @@ fn bag_pack_columns(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlErr
 }
 
 fn ingestion_time(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, e, input, .. } = *c;
     if !args.is_empty() {
         return Err(p.error(ErrorCode::BadRequest, e.span, "'ingestion_time()' takes no argument"));
     }
@@ -269,14 +259,7 @@ fn ingestion_time(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError
 }
 
 fn assert(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, e, .. } = *c;
     let [condition, message] = args else {
         return Err(p.error(
             ErrorCode::BadRequest,
@@ -313,14 +296,7 @@ fn assert(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn current_database(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, e, .. } = *c;
     if !args.is_empty() {
         return Err(p.error(ErrorCode::BadRequest, e.span, "'current_database()' takes no argument"));
     }
@@ -329,14 +305,7 @@ fn current_database(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlErr
 }
 
 fn column_names_of(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, e, .. } = *c;
     // The column names of a tabular expression, known while planning.
     let [table] = args else {
         return Err(p.error(
@@ -356,14 +325,7 @@ fn column_names_of(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlErro
 }
 
 fn isempty(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { name, args, input, .. } = *c;
     arity(p, c, 1)?;
     let value = p.scalar(&args[0], input)?;
     let empty = match value.kql_type {
@@ -388,14 +350,7 @@ fn isempty(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn isnull(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { name, args, input, .. } = *c;
     arity(p, c, 1)?;
     let value = p.scalar(&args[0], input)?;
     // Strings are never null in KQL.
@@ -413,28 +368,14 @@ fn isnull(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn tostring(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, input, .. } = *c;
     arity(p, c, 1)?;
     let value = p.scalar(&args[0], input)?;
     Ok(Typed::new(to_string(value), KqlType::String))
 }
 
 fn toint(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { name, args, input, .. } = *c;
     arity(p, c, 1)?;
     let value = p.scalar(&args[0], input)?;
     let (target, kql_type) = match name {
@@ -462,14 +403,7 @@ fn toint(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn tobool(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, input, .. } = *c;
     arity(p, c, 1)?;
     let value = p.scalar(&args[0], input)?;
     let expr = match value.kql_type {
@@ -481,14 +415,7 @@ fn tobool(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn strlen(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, input, .. } = *c;
     arity(p, c, 1)?;
     let value = p.scalar(&args[0], input)?;
     Ok(Typed::new(
@@ -498,14 +425,7 @@ fn strlen(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn tolower(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { name, args, input, .. } = *c;
     arity(p, c, 1)?;
     let value = to_string(p.scalar(&args[0], input)?);
     let expr = if name == "tolower" {
@@ -517,14 +437,7 @@ fn tolower(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn strcat(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, input, .. } = *c;
     let mut parts = Vec::with_capacity(args.len());
     for arg in args {
         parts.push(to_string(p.scalar(arg, input)?));
@@ -533,14 +446,7 @@ fn strcat(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn now(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, e, .. } = *c;
     let now = p.options.now;
     match args {
         [] => Ok(Typed::new(datetime_literal(now), KqlType::DateTime)),
@@ -556,14 +462,7 @@ fn now(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn ago(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, .. } = *c;
     arity(p, c, 1)?;
     let offset = p.timespan_constant(&args[0])?;
     Ok(Typed::new(
@@ -573,14 +472,7 @@ fn ago(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn iff(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, input, .. } = *c;
     arity(p, c, 3)?;
     let condition = p.scalar(&args[0], input)?;
     let condition = p.boolean(condition, &args[0])?;
@@ -594,13 +486,12 @@ fn iff(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn bin_auto(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
     let Call {
-        name,
         function,
         args,
         e,
         input,
+        ..
     } = *c;
     // bin(ts, size) with a size from a ladder of round intervals giving 750–1,500
     // bins over the query window (one day when the query has no start).
@@ -655,14 +546,7 @@ fn bin_auto(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn column_ifexists(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, input, .. } = *c;
     arity(p, c, 2)?;
     // The name must be known while planning: a literal, or a parameter bound to one.
     let name_value = p.scalar(&args[0], input)?;
@@ -685,13 +569,12 @@ fn column_ifexists(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlErro
 }
 
 fn pack_all(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
     let Call {
-        name,
         function,
         args,
         e,
         input,
+        ..
     } = *c;
     // A bag of every column of the row; `pack_all(true)` leaves out null and empty values.
     let dense = match args.first() {
@@ -733,14 +616,7 @@ fn pack_all(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn case(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, e, input, .. } = *c;
     if args.len() < 3 || args.len().is_multiple_of(2) {
         return Err(p.error(
             ErrorCode::BadRequest,
@@ -769,14 +645,7 @@ fn case(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn coalesce(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, e, input, .. } = *c;
     if args.is_empty() {
         return Err(p.error(
             ErrorCode::BadRequest,
@@ -807,14 +676,7 @@ fn coalesce(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn bin(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    #[allow(unused_variables)]
-    let Call {
-        name,
-        function,
-        args,
-        e,
-        input,
-    } = *c;
+    let Call { args, input, .. } = *c;
     arity(p, c, 2)?;
     let value = p.scalar(&args[0], input)?;
     p.bin(value, &args[1], input)
