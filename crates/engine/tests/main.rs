@@ -10,4 +10,5 @@ mod kql_subset;
 mod limits;
 mod merge;
 mod shredded;
+mod telemetry;
 mod tokens;

@@ -223,19 +223,16 @@ impl Planner<'_> {
 mod tests {
     use trawl_common::ErrorCode;
 
-    use crate::testing::NoTables;
-
     const AREAS: &str = r#"let areas = datatable(name:string, shape:dynamic) [
         "a", dynamic({"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]})];
         let places = datatable(lng:real, lat:real) [0.5, 0.1];"#;
 
     fn plan(text: &str) -> Result<Vec<String>, trawl_common::TrawlError> {
-        let planned = crate::plan_text(&format!("{AREAS} {text}"), &NoTables, crate::PlanOptions::default())?;
-        Ok(planned.results[0].columns.iter().map(|(n, _)| n.clone()).collect())
+        crate::testing::columns_of(&format!("{AREAS} {text}"))
     }
 
     fn code(text: &str) -> Option<ErrorCode> {
-        plan(text).err().map(|e| e.code)
+        crate::testing::error_code(&format!("{AREAS} {text}"))
     }
 
     #[test]

@@ -582,17 +582,14 @@ fn quoted(field: &str) -> String {
 mod tests {
     use trawl_common::ErrorCode;
 
-    use crate::testing::NoTables;
-
     const EDGES: &str = "let edges = datatable(src:string, dst:string, kind:string) ['a', 'b', 'x'];";
 
     fn plan(text: &str) -> Result<Vec<String>, trawl_common::TrawlError> {
-        let planned = crate::plan_text(&format!("{EDGES} {text}"), &NoTables, crate::PlanOptions::default())?;
-        Ok(planned.results[0].columns.iter().map(|(n, _)| n.clone()).collect())
+        crate::testing::columns_of(&format!("{EDGES} {text}"))
     }
 
     fn code(text: &str) -> Option<ErrorCode> {
-        plan(text).err().map(|e| e.code)
+        crate::testing::error_code(&format!("{EDGES} {text}"))
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod fieldstats;
 mod geo_lookup;
 mod graph;
 mod joins;
+mod layout;
 pub mod limits;
 mod log_stats;
 mod names;

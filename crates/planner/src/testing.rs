@@ -13,3 +13,14 @@ impl crate::TableLookup for NoTables {
         None
     }
 }
+
+/// The result columns of `text` planned over no tables.
+pub fn columns_of(text: &str) -> Result<Vec<String>, trawl_common::TrawlError> {
+    let planned = crate::plan_text(text, &NoTables, crate::PlanOptions::default())?;
+    Ok(planned.results[0].columns.iter().map(|(n, _)| n.clone()).collect())
+}
+
+/// The error code planning `text` fails with, if it fails.
+pub fn error_code(text: &str) -> Option<trawl_common::ErrorCode> {
+    columns_of(text).err().map(|e| e.code)
+}
