@@ -36,20 +36,66 @@ use crate::memory::{Limit, LimitedPool, MemoryUse};
 /// Part of the error an aggregation over its budget stops with.
 pub(crate) const BUDGET_EXCEEDED: &str = "summarize memory budget exceeded";
 
-/// Whether a budgeted aggregate of `plan` went over its budget while it ran.
-pub(crate) fn tripped(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    let mut tripped = false;
+/// The budget of a budgeted aggregate of `plan` that went over it while it ran.
+pub(crate) fn tripped(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
+    let mut tripped = None;
     let _ = plan.apply(|node| {
         if let Some(context) = node.downcast_ref::<ContextExec>()
-            && let Context::Budget { tripped: flag, .. } = &context.context
+            && let Context::Budget {
+                tripped: flag, limit, ..
+            } = &context.context
             && flag.load(Ordering::Acquire)
         {
-            tripped = true;
+            tripped = Some(*limit);
             return Ok(TreeNodeRecursion::Stop);
         }
         Ok(TreeNodeRecursion::Continue)
     });
     tripped
+}
+
+/// `plan` with the budgets the query's summarizes asked for (`hint.budget`): a budgeted
+/// aggregate whose group keys are named as a hint's keys gets the smaller of the two limits.
+pub(crate) fn with_hints(
+    plan: Arc<dyn ExecutionPlan>,
+    hints: &[trawl_planner::SummarizeBudget],
+) -> Result<Arc<dyn ExecutionPlan>> {
+    if hints.is_empty() {
+        return Ok(plan);
+    }
+    plan.transform_up(|node| {
+        let Some(context) = node.downcast_ref::<ContextExec>() else {
+            return Ok(Transformed::no(node));
+        };
+        let (Context::Budget { limit, .. }, Some(aggregate)) =
+            (&context.context, context.inner.downcast_ref::<AggregateExec>())
+        else {
+            return Ok(Transformed::no(node));
+        };
+        let names: Vec<&str> = aggregate
+            .group_expr()
+            .expr()
+            .iter()
+            .map(|(_, name)| name.as_str())
+            .collect();
+        let hinted = hints
+            .iter()
+            .filter(|hint| hint.keys.iter().map(String::as_str).eq(names.iter().copied()))
+            .map(|hint| hint.bytes)
+            .min();
+        match hinted {
+            Some(bytes) if bytes < *limit => Ok(Transformed::yes(ContextExec::wrap(
+                Arc::clone(&context.inner),
+                Context::Budget {
+                    used: Arc::new(MemoryUse::default()),
+                    limit: bytes,
+                    tripped: Arc::new(AtomicBool::new(false)),
+                },
+            ))),
+            _ => Ok(Transformed::no(node)),
+        }
+    })
+    .data()
 }
 
 /// Whether a budgeted aggregate on a worker of a distributed plan refused memory.
@@ -80,13 +126,18 @@ pub(crate) const MAX_FRACTION_BITS: u32 = 6;
 
 /// The warning of a result that kept 1 of 2^`bits` of its groups.
 pub(crate) fn warning(bits: u32, limit_bytes: usize) -> trawl_planner::QueryWarning {
+    let limit = if limit_bytes >= 1 << 20 {
+        format!("{} MiB", limit_bytes >> 20)
+    } else {
+        format!("{} KiB", limit_bytes >> 10)
+    };
     trawl_planner::QueryWarning {
         kind: "SummarizeMemoryLimit".into(),
         message: format!(
-            "a summarize needed more than its memory budget ({} MiB): the result keeps the groups \
+            "a summarize needed more than its memory budget ({limit}): the result keeps the groups \
              whose key hash falls in 1/{} of the hash range and drops the others whole; group by \
-             fewer or coarser keys, filter first, or raise the budget (summarize_memory_limit)",
-            limit_bytes >> 20,
+             fewer or coarser keys, filter first, or raise the budget (summarize hint.budget, \
+             up to the server's summarize_memory_limit)",
             1u64 << bits
         ),
         location: None,

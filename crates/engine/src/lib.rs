@@ -369,7 +369,9 @@ impl Engine {
             .await?;
         let mut plans = Vec::with_capacity(planned.results.len());
         for result in planned.results {
-            let physical = self.physical_plan(result.plan, None, Arc::default()).await?;
+            let physical = self
+                .physical_plan(result.plan, None, planned.summarize_budgets.clone(), Arc::default())
+                .await?;
             let text = match physical.placement.is_distributed() {
                 true => datafusion_distributed::display_plan_ascii(physical.plan.as_ref(), false),
                 false => DisplayableExecutionPlan::new(physical.plan.as_ref())
@@ -388,6 +390,7 @@ impl Engine {
         &self,
         plan: datafusion::logical_expr::LogicalPlan,
         fanout_percent: Option<u8>,
+        budgets: Vec<trawl_planner::SummarizeBudget>,
         memory: Arc<crate::memory::MemoryUse>,
     ) -> Result<Physical, TrawlError> {
         // Optimizing a large plan is CPU work: it runs beside the runtime's workers, so a heavy
@@ -417,6 +420,7 @@ impl Engine {
                             query,
                         }) => match spread.query_planner().create_physical_plan(&optimized, &spread).await {
                             Ok(physical) => {
+                                let physical = budget::with_hints(physical, &budgets).map_err(execution_error)?;
                                 let task = crate::memory::query_context(
                                     datafusion::execution::TaskContext::from(&spread),
                                     memory,
@@ -446,6 +450,7 @@ impl Engine {
                     .create_physical_plan(&optimized, &state)
                     .await
                     .map_err(execution_error)?;
+                let physical = budget::with_hints(physical, &budgets).map_err(execution_error)?;
                 let task =
                     crate::memory::query_context(datafusion::execution::TaskContext::from(&state), memory, query_limit)
                         .map_err(execution_error)?;

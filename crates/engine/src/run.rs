@@ -113,6 +113,8 @@ struct Run {
     snapshots: bool,
     /// See [`RunOptions::fanout_nodes_percent`].
     fanout: Option<u8>,
+    /// The memory budgets the query's summarizes asked for (`hint.budget`).
+    budgets: Vec<trawl_planner::SummarizeBudget>,
     /// Whether a plan of the query ran spread over the query nodes.
     distributed: bool,
 }
@@ -256,6 +258,7 @@ impl Engine {
                 }),
                 snapshots: options.snapshots,
                 fanout: options.fanout_nodes_percent,
+                budgets: Vec::new(),
                 distributed: false,
             };
             let outcome = tokio::select! {
@@ -301,6 +304,7 @@ impl Engine {
         let prepared = run.ticking(self.prepare(request)).await??;
         let planned = run.ticking(self.plan(request, &prepared, &counters)).await??;
         run.tracker.time_bin = planned.time_bin;
+        run.budgets = planned.summarize_budgets.clone();
         // Warnings aggregates raise while running; whatever is left when the run ends (an
         // error, a cancel) is dropped with the guard.
         let runtime_warnings = RuntimeWarnings(planned.runtime_warning_key);
@@ -337,6 +341,7 @@ impl Engine {
             let mut plan = result.plan.clone();
             let mut advised = false;
             let mut bits = 0u32;
+            let mut budget_hit = None;
             let mut lost_nodes = 0;
             let rows = loop {
                 run.tracker.planning = true;
@@ -347,7 +352,7 @@ impl Engine {
                     query,
                     unbounded,
                 } = run
-                    .ticking(self.physical_plan(plan.clone(), run.fanout, run.tracker.memory()))
+                    .ticking(self.physical_plan(plan.clone(), run.fanout, run.budgets.clone(), run.tracker.memory()))
                     .await??;
                 if !advised {
                     advised = true;
@@ -411,8 +416,16 @@ impl Engine {
                 }
                 // A summarize over its memory budget (its budgeted aggregate says so), before
                 // any row went out: the same plan again keeping half as many groups (budget.rs).
-                let tripped = crate::budget::tripped(&physical)
-                    || (placement.is_distributed() && crate::budget::tripped_on_worker(&error));
+                let tripped_at = crate::budget::tripped(&physical).or_else(|| {
+                    (placement.is_distributed() && crate::budget::tripped_on_worker(&error)).then(|| {
+                        run.budgets
+                            .iter()
+                            .map(|hint| hint.bytes)
+                            .fold(self.config.summarize_memory_limit_bytes, usize::min)
+                    })
+                });
+                let tripped = tripped_at.is_some();
+                budget_hit = budget_hit.or(tripped_at);
                 let thinner = if sent.rows == 0 && bits < crate::budget::MAX_FRACTION_BITS && tripped {
                     trawl_planner::budget::keep_groups(&result.plan, bits + 1).map_err(execution_error)?
                 } else {
@@ -435,7 +448,7 @@ impl Engine {
             if bits > 0 {
                 run.send(QueryEvent::Warning(crate::budget::warning(
                     bits,
-                    self.config.summarize_memory_limit_bytes,
+                    budget_hit.unwrap_or(self.config.summarize_memory_limit_bytes),
                 )))
                 .await?;
             }
@@ -659,7 +672,7 @@ impl Engine {
                 query,
                 unbounded: _,
             } = run
-                .ticking(self.physical_plan(plan, run.fanout, run.tracker.memory()))
+                .ticking(self.physical_plan(plan, run.fanout, run.budgets.clone(), run.tracker.memory()))
                 .await??;
             run.distributed |= placement.is_distributed();
             run.tracker.planning = false;

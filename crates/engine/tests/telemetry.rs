@@ -1,5 +1,5 @@
 //! The telemetry extensions: alternative-layout names, `trace-find`, `otel-log-stats` and log
-//! templates, `summarize hint.sample`.
+//! templates, `summarize hint.sample` and `hint.budget`.
 
 use serde_json::json;
 use trawl_common::{ErrorCode, Value};
@@ -67,6 +67,42 @@ async fn summarize_over_a_sample_says_so() -> TestResult {
         .err()
         .ok_or("refused")?;
     assert_eq!(error.code, ErrorCode::BadRequest);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_summarize_with_its_own_budget_keeps_to_it() -> TestResult {
+    // The server's budget (512 MiB by default) holds 300,000 groups; 1 MiB does not.
+    let f = Fixture::with_config(trawl_engine::EngineConfig {
+        target_partitions: 2,
+        ..trawl_engine::EngineConfig::default()
+    })
+    .await?;
+    let query = |hint: &str| trawl_engine::QueryRequest {
+        text: format!(
+            "range x from 1 to 300000 step 1 | extend k = strcat('key-', x) \
+             | summarize {hint} n = count() by k | count"
+        ),
+        database: "default".into(),
+        window: QueryWindow::default(),
+        parameters: Default::default(),
+    };
+    let whole = f.engine.execute(&query("")).await?;
+    assert_eq!(whole.tables[0].json_rows(), vec![vec![json!(300_000)]]);
+    assert!(whole.warnings.is_empty(), "{:?}", whole.warnings);
+    let budgeted = f.engine.execute(&query("hint.budget = '1MB'")).await?;
+    let kept = budgeted.tables[0].json_rows()[0][0].as_i64().ok_or("a count")?;
+    assert!(kept > 0 && kept < 300_000, "{kept} groups");
+    let warning = budgeted.warnings.first().ok_or("a warning")?;
+    assert_eq!(warning.kind, "SummarizeMemoryLimit");
+    assert!(warning.message.contains("(1 MiB)"), "{}", warning.message);
+    // A budget above the server's changes nothing; bad budgets are refused.
+    let generous = f.engine.execute(&query("hint.budget = 1073741824")).await?;
+    assert_eq!(generous.tables[0].json_rows(), vec![vec![json!(300_000)]]);
+    for bad in ["hint.budget = 'lots'", "hint.budget = 10", "hint.budget = x"] {
+        let error = f.run(&query(bad).text).await.err().ok_or(bad)?;
+        assert_eq!(error.code, ErrorCode::BadRequest, "{bad}");
+    }
     Ok(())
 }
 

@@ -145,6 +145,8 @@ pub struct Planner<'a> {
     pub annotations: Vec<((String, Vec<String>), KqlType)>,
     /// Declared patterns (`declare pattern`), by name.
     pub patterns: HashMap<String, std::rc::Rc<trawl_kql::ast::PatternDecl>>,
+    /// See [`crate::PlannedQuery::summarize_budgets`].
+    pub summarize_budgets: Vec<crate::SummarizeBudget>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -164,6 +166,7 @@ impl<'a> Planner<'a> {
             partition_column: None,
             patterns: HashMap::new(),
             annotations: Vec::new(),
+            summarize_budgets: Vec::new(),
             warnings: Vec::new(),
         }
     }

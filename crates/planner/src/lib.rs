@@ -40,6 +40,7 @@ mod shredded;
 mod sources;
 mod subqueries;
 mod suggest;
+mod summarize_hints;
 #[cfg(test)]
 mod testing;
 mod top_nested;
@@ -161,6 +162,17 @@ pub struct PlannedQuery {
     /// The key under which aggregates report warnings while the query runs
     /// (`trawl_functions::otel::take_warnings`), when any may.
     pub runtime_warning_key: Option<i64>,
+    /// The summarizes that asked for a memory budget of their own (`hint.budget`).
+    pub summarize_budgets: Vec<SummarizeBudget>,
+}
+
+/// A grouping `summarize` with `hint.budget`: the engine finds its aggregation by the names
+/// of its group keys (two summarizes of one query with the same key names share the
+/// smaller budget) and holds it to `bytes` when that is below the server's budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummarizeBudget {
+    pub keys: Vec<String>,
+    pub bytes: usize,
 }
 
 /// Parses and plans `text`.
@@ -194,7 +206,9 @@ pub fn plan_query(
     let discoveries = std::mem::take(&mut planner.discoveries);
     let time_bin = planner.time_bin;
     let runtime_warning_key = planner.runtime_warning_key;
+    let summarize_budgets = std::mem::take(&mut planner.summarize_budgets);
     Ok(PlannedQuery {
+        summarize_budgets,
         runtime_warning_key,
         results,
         warnings: planner.into_warnings(),

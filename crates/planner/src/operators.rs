@@ -76,7 +76,19 @@ impl Planner<'_> {
             }
             OperatorKind::Summarize(summarize) => {
                 let input = self.summarize_sample(input, &summarize.params, operator.span)?;
-                self.summarize(input, &summarize.aggregates, &summarize.by)
+                let budget = self.summarize_budget(&summarize.params)?;
+                let groups = summarize.by.len();
+                let summarized = self.summarize(input, &summarize.aggregates, &summarize.by)?;
+                if let Some(bytes) = budget
+                    && groups > 0
+                {
+                    let keys = summarized.columns[..groups]
+                        .iter()
+                        .map(|(name, _)| name.clone())
+                        .collect();
+                    self.summarize_budgets.push(crate::SummarizeBudget { keys, bytes });
+                }
+                Ok(summarized)
             }
             OperatorKind::Distinct(items) => {
                 if matches!(
@@ -426,53 +438,6 @@ impl Planner<'_> {
                 Some(nanos)
             }
             _ => None,
-        })
-    }
-
-    /// `summarize hint.sample = F`: the summarize reads a random share `F` (0 < F ≤ 1) of its
-    /// input rows, with a `SummarizeSample` warning (counts and sums are of the sample, not
-    /// scaled up).
-    fn summarize_sample(
-        &mut self,
-        input: Tabular,
-        params: &[trawl_kql::ast::OperatorParam],
-        span: trawl_kql::span::Span,
-    ) -> Result<Tabular, TrawlError> {
-        let Some(param) = params.iter().find(|p| p.name.eq_ignore_ascii_case("hint.sample")) else {
-            return Ok(input);
-        };
-        let share = match &param.value.kind {
-            ExprKind::Literal(trawl_kql::ast::Literal::Real(f)) => *f,
-            ExprKind::Literal(trawl_kql::ast::Literal::Long(n)) => *n as f64,
-            ExprKind::Literal(trawl_kql::ast::Literal::Int(n)) => f64::from(*n),
-            _ => f64::NAN,
-        };
-        if !(share > 0.0 && share <= 1.0) {
-            return Err(self.error(
-                ErrorCode::BadRequest,
-                param.value.span,
-                "hint.sample is the share of rows to summarize, a number above 0 and at most 1",
-            ));
-        }
-        if share >= 1.0 {
-            return Ok(input);
-        }
-        self.warn(
-            "SummarizeSample",
-            span,
-            format!(
-                "summarize read a random {}% of its input rows (hint.sample); counts and sums are of the sample",
-                share * 100.0
-            ),
-        );
-        let plan = input
-            .builder()
-            .filter(datafusion::functions::math::expr_fn::random().lt(lit(share)))
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
-        Ok(Tabular {
-            plan,
-            columns: input.columns,
         })
     }
 
