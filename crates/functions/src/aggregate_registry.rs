@@ -12,9 +12,10 @@ use datafusion::logical_expr::AggregateUDF;
 
 use trawl_common::KqlType;
 
+use crate::mining::{autocluster as ac, basket as bk, diffpatterns as dp};
 use crate::registry::{ArgKind, ReturnRule};
 use crate::udaf::RowUdaf;
-use crate::{aggregates as s, basket as bk, hll as h, otel as o, tdigest as t};
+use crate::{aggregates as s, hll as h, otel as o, tdigest as t};
 
 /// One registered aggregate.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +65,15 @@ const SAME: ReturnRule = ReturnRule::SameAsArg(0);
 
 /// Every registered aggregate, sorted by name.
 pub static AGGREGATES: &[KqlAggregate] = &[
+    // Internal: `evaluate autocluster` (planner).
+    a!(
+        "__autocluster",
+        [Dynamic, Real, Real, Long],
+        1,
+        false,
+        DYNAMIC,
+        ac::make_autocluster
+    ),
     // Internal: `evaluate basket` (planner).
     a!(
         "__basket",
@@ -72,6 +82,15 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         false,
         DYNAMIC,
         bk::make_basket
+    ),
+    // Internal: `evaluate diffpatterns` (planner).
+    a!(
+        "__diffpatterns",
+        [Dynamic, Real, Long, Real, Long],
+        1,
+        false,
+        DYNAMIC,
+        dp::make_diffpatterns
     ),
     // Internal: the `fieldstats` operator (planner).
     a!(

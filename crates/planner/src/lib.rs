@@ -22,6 +22,7 @@ mod joins;
 mod layout;
 pub mod limits;
 mod log_stats;
+mod mining;
 mod names;
 mod operators;
 mod parse;

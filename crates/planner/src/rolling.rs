@@ -4,8 +4,8 @@
 //! copied into the `bins_back` windows it belongs to (`mv-expand` over the offsets), the
 //! windows are summarized, and only windows ending on a bin with rows are kept.
 //!
-//! `evaluate dcount_intersect(hll, ...)` and `evaluate basket(...)` are lowered to KQL the same
-//! way.
+//! `evaluate dcount_intersect(hll, ...)` is lowered to KQL the same way (and the pattern
+//! miners, `mining.rs`).
 
 use trawl_common::{ErrorCode, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal, StatementKind};
@@ -155,104 +155,5 @@ impl Planner<'_> {
             outputs.join(", ")
         );
         self.lowered(input, "dcount_intersect", &text, span)
-    }
-
-    /// `evaluate basket([threshold, weight_column, max_dimensions, wildcards...])`: frequent
-    /// patterns of the string, bool, int and long columns (the aggregate `__basket`), one row
-    /// per pattern: `SegmentId`, `Count`, `Percent`, then each dimension's value, or the
-    /// wildcard (null; "" for strings) where the pattern leaves it free.
-    pub(crate) fn basket(&mut self, input: Tabular, args: &[KExpr], span: Span) -> Result<Tabular, TrawlError> {
-        let is_default = |arg: &KExpr| matches!(&arg.kind, ExprKind::Literal(Literal::String(s)) if s == "~");
-        let threshold = match args.first() {
-            None => 0.05,
-            Some(arg) if is_default(arg) => 0.05,
-            Some(arg) => match &arg.kind {
-                ExprKind::Literal(Literal::Real(x)) => *x,
-                ExprKind::Literal(Literal::Long(n)) => *n as f64,
-                _ => {
-                    return Err(self.error(
-                        ErrorCode::BadRequest,
-                        arg.span,
-                        "basket's threshold is a number literal",
-                    ));
-                }
-            },
-        };
-        if !(0.0..=1.0).contains(&threshold) {
-            return Err(self.error(ErrorCode::BadRequest, span, "basket's threshold is between 0 and 1"));
-        }
-        let weight = match args.get(1) {
-            None => None,
-            Some(arg) if is_default(arg) => None,
-            Some(arg) => match &arg.kind {
-                ExprKind::Name(ident) => Some(ident.name.clone()),
-                ExprKind::Literal(Literal::String(name)) => Some(name.clone()),
-                _ => return Err(self.error(ErrorCode::BadRequest, arg.span, "basket's weight is a column name")),
-            },
-        };
-        let max_dimensions = match args.get(2) {
-            None => 5,
-            Some(arg) if is_default(arg) => 5,
-            Some(arg) => match &arg.kind {
-                ExprKind::Literal(Literal::Long(n)) if *n >= 1 => *n,
-                ExprKind::Literal(Literal::Int(n)) if *n >= 1 => i64::from(*n),
-                _ => {
-                    return Err(self.error(
-                        ErrorCode::BadRequest,
-                        arg.span,
-                        "basket's max dimensions is a whole number",
-                    ));
-                }
-            },
-        };
-        let dimensions: Vec<(String, trawl_common::KqlType)> = input
-            .columns
-            .iter()
-            .filter(|(name, t)| {
-                Some(name) != weight.as_ref()
-                    && matches!(
-                        t,
-                        trawl_common::KqlType::String
-                            | trawl_common::KqlType::Bool
-                            | trawl_common::KqlType::Int
-                            | trawl_common::KqlType::Long
-                    )
-            })
-            .cloned()
-            .collect();
-        if dimensions.is_empty() {
-            return Err(self.error(
-                ErrorCode::BadRequest,
-                span,
-                "basket needs string, bool, int or long columns",
-            ));
-        }
-        let packed: Vec<String> = dimensions.iter().map(|(n, _)| bracketed(n)).collect();
-        let weight_expr = weight
-            .as_deref()
-            .map_or("1.0".to_owned(), |w| format!("todouble({})", bracketed(w)));
-        let count = if weight.is_some() { "todouble" } else { "tolong" };
-        let mut outputs = vec![
-            "SegmentId = toint(__bp.id)".to_owned(),
-            format!("Count = {count}(__bp['count'])"),
-            "Percent = todouble(__bp.percent)".to_owned(),
-        ];
-        for (index, (name, kql_type)) in dimensions.iter().enumerate() {
-            let value = format!("__bp['values'][{index}]");
-            let typed = match kql_type {
-                trawl_common::KqlType::String => format!("tostring({value})"),
-                trawl_common::KqlType::Bool => format!("tobool({value})"),
-                trawl_common::KqlType::Int => format!("toint({value})"),
-                _ => format!("tolong({value})"),
-            };
-            outputs.push(format!("{} = {typed}", bracketed(name)));
-        }
-        let text = format!(
-            "{INPUT} | summarize __bb = __basket(pack_array({}), {weight_expr}, {threshold:?}, {max_dimensions}) \
-             | mv-expand __bp = __bb | project {} | order by SegmentId asc",
-            packed.join(", "),
-            outputs.join(", ")
-        );
-        self.lowered(input, "basket", &text, span)
     }
 }

@@ -27,8 +27,10 @@ impl Planner<'_> {
         match function.name.as_str() {
             "bag_unpack" => self.bag_unpack(input, args, evaluate, span),
             "activity_counts_metrics" => self.activity_counts_metrics(input, args, span),
+            "autocluster" => self.autocluster(input, args, span),
             "basket" => self.basket(input, args, span),
             "dcount_intersect" => self.dcount_intersect(input, args, span),
+            "diffpatterns" => self.diffpatterns(input, args, span),
             "geo_line_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Line),
             "geo_polygon_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Polygon),
             "narrow" => self.narrow(input, span),
