@@ -9,6 +9,7 @@ mod golden;
 mod kql_subset;
 mod limits;
 mod merge;
+mod plugins;
 mod shredded;
 mod telemetry;
 mod tokens;

@@ -15,7 +15,7 @@ use trawl_common::KqlType;
 use crate::mining::{autocluster as ac, basket as bk, diffpatterns as dp};
 use crate::registry::{ArgKind, ReturnRule};
 use crate::udaf::RowUdaf;
-use crate::{aggregates as s, hll as h, otel as o, tdigest as t};
+use crate::{aggregates as s, funnel as fu, hll as h, otel as o, tdigest as t};
 
 /// One registered aggregate.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +100,14 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         false,
         DYNAMIC,
         crate::fieldstats::make_fieldstats
+    ), // Internal: `evaluate funnel_sequence_completion` (planner).
+    a!(
+        "__funnel_reach",
+        [Long, String, String, Long],
+        4,
+        false,
+        LONG,
+        fu::make_funnel_reach
     ),
     // Internal: `graph-match` (planner).
     a!(

@@ -18,6 +18,7 @@ pub mod distributions;
 pub mod dynamic;
 pub mod encoding;
 pub mod fieldstats;
+pub mod funnel;
 pub mod geo;
 pub mod graph_match;
 pub mod hll;

@@ -184,8 +184,9 @@ impl ScalarUDFImpl for ListFinishUdf {
     }
 }
 
-/// `kql_json_items(dynamic)`: the items `mv-expand` produces from a dynamic value, as a list
-/// of JSON texts: an array's elements; a bag's entries as one-key bags; any other non-null
+/// `kql_json_items(dynamic[, bags_as_arrays])`: the items `mv-expand` produces from a dynamic
+/// value, as a list of JSON texts: an array's elements; a bag's entries as one-key bags (or,
+/// with `bags_as_arrays`, as `[key, value]` arrays: `bagexpansion=array`); any other non-null
 /// value as itself; null as an empty list.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct JsonItemsUdf {
@@ -197,7 +198,7 @@ impl JsonItemsUdf {
 
     pub fn new() -> JsonItemsUdf {
         JsonItemsUdf {
-            signature: Signature::any(1, Volatility::Immutable),
+            signature: Signature::variadic_any(Volatility::Immutable),
         }
     }
 
@@ -217,9 +218,13 @@ impl Default for JsonItemsUdf {
 }
 
 /// The `mv-expand` items of one JSON text.
-pub fn json_items(text: &str) -> Vec<String> {
+pub fn json_items(text: &str, bags_as_arrays: bool) -> Vec<String> {
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(serde_json::Value::Array(items)) => items.into_iter().map(|v| v.to_string()).collect(),
+        Ok(serde_json::Value::Object(entries)) if bags_as_arrays => entries
+            .into_iter()
+            .map(|(k, v)| serde_json::json!([k, v]).to_string())
+            .collect(),
         Ok(serde_json::Value::Object(entries)) => entries
             .into_iter()
             .map(|(k, v)| {
@@ -249,20 +254,27 @@ impl ScalarUDFImpl for JsonItemsUdf {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use datafusion::arrow::array::ListBuilder;
-        let input = args.args[0].to_array(args.number_rows)?;
+        let Some(first) = args.args.first() else {
+            return datafusion::common::exec_err!("{} takes a dynamic value", Self::NAME);
+        };
+        let input = first.to_array(args.number_rows)?;
+        let bags_as_arrays = matches!(
+            args.args.get(1),
+            Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))))
+        );
         let mut builder = ListBuilder::new(StringViewBuilder::new()).with_field(Arc::new(
             datafusion::arrow::datatypes::Field::new("item", DataType::Utf8View, true),
         ));
         for row in 0..input.len() {
             if let Some(text) = string_at(&input, row) {
-                for item in json_items(text) {
+                for item in json_items(text, bags_as_arrays) {
                     builder.values().append_value(item);
                 }
             }
             builder.append(true);
         }
         let array: ArrayRef = Arc::new(builder.finish());
-        if matches!(args.args[0], ColumnarValue::Scalar(_)) {
+        if matches!(first, ColumnarValue::Scalar(_)) {
             return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?));
         }
         Ok(ColumnarValue::Array(array))
@@ -295,11 +307,13 @@ mod tests {
 
     #[test]
     fn items_of_arrays_bags_and_scalars() {
-        assert_eq!(json_items("[1,\"a\",[2]]"), vec!["1", "\"a\"", "[2]"]);
-        assert_eq!(json_items("{\"a\":1,\"b\":2}"), vec!["{\"a\":1}", "{\"b\":2}"]);
-        assert_eq!(json_items("5"), vec!["5"]);
-        assert!(json_items("null").is_empty());
-        assert!(json_items("[]").is_empty());
+        assert_eq!(json_items("[1,\"a\",[2]]", false), vec!["1", "\"a\"", "[2]"]);
+        assert_eq!(json_items("{\"a\":1,\"b\":2}", false), vec!["{\"a\":1}", "{\"b\":2}"]);
+        assert_eq!(json_items("{\"a\":1,\"b\":2}", true), vec!["[\"a\",1]", "[\"b\",2]"]);
+        assert_eq!(json_items("[{\"a\":1}]", true), vec!["{\"a\":1}"]);
+        assert_eq!(json_items("5", false), vec!["5"]);
+        assert!(json_items("null", false).is_empty());
+        assert!(json_items("[]", false).is_empty());
     }
 }
 

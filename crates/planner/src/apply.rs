@@ -15,7 +15,6 @@ use trawl_kql::ast::{Expr as KExpr, ExprKind, Ident, MvApply, MvExpand, NamedExp
 use trawl_kql::span::Span;
 
 use crate::context::{Planner, Tabular, column, internal};
-use crate::joins::param_word;
 
 const ROW: &str = "__trawl_apply_row";
 
@@ -69,7 +68,7 @@ impl Planner<'_> {
             sub_exprs.push(column(name).alias(name));
             sub_columns.push((name.clone(), kql_type));
         }
-        if let Some(index_name) = param_word(&apply.params, "with_itemindex").map(|_| index_param_name(apply)) {
+        if let Some(index_name) = crate::expand::item_index_name(&apply.params) {
             let position = row_number()
                 .partition_by(vec![column(ROW)])
                 .build()
@@ -255,17 +254,4 @@ impl Planner<'_> {
             columns: input.columns,
         })
     }
-}
-
-/// The column name `with_itemindex=` asks for.
-fn index_param_name(apply: &MvApply) -> String {
-    apply
-        .params
-        .iter()
-        .find(|p| p.name.eq_ignore_ascii_case("with_itemindex"))
-        .and_then(|p| match &p.value.kind {
-            ExprKind::Name(ident) => Some(ident.name.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| "index".to_string())
 }

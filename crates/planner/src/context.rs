@@ -219,19 +219,23 @@ impl<'a> Planner<'a> {
                         .insert(pattern.name.name.clone(), std::rc::Rc::new(pattern.clone()));
                 }
                 StatementKind::Expr(expr) => {
-                    let branches = match &expr.kind {
-                        ExprKind::Pipeline { source, operators } => match operators.split_last() {
-                            Some((last, before)) => match &last.kind {
-                                OperatorKind::Fork(branches) => Some((source, before, branches)),
-                                _ => None,
-                            },
-                            None => None,
-                        },
+                    // Operators that end a query with several tables: `fork`, `evaluate
+                    // funnel_sequence`.
+                    let tail = match &expr.kind {
+                        ExprKind::Pipeline { source, operators } => operators
+                            .split_last()
+                            .map(|(last, before)| (source.as_ref(), before, &last.kind)),
                         _ => None,
                     };
-                    let named = match branches {
-                        Some((source, before, branches)) => self.fork(source, before, branches)?,
-                        None => vec![(None, self.tabular(expr)?)],
+                    let named = match tail {
+                        Some((source, before, OperatorKind::Fork(branches))) => self.fork(source, before, branches)?,
+                        Some((source, before, OperatorKind::Evaluate(evaluate)))
+                            if matches!(&evaluate.call.kind, ExprKind::Call { function, .. }
+                                if function.name == "funnel_sequence") =>
+                        {
+                            self.funnel_sequence(source, before, evaluate)?
+                        }
+                        _ => vec![(None, self.tabular(expr)?)],
                     };
                     for (name, tabular) in named {
                         let tabular = crate::shredded::visible(tabular)?;

@@ -30,6 +30,11 @@ impl Planner<'_> {
             ));
         }
         let items_udf = Arc::new(ScalarUDF::from(JsonItemsUdf::new()));
+        // `bagexpansion=array` (or `kind=array`): a bag's entries as `[key, value]` arrays.
+        let bags_as_arrays = expand.params.iter().any(|p| {
+            (p.name.eq_ignore_ascii_case("bagexpansion") || p.name.eq_ignore_ascii_case("kind"))
+                && matches!(&p.value.kind, ExprKind::Name(ident) if ident.name.eq_ignore_ascii_case("array"))
+        });
         // Stage 1: every input column, plus one list column per expanded item.
         let mut stage: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
         let mut targets = Vec::with_capacity(expand.items.len());
@@ -49,7 +54,13 @@ impl Planner<'_> {
             };
             let list_name = format!("__trawl_expand_{index}");
             let json = to_dynamic(value);
-            stage.push(Expr::ScalarFunction(ScalarFunction::new_udf(items_udf.clone(), vec![json])).alias(&list_name));
+            stage.push(
+                Expr::ScalarFunction(ScalarFunction::new_udf(
+                    items_udf.clone(),
+                    vec![json, lit(bags_as_arrays)],
+                ))
+                .alias(&list_name),
+            );
             let target = item.to_type.map_or(KqlType::Dynamic, kql_type_of_scalar);
             targets.push((name, list_name, target));
         }
@@ -62,12 +73,35 @@ impl Planner<'_> {
         // with their items, and sorted back by both.
         let mut base = input.builder();
         let mut sequence = None;
-        if crate::context::serial_order(&input.plan).is_some() {
+        let serial = crate::context::serial_order(&input.plan).is_some();
+        if serial {
             let number = crate::windows::in_serial_order(datafusion::functions_window::expr_fn::row_number(), &input);
             let windowed =
                 LogicalPlanBuilder::window_plan(input.plan.clone(), vec![number]).map_err(|e| internal(&e))?;
             let schema = windowed.schema().clone();
             stage.push(Expr::Column(Column::from(schema.qualified_field(schema.fields().len() - 1))).alias(ROW));
+            base = LogicalPlanBuilder::from(windowed);
+            sequence = Some(vec![column(ROW).sort(true, false), column(ITEM).sort(true, false)]);
+        }
+        // Each item's position in its row's list: for the serial order, `with_itemindex` and
+        // `limit`.
+        let index_name = item_index_name(&expand.params);
+        let limit = match &expand.limit {
+            Some(limit) => {
+                let value = self.scalar(limit, &input)?;
+                if !matches!(value.kql_type, KqlType::Int | KqlType::Long) {
+                    return Err(self.error(
+                        ErrorCode::TypeMismatch,
+                        limit.span,
+                        "mv-expand's limit is a whole number",
+                    ));
+                }
+                Some(value.expr)
+            }
+            None => None,
+        };
+        let numbered = serial || index_name.is_some() || limit.is_some();
+        if numbered {
             let lengths: Vec<Expr> = targets
                 .iter()
                 .map(|(_, list, _)| {
@@ -95,17 +129,18 @@ impl Planner<'_> {
                 )
                 .alias(ITEM),
             );
-            base = LogicalPlanBuilder::from(windowed);
-            sequence = Some(vec![column(ROW).sort(true, false), column(ITEM).sort(true, false)]);
         }
         let mut lists = lists;
-        if sequence.is_some() {
+        if numbered {
             lists.push(Column::new_unqualified(ITEM));
         }
         let mut unnested = base
             .project(stage)
             .and_then(|b| b.unnest_columns_with_options(lists, Default::default()))
             .map_err(|e| internal(&e))?;
+        if let Some(limit) = limit {
+            unnested = unnested.filter(column(ITEM).lt(limit)).map_err(|e| internal(&e))?;
+        }
         if let Some(keys) = sequence {
             unnested = unnested.sort(keys).map_err(|e| internal(&e))?;
         }
@@ -117,9 +152,14 @@ impl Planner<'_> {
                 None => columns.push((name.clone(), *target)),
             }
         }
+        if let Some(index_name) = &index_name {
+            columns.retain(|(n, _)| n != index_name);
+            columns.push((index_name.clone(), KqlType::Long));
+        }
         let mut exprs = Vec::with_capacity(columns.len());
         for (name, kql_type) in &columns {
             let value = match targets.iter().find(|(n, _, _)| n == name) {
+                _ if Some(name) == index_name.as_ref() => column(ITEM),
                 Some((_, list, target)) => self.dynamic_as(Typed::new(column(list), KqlType::Dynamic), *target),
                 None => column(name),
             };
@@ -158,4 +198,15 @@ impl Planner<'_> {
             _ => try_cast(text, data_type),
         }
     }
+}
+
+/// The column `with_itemindex = name` asks for, if it does.
+pub(crate) fn item_index_name(params: &[trawl_kql::ast::OperatorParam]) -> Option<String> {
+    params
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case("with_itemindex"))
+        .map(|p| match &p.value.kind {
+            ExprKind::Name(ident) => ident.name.clone(),
+            _ => "index".to_string(),
+        })
 }

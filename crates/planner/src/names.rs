@@ -263,6 +263,11 @@ pub(crate) fn bracketed(name: &str) -> String {
     format!("['{}']", name.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
+/// `text` as a KQL string literal.
+pub(crate) fn string_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,12 @@ impl Planner<'_> {
             "basket" => self.basket(input, args, span),
             "dcount_intersect" => self.dcount_intersect(input, args, span),
             "diffpatterns" => self.diffpatterns(input, args, span),
+            "funnel_sequence" => Err(self.error(
+                ErrorCode::BadRequest,
+                function.span,
+                "funnel_sequence returns three tables: it ends its query (no operator after it)",
+            )),
+            "funnel_sequence_completion" => self.funnel_sequence_completion(input, args, span),
             "geo_line_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Line),
             "geo_polygon_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Polygon),
             "narrow" => self.narrow(input, span),

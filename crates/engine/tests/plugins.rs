@@ -1,0 +1,105 @@
+//! Plugins whose output is more than one golden table: `funnel_sequence`.
+
+use serde_json::json;
+use trawl_common::ErrorCode;
+use trawl_engine::QueryWindow;
+
+use crate::fixture::{Fixture, TestResult};
+
+const EVENTS: &str = r#"let events = datatable(user:string, t:datetime, event:string)[
+    "u1", datetime(2024-01-01 00:00), "hail", "u1", datetime(2024-01-01 00:10), "tornado", "u1", datetime(2024-01-01 00:20), "wind",
+    "u2", datetime(2024-01-01 01:00), "rain", "u2", datetime(2024-01-01 01:10), "tornado", "u2", datetime(2024-01-01 01:20), "hail",
+    "u3", datetime(2024-01-01 02:00), "hail", "u3", datetime(2024-01-01 02:10), "tornado",
+    "u4", datetime(2024-01-01 03:00), "hail", "u4", datetime(2024-01-01 09:00), "tornado", "u4", datetime(2024-01-01 09:05), "wind"];"#;
+
+#[tokio::test]
+async fn funnel_sequence_gives_three_tables_of_what_came_before_and_after() -> TestResult {
+    let f = Fixture::new().await?;
+    let request = trawl_engine::QueryRequest {
+        text: format!(
+            "{EVENTS} events | where user != 'nobody' \
+             | evaluate funnel_sequence(user, t, datetime(2024-01-01), datetime(2024-01-02), 1h, 1d, event, \
+               dynamic(['tornado']))"
+        ),
+        database: "default".into(),
+        window: QueryWindow::default(),
+        parameters: Default::default(),
+    };
+    let output = f.engine.execute(&request).await?;
+    assert_eq!(output.tables.len(), 3);
+    let columns = |i: usize| -> Vec<String> { output.tables[i].columns.iter().map(|(n, _)| n.clone()).collect() };
+    assert_eq!(columns(0), ["t", "prev", "next", "dcount", "samples"]);
+    assert_eq!(columns(1), ["t", "prev", "dcount", "samples"]);
+    assert_eq!(columns(2), ["t", "next", "dcount", "samples"]);
+    let day = json!("2024-01-01T00:00:00.0000000Z");
+    // u1: hail > tornado > wind; u2: rain > tornado > hail; u3: hail > tornado > (end);
+    // u4: hail six hours before (outside the 1h window) > tornado > wind.
+    let without_samples = |i: usize| -> Vec<Vec<serde_json::Value>> {
+        output.tables[i]
+            .json_rows()
+            .into_iter()
+            .map(|mut row| {
+                row.pop();
+                row
+            })
+            .collect()
+    };
+    assert_eq!(
+        without_samples(0),
+        vec![
+            vec![day.clone(), json!(""), json!("wind"), json!(1)],
+            vec![day.clone(), json!("hail"), json!(""), json!(1)],
+            vec![day.clone(), json!("hail"), json!("wind"), json!(1)],
+            vec![day.clone(), json!("rain"), json!("hail"), json!(1)],
+        ]
+    );
+    assert_eq!(
+        without_samples(1),
+        vec![
+            vec![day.clone(), json!("hail"), json!(2)],
+            vec![day.clone(), json!(""), json!(1)],
+            vec![day.clone(), json!("rain"), json!(1)],
+        ]
+    );
+    assert_eq!(
+        without_samples(2),
+        vec![
+            vec![day.clone(), json!("wind"), json!(2)],
+            vec![day.clone(), json!(""), json!(1)],
+            vec![day.clone(), json!("hail"), json!(1)],
+        ]
+    );
+    assert_eq!(output.tables[2].json_rows()[0][3], json!(["u1", "u4"]));
+    // Three tables end the query.
+    let error = f
+        .run(&format!(
+            "{EVENTS} events | evaluate funnel_sequence(user, t, datetime(2024-01-01), datetime(2024-01-02), 1h, 1d, \
+             event, dynamic(['tornado'])) | count"
+        ))
+        .await
+        .err()
+        .ok_or("refused")?;
+    assert_eq!(error.code, ErrorCode::BadRequest);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_longer_funnel_sequence_matches_consecutive_steps() -> TestResult {
+    let f = Fixture::new().await?;
+    let rows = f
+        .rows(&format!(
+            "{EVENTS} events | evaluate funnel_sequence(user, t, datetime(2024-01-01), datetime(2024-01-02), 1h, 1d, \
+             event, dynamic(['hail', 'tornado']))"
+        ))
+        .await?;
+    // u1 and u3 (u4's steps are six hours apart; u2's hail comes after its tornado).
+    let counted: Vec<(serde_json::Value, serde_json::Value, serde_json::Value)> = rows
+        .iter()
+        .map(|r| (r[1].clone(), r[2].clone(), r[3].clone()))
+        .collect();
+    assert_eq!(
+        counted,
+        vec![(json!(""), json!(""), json!(1)), (json!(""), json!("wind"), json!(1))]
+    );
+    Ok(())
+}
