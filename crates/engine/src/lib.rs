@@ -483,6 +483,8 @@ impl Engine {
         let mut tables = self.tables(&request.database, counters).await?;
         let now = trawl_common::time::now_nanos();
         let mut discovered: HashMap<String, Vec<(String, KqlType)>> = HashMap::new();
+        let mut materialized: HashMap<String, Arc<trawl_planner::MaterializedTable>> = HashMap::new();
+        let mut materialized_bytes = 0usize;
         let mut rounds = 0;
         let planned = loop {
             let options = PlanOptions {
@@ -492,6 +494,7 @@ impl Engine {
                 database: request.database.clone(),
                 parameters: Arc::new(request.parameters.clone()),
                 discovered: Arc::new(discovered.clone()),
+                materialized: Arc::new(materialized.clone()),
             };
             let prepared = Arc::clone(prepared);
             let (planned, returned) = off_runtime(move || {
@@ -503,19 +506,27 @@ impl Engine {
             .await?;
             tables = returned;
             let planned = planned?;
-            if planned.discoveries.is_empty() {
+            if planned.discoveries.is_empty() && planned.materializations.is_empty() {
                 break planned;
             }
             rounds += 1;
             if rounds > MAX_DISCOVERY_ROUNDS {
                 return Err(TrawlError::new(
                     ErrorCode::BadRequest,
-                    "the query nests bag_unpack or legacy partition too deeply",
+                    "the query nests bag_unpack, legacy partition or materialize too deeply",
                 ));
             }
-            for discovery in planned.discoveries {
-                let keys = self.discover_keys(discovery.plan).await?;
-                discovered.insert(discovery.key, keys);
+            // Discoveries first: a materialized value is run once its plan is final.
+            if !planned.discoveries.is_empty() {
+                for discovery in planned.discoveries {
+                    let keys = self.discover_keys(discovery.plan).await?;
+                    discovered.insert(discovery.key, keys);
+                }
+                continue;
+            }
+            for materialization in planned.materializations {
+                let table = self.materialize(materialization.plan, &mut materialized_bytes).await?;
+                materialized.insert(materialization.key, Arc::new(table));
             }
         };
         Ok(planned)
@@ -555,6 +566,38 @@ async fn off_runtime<T: Send + 'static>(
 const MAX_DISCOVERY_ROUNDS: usize = 8;
 
 impl Engine {
+    /// Runs a `materialize()` plan and keeps its rows; all of a query's materialized values
+    /// together hold at most the query's memory limit (`used` counts them).
+    async fn materialize(
+        &self,
+        plan: datafusion::logical_expr::LogicalPlan,
+        used: &mut usize,
+    ) -> Result<trawl_planner::MaterializedTable, TrawlError> {
+        let frame = self.context.execute_logical_plan(plan).await.map_err(execution_error)?;
+        let schema: datafusion::arrow::datatypes::SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+        let mut stream = frame.execute_stream().await.map_err(execution_error)?;
+        let limit = self.config.query_memory_limit_bytes;
+        let mut batches = Vec::new();
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(execution_error)?;
+            *used += batch.get_array_memory_size();
+            if *used > limit {
+                return Err(TrawlError::new(
+                    ErrorCode::BadRequest,
+                    format!(
+                        "materialize: the materialized values of this query hold more than the query's \
+                         memory limit ({} MiB); filter or summarize before materializing",
+                        limit >> 20
+                    ),
+                ));
+            }
+            batches.push(batch);
+        }
+        // The batches' own schema (nullability as executed) is the table's.
+        let schema = batches.first().map_or(schema, |b| b.schema());
+        Ok(trawl_planner::MaterializedTable { schema, batches })
+    }
+
     /// Runs a discovery plan and returns the keys of its dynamic values with their types,
     /// sorted by key.
     async fn discover_keys(

@@ -669,3 +669,46 @@ async fn a_summarize_over_its_memory_budget_drops_whole_groups_and_warns() -> Te
     assert_eq!(small.1, vec![vec![json!(1000)]]);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_materialized_value_is_computed_once_for_all_its_readers() -> TestResult {
+    let f = Fixture::new().await?;
+    // sample and rand() give one answer to both references.
+    let one = f
+        .rows("let m = materialize(range x from 1 to 1000 step 1 | sample 1); union m, m | distinct x | count")
+        .await?;
+    assert_eq!(one, vec![vec![json!(1)]]);
+    let same = f
+        .rows(
+            "let m = materialize(range x from 1 to 100 step 1 | extend r = rand()); \
+             m | join kind=inner (m) on x | where r != r1 | count",
+        )
+        .await?;
+    assert_eq!(same, vec![vec![json!(0)]]);
+    // Inside a function, each call's own value.
+    let per_call = f
+        .rows(
+            "let f = (n:long) { materialize(range x from 1 to n step 1) }; \
+             union f(2), f(3) | count",
+        )
+        .await?;
+    assert_eq!(per_call, vec![vec![json!(5)]]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_materialized_value_larger_than_the_query_memory_is_refused() -> TestResult {
+    let f = Fixture::with_config(trawl_engine::EngineConfig {
+        query_memory_limit_bytes: 1 << 20,
+        ..trawl_engine::EngineConfig::default()
+    })
+    .await?;
+    let error = f
+        .run("let m = materialize(range x from 1 to 400000 step 1 | extend s = strcat('row ', x)); m | count")
+        .await
+        .err()
+        .ok_or("refused")?;
+    assert_eq!(error.code, ErrorCode::BadRequest);
+    assert!(error.message.contains("materialize"), "{}", error.message);
+    Ok(())
+}

@@ -134,6 +134,10 @@ pub struct Planner<'a> {
     pub visualization: Option<crate::Visualization>,
     /// Discoveries still needed (see [`crate::Discovery`]).
     pub discoveries: Vec<crate::Discovery>,
+    /// `materialize()` calls still to run (see [`crate::Materialization`]).
+    pub materializations: Vec<crate::Materialization>,
+    /// `materialize()` calls planned so far (they are numbered in planning order).
+    pub materialize_calls: usize,
     /// See [`crate::PlannedQuery::time_bin`].
     pub time_bin: Option<i64>,
     /// See [`crate::PlannedQuery::runtime_warning_key`].
@@ -161,6 +165,8 @@ impl<'a> Planner<'a> {
             steps: 0,
             visualization: None,
             discoveries: Vec::new(),
+            materializations: Vec::new(),
+            materialize_calls: 0,
             time_bin: None,
             runtime_warning_key: None,
             partition_column: None,
@@ -375,7 +381,7 @@ impl<'a> Planner<'a> {
                     return self.call_tabular_function(&function.name, &def, args, expr.span);
                 }
                 match (function.name.as_str(), args.as_slice()) {
-                    ("materialize", [inner]) => self.tabular(inner),
+                    ("materialize", [inner]) => self.materialize(inner),
                     ("table" | "view", [name]) => match &name.kind {
                         ExprKind::Literal(trawl_kql::ast::Literal::String(table)) => {
                             self.table_reference(table, name.span)

@@ -23,6 +23,7 @@ mod joins;
 mod layout;
 pub mod limits;
 mod log_stats;
+mod materialize;
 mod mining;
 mod names;
 mod operators;
@@ -114,6 +115,8 @@ pub struct PlanOptions {
     pub parameters: std::sync::Arc<std::collections::HashMap<String, String>>,
     /// Columns found by running [`Discovery`] plans (for `bag_unpack`), by discovery key.
     pub discovered: std::sync::Arc<std::collections::HashMap<String, Vec<(String, KqlType)>>>,
+    /// Rows of `materialize()` calls, by [`Materialization`] key.
+    pub materialized: std::sync::Arc<std::collections::HashMap<String, std::sync::Arc<MaterializedTable>>>,
 }
 
 /// A plan to run before planning can finish: its single column holds dynamic values whose
@@ -123,6 +126,21 @@ pub struct PlanOptions {
 pub struct Discovery {
     pub key: String,
     pub plan: LogicalPlan,
+}
+
+/// A `materialize()` to run once before planning can finish: the engine keeps its rows and
+/// plans again with them in [`PlanOptions::materialized`].
+#[derive(Debug, Clone)]
+pub struct Materialization {
+    pub key: String,
+    pub plan: LogicalPlan,
+}
+
+/// The rows of a materialized value.
+#[derive(Debug)]
+pub struct MaterializedTable {
+    pub schema: datafusion::arrow::datatypes::SchemaRef,
+    pub batches: Vec<datafusion::arrow::record_batch::RecordBatch>,
 }
 
 /// A warning that travels with the result (`@Warnings`, gRPC QueryWarning).
@@ -158,6 +176,8 @@ pub struct PlannedQuery {
     pub visualization: Option<Visualization>,
     /// Plans to run before this plan is final; empty when it is.
     pub discoveries: Vec<Discovery>,
+    /// `materialize()` calls to run before this plan is final (after the discoveries).
+    pub materializations: Vec<Materialization>,
     /// The span (nanoseconds) of the first `summarize ... by bin(timestamp, span)`, for
     /// progress reports by time bin.
     pub time_bin: Option<i64>,
@@ -206,6 +226,7 @@ pub fn plan_query(
     }
     let visualization = planner.visualization.take();
     let discoveries = std::mem::take(&mut planner.discoveries);
+    let materializations = std::mem::take(&mut planner.materializations);
     let time_bin = planner.time_bin;
     let runtime_warning_key = planner.runtime_warning_key;
     let summarize_budgets = std::mem::take(&mut planner.summarize_budgets);
@@ -216,6 +237,7 @@ pub fn plan_query(
         warnings: planner.into_warnings(),
         visualization,
         discoveries,
+        materializations,
         time_bin,
     })
 }
