@@ -41,6 +41,8 @@ pub mod registry_more;
 pub mod rowfn;
 pub mod series;
 pub mod series_analysis;
+pub mod series_decompose;
+pub mod series_poly;
 pub mod strings;
 pub mod strings_more;
 pub mod tdigest;

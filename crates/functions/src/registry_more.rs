@@ -5,7 +5,7 @@
 use crate::registry::{ArgKind, KqlFunction, ReturnRule};
 use crate::{
     bits, bytes as by, compress as cz, conversions as cv, distributions as dist, ipv6 as v6, random, regexes as rx,
-    series as se, series_analysis as sa, units as un,
+    series as se, series_analysis as sa, series_decompose as sd, series_poly as sp, units as un,
 };
 use trawl_common::KqlType;
 
@@ -26,7 +26,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         1,
         false,
         DYNAMIC,
-        sa::series_decompose_bag
+        sd::series_decompose_bag
     ),
     f!(
         "__series_decompose_anomalies",
@@ -34,7 +34,15 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         1,
         false,
         DYNAMIC,
-        sa::series_decompose_anomalies_bag
+        sd::series_decompose_anomalies_bag
+    ),
+    f!(
+        "__series_fit_poly",
+        [Dynamic, Dynamic, Long],
+        1,
+        false,
+        DYNAMIC,
+        sp::series_fit_poly_bag
     ),
     f!(
         "__series_periods_detect",
@@ -42,7 +50,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         4,
         false,
         DYNAMIC,
-        sa::series_periods_detect_bag
+        sd::series_periods_detect_bag
     ),
     f!(
         "__series_periods_validate",
@@ -50,7 +58,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         2,
         true,
         DYNAMIC,
-        sa::series_periods_validate_bag
+        sd::series_periods_validate_bag
     ),
     f!("around", [Any, Any, Any], 3, false, BOOL, cv::around),
     f!("beta_cdf", [Real, Real, Real], 3, false, REAL, dist::beta_cdf),
@@ -340,6 +348,14 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         se::series_cosine_similarity
     ),
     f!(
+        "series_decompose_forecast",
+        [Dynamic, Long, Long, String, Real],
+        2,
+        false,
+        DYNAMIC,
+        sd::series_decompose_forecast
+    ),
+    f!(
         "series_divide",
         [Dynamic, Dynamic],
         2,
@@ -498,7 +514,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         1,
         false,
         DYNAMIC,
-        sa::series_seasonal
+        sd::series_seasonal
     ),
     f!("series_sign", [Dynamic], 1, false, DYNAMIC, se::series_sign),
     f!("series_sin", [Dynamic], 1, false, DYNAMIC, se::series_sin),

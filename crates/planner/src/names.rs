@@ -104,6 +104,16 @@ fn multi_output(name: &str) -> Option<(&'static str, &'static [(&'static str, ch
                 ("left_rvariance", 'r'),
             ],
         ),
+        "series_fit_poly" => (
+            "__series_fit_poly",
+            &[
+                ("rsquare", 'r'),
+                ("coefficients", 'd'),
+                ("variance", 'r'),
+                ("rvariance", 'r'),
+                ("poly_fit", 'd'),
+            ],
+        ),
         "series_periods_detect" => ("__series_periods_detect", &[("periods", 'd'), ("periods_scores", 'd')]),
         "series_periods_validate" => ("__series_periods_validate", &[("periods", 'd'), ("scores", 'd')]),
         "series_stats" => (
