@@ -1,4 +1,5 @@
-//! Plugins whose output is more than one golden table: `funnel_sequence`.
+//! Operators and plugins whose output is more than one table (`funnel_sequence`, `facet`), and
+//! `consume`.
 
 use serde_json::json;
 use trawl_common::ErrorCode;
@@ -101,5 +102,49 @@ async fn a_longer_funnel_sequence_matches_consecutive_steps() -> TestResult {
         counted,
         vec![(json!(""), json!(""), json!(1)), (json!(""), json!("wind"), json!(1))]
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn facet_counts_each_column_after_the_with_table() -> TestResult {
+    let f = Fixture::new().await?;
+    let request = trawl_engine::QueryRequest {
+        text: format!(
+            "{EVENTS} events | where user != 'u4' | facet by event, user with (where event == 'hail' | project user)"
+        ),
+        database: "default".into(),
+        window: QueryWindow::default(),
+        parameters: Default::default(),
+    };
+    let output = f.engine.execute(&request).await?;
+    assert_eq!(output.tables.len(), 3);
+    assert_eq!(output.tables[0].json_rows().len(), 3);
+    let columns: Vec<&str> = output.tables[1].columns.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(columns, ["event", "count_event"]);
+    // Most rows first, then by value.
+    assert_eq!(
+        output.tables[1].json_rows(),
+        vec![
+            vec![json!("hail"), json!(3)],
+            vec![json!("tornado"), json!(3)],
+            vec![json!("rain"), json!(1)],
+            vec![json!("wind"), json!(1)],
+        ]
+    );
+    assert_eq!(output.tables[2].json_rows().len(), 3);
+    // facet ends its query; an unknown column is named.
+    let misplaced = f.run(&format!("{EVENTS} events | facet by event | count")).await;
+    assert_eq!(misplaced.err().map(|e| e.code), Some(ErrorCode::BadRequest));
+    let unknown = f.run(&format!("{EVENTS} events | facet by nope")).await;
+    assert_eq!(unknown.err().map(|e| e.code), Some(ErrorCode::UnknownColumn));
+    Ok(())
+}
+
+#[tokio::test]
+async fn consume_reads_everything_and_returns_nothing() -> TestResult {
+    let f = Fixture::new().await?;
+    let (columns, rows) = f.run(&format!("{EVENTS} events | consume")).await?;
+    assert_eq!(columns.len(), 3);
+    assert!(rows.is_empty());
     Ok(())
 }

@@ -74,6 +74,22 @@ pub fn hash_many(args: &[Val]) -> Result<Out> {
     Ok(Out::Long(combined as i64))
 }
 
+/// `hash_combine(h1, h2, …)`: the hashes combined as `hash_many` combines its arguments
+/// hashes, so `hash_combine(hash(a), hash(b)) == hash_many(a, b)`; null when one is null.
+pub fn hash_combine(args: &[Val]) -> Result<Out> {
+    let mut combined: Option<u64> = None;
+    for v in args {
+        let Some(h) = v.long() else {
+            return Ok(Out::Null);
+        };
+        combined = Some(match combined {
+            None => h as u64,
+            Some(seed) => combine(seed, h as u64),
+        });
+    }
+    Ok(combined.map_or(Out::Null, |h| Out::Long(h as i64)))
+}
+
 /// Combines two hashes (the boost `hash_combine` mix, widened to 64 bits).
 fn combine(seed: u64, h: u64) -> u64 {
     seed ^ h
@@ -199,6 +215,12 @@ mod tests {
         let b = run("hash_many", &[s("World"), s("Hello")]);
         assert_ne!(a, b);
         assert_eq!(a, run("hash_many", &[s("Hello"), s("World")]));
+        // hash_combine of the hashes is hash_many of the values.
+        let hello = run("hash", &[s("Hello")]).parse::<i64>().unwrap_or(0);
+        let world = run("hash", &[s("World")]).parse::<i64>().unwrap_or(0);
+        assert_eq!(run("hash_combine", &[l(hello), l(world)]), a);
+        let null_long = datafusion::logical_expr::ColumnarValue::Scalar(datafusion::common::ScalarValue::Int64(None));
+        assert_eq!(run("hash_combine", &[l(hello), null_long]), "null");
     }
 
     #[test]

@@ -198,6 +198,7 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         LONG,
         crate::strings_more::has_any_index
     ),
+    f!("hash_combine", [Long, Long], 2, true, LONG, cv::hash_combine),
     f!("hash_many", [Any], 1, true, LONG, cv::hash_many),
     f!("hash_sha1", [String], 1, false, STRING, crate::encoding::hash_sha1),
     f!(

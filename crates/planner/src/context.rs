@@ -225,8 +225,8 @@ impl<'a> Planner<'a> {
                         .insert(pattern.name.name.clone(), std::rc::Rc::new(pattern.clone()));
                 }
                 StatementKind::Expr(expr) => {
-                    // Operators that end a query with several tables: `fork`, `evaluate
-                    // funnel_sequence`.
+                    // Operators that end a query with several tables: `fork`, `facet`,
+                    // `evaluate funnel_sequence`.
                     let tail = match &expr.kind {
                         ExprKind::Pipeline { source, operators } => operators
                             .split_last()
@@ -241,6 +241,7 @@ impl<'a> Planner<'a> {
                         {
                             self.funnel_sequence(source, before, evaluate)?
                         }
+                        Some((source, before, OperatorKind::Facet(facet))) => self.facet(source, before, facet)?,
                         _ => vec![(None, self.tabular(expr)?)],
                     };
                     for (name, tabular) in named {

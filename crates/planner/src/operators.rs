@@ -284,11 +284,23 @@ impl Planner<'_> {
             OperatorKind::SampleDistinct(sample) => self.sample_distinct(input, sample, operator.span),
             OperatorKind::TopHitters(hitters) => self.top_hitters(input, hitters, operator.span),
             OperatorKind::Partition(partition) => self.partition(input, partition, operator.span),
-            OperatorKind::Fork(_) => Err(self.error(
+            OperatorKind::Fork(_) | OperatorKind::Facet(_) => Err(self.error(
                 ErrorCode::BadRequest,
                 operator.span,
-                "fork must be the last operator of a query statement",
+                format!(
+                    "{} must be the last operator of a query statement (it returns several tables)",
+                    operator.kind.name()
+                ),
             )),
+            OperatorKind::Consume(_) => {
+                // Every row is read (a volatile condition is not folded away) and none kept.
+                let never = datafusion::functions::math::expr_fn::random().lt(lit(0.0));
+                let plan = build(input.builder().filter(never).map_err(|e| internal(&e))?)?;
+                Ok(Tabular {
+                    plan,
+                    columns: input.columns,
+                })
+            }
             _ => Err(self.error(
                 ErrorCode::BadRequest,
                 operator.span,

@@ -188,6 +188,41 @@ impl Planner<'_> {
         Ok(results)
     }
 
+    /// `facet by c1, c2 [with (operators)]`: the `with` pipeline's table, then per column the
+    /// count of rows per value (`count_<column>`), most rows first.
+    pub fn facet(
+        &mut self,
+        source: &KExpr,
+        before: &[Operator],
+        facet: &trawl_kql::ast::Facet,
+    ) -> Result<Vec<(Option<String>, Tabular)>, TrawlError> {
+        let mut input = self.tabular(source)?;
+        for operator in before {
+            input = self.operator(input, operator)?;
+        }
+        let mut results = Vec::with_capacity(facet.columns.len() + 1);
+        if let Some(with) = &facet.with {
+            let span = with.first().map(|op| op.span).unwrap_or_default();
+            results.push((None, self.over_input(input.clone(), with.clone(), span)?));
+        }
+        for column in &facet.columns {
+            if input.column_type(&column.name).is_none() {
+                return Err(self.error(
+                    ErrorCode::UnknownColumn,
+                    column.span,
+                    format!("unknown column '{}'", column.name),
+                ));
+            }
+            let name = bracketed(&column.name);
+            let count = bracketed(&format!("count_{}", column.name));
+            let operators = operators_of(&format!(
+                "summarize {count} = count() by {name} | order by {count} desc, {name} asc"
+            ))?;
+            results.push((None, self.over_input(input.clone(), operators, column.span)?));
+        }
+        Ok(results)
+    }
+
     /// `partition by column (operators)` (see the module notes).
     pub fn partition(&mut self, input: Tabular, partition: &Partition, span: Span) -> Result<Tabular, TrawlError> {
         let Some(column) = name_of(&partition.by) else {

@@ -1,9 +1,9 @@
 //! Tabular operators: the `| name ...` steps of a pipeline.
 
 use super::{
-    As, Datatable, Evaluate, Expr, ForkBranch, GraphMatch, GraphToTable, Ident, Join, MakeGraph, MakeSeries, MvApply,
-    MvExpand, NamedExpr, Parse, ParseKv, Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan, Search,
-    TopHitters, TopNestedLevel, TraceFind, Union,
+    As, Datatable, Evaluate, Expr, Facet, ForkBranch, GraphMatch, GraphToTable, Ident, Join, MakeGraph, MakeSeries,
+    MvApply, MvExpand, NamedExpr, Parse, ParseKv, Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan,
+    Search, TopHitters, TopNestedLevel, TraceFind, Union,
 };
 use crate::span::Span;
 
@@ -110,6 +110,11 @@ pub enum OperatorKind {
     TraceFind(TraceFind),
     /// `otel-log-stats`: log counts, time span and templates per service and severity.
     OtelLogStats,
+    /// `facet by c1, c2 [with (operators)]`: one table of value counts per column (and the
+    /// `with` pipeline's table first); it ends its query.
+    Facet(Facet),
+    /// `consume [decodeblocks = bool]`: reads the input and returns no rows.
+    Consume(Vec<OperatorParam>),
     /// `make-graph Source --> Target ...`
     MakeGraph(MakeGraph),
     /// `graph-match pattern ... project ...`
@@ -170,6 +175,8 @@ impl OperatorKind {
             OperatorKind::Annotate(_) => "annotate",
             OperatorKind::TraceFind(_) => "trace-find",
             OperatorKind::OtelLogStats => "otel-log-stats",
+            OperatorKind::Facet(_) => "facet",
+            OperatorKind::Consume(_) => "consume",
             OperatorKind::MakeGraph(_) => "make-graph",
             OperatorKind::GraphMatch(_) => "graph-match",
             OperatorKind::GraphShortestPaths(_) => "graph-shortest-paths",

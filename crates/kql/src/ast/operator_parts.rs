@@ -347,3 +347,11 @@ pub struct ScanStep {
     pub assignments: Vec<NamedExpr>,
     pub span: Span,
 }
+
+/// `facet by c1, c2 [with (operators)]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facet {
+    pub columns: Vec<Ident>,
+    /// The `with (...)` pipeline, run over the input.
+    pub with: Option<Vec<Operator>>,
+}

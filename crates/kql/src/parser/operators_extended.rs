@@ -6,7 +6,9 @@ use crate::ast::{
     Parse, ParseKv, ParsePart, Partition, Precedence, Range, Reduce, Render, SampleDistinct, Search, SpanRelation,
     TabularSchema, TopHitters, TraceFind, Union,
 };
-use crate::ast::{EdgeDirection, GraphEdge, GraphMatch, GraphPattern, GraphTablePart, GraphToTable, Ident, MakeGraph};
+use crate::ast::{
+    EdgeDirection, Facet, GraphEdge, GraphMatch, GraphPattern, GraphTablePart, GraphToTable, Ident, MakeGraph,
+};
 use crate::token::TokenKind;
 
 /// Option names (besides `hint.*`) each operator takes.
@@ -210,6 +212,17 @@ impl Parser<'_> {
             "scan" => OperatorKind::Scan(self.parse_scan()?),
             "trace-find" => OperatorKind::TraceFind(self.parse_trace_find()?),
             "otel-log-stats" => OperatorKind::OtelLogStats,
+            "facet" => {
+                self.expect_word("by")
+                    .map_err(|_| self.error_expected("'by' and columns after 'facet'"))?;
+                let columns = self.comma_separated(|parser| parser.parse_ident("a column name"))?;
+                let with = match self.eat_word("with") {
+                    Some(_) => Some(self.parse_parenthesized_operators("facet")?),
+                    None => None,
+                };
+                OperatorKind::Facet(Facet { columns, with })
+            }
+            "consume" => OperatorKind::Consume(self.parse_params(&["decodeblocks"])?),
             "make-graph" => OperatorKind::MakeGraph(self.parse_make_graph()?),
             "graph-match" => OperatorKind::GraphMatch(self.parse_graph_match(&["cycles"])?),
             "graph-to-table" => OperatorKind::GraphToTable(GraphToTable {

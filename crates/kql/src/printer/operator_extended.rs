@@ -208,6 +208,16 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
         }
         OperatorKind::FieldStats(items) if items.is_empty() => Ok(()),
         OperatorKind::OtelLogStats => Ok(()),
+        OperatorKind::Facet(facet) => {
+            f.write_str(" by ")?;
+            write_list(f, &facet.columns, |f, column| write!(f, "{column}"))?;
+            if let Some(with) = &facet.with {
+                f.write_str(" with ")?;
+                write_operators(f, with)?;
+            }
+            Ok(())
+        }
+        OperatorKind::Consume(params) => write_params(f, params),
         OperatorKind::GraphToTable(table) => {
             for (i, part) in table.parts.iter().enumerate() {
                 f.write_str(if i == 0 { " " } else { ", " })?;
