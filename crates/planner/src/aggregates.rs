@@ -399,12 +399,21 @@ impl Planner<'_> {
                         ExprKind::Literal(Literal::Long(n)) => *n as f64,
                         ExprKind::Literal(Literal::Int(n)) => f64::from(*n),
                         ExprKind::Literal(Literal::Real(x)) => *x,
+                        // A constant: a parameter or `let` of a number.
                         _ => {
-                            return Err(self.error(
-                                ErrorCode::BadRequest,
-                                p.span,
-                                "a percentile must be a number literal",
-                            ));
+                            let typed = self.scalar(p, input)?;
+                            match crate::sources::constant_value(&typed.expr) {
+                                Some(ScalarValue::Float64(Some(x))) => x,
+                                Some(ScalarValue::Int64(Some(n))) => n as f64,
+                                Some(ScalarValue::Int32(Some(n))) => f64::from(n),
+                                _ => {
+                                    return Err(self.error(
+                                        ErrorCode::BadRequest,
+                                        p.span,
+                                        "a percentile must be a constant number",
+                                    ));
+                                }
+                            }
                         }
                     };
                     if !(0.0..=100.0).contains(&percent) {

@@ -22,8 +22,8 @@ use trawl_kql::span::Span;
 
 use crate::context::{Planner, Tabular, column, internal};
 
-const LEFT: &str = "__trawl_geo_left";
-const RIGHT: &str = "__trawl_geo_right";
+pub(crate) const LEFT: &str = "__trawl_geo_left";
+pub(crate) const RIGHT: &str = "__trawl_geo_right";
 const LNG: &str = "__trawl_geo_lng";
 const LAT: &str = "__trawl_geo_lat";
 const RADIUS: &str = "__trawl_geo_radius";
@@ -35,11 +35,11 @@ pub enum GeoLookup {
     Line,
 }
 
-fn side(qualifier: &str, name: &str) -> Expr {
+pub(crate) fn side(qualifier: &str, name: &str) -> Expr {
     Expr::Column(Column::new(Some(qualifier), name))
 }
 
-fn registered(name: &str, args: Vec<Expr>) -> Result<Expr, TrawlError> {
+pub(crate) fn registered(name: &str, args: Vec<Expr>) -> Result<Expr, TrawlError> {
     let function = trawl_functions::registry::lookup(name)
         .ok_or_else(|| TrawlError::new(ErrorCode::Internal, format!("{name} is not registered")))?;
     Ok(Expr::ScalarFunction(ScalarFunction::new_udf(

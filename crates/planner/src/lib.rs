@@ -19,6 +19,7 @@ mod fieldstats;
 mod funnel;
 mod geo_lookup;
 mod graph;
+mod ip_lookup;
 mod joins;
 mod layout;
 pub mod limits;

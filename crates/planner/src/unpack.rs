@@ -39,6 +39,8 @@ impl Planner<'_> {
             "funnel_sequence_completion" => self.funnel_sequence_completion(input, args, span),
             "geo_line_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Line),
             "geo_polygon_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Polygon),
+            "ipv4_lookup" => self.ip_lookup(input, args, span, false),
+            "ipv6_lookup" => self.ip_lookup(input, args, span, true),
             "narrow" => self.narrow(input, span),
             "pivot" => self.pivot(input, args, span),
             "rolling_percentile" => self.rolling_percentile(input, args, span),
