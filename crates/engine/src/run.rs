@@ -717,7 +717,7 @@ impl Engine {
 }
 
 /// Times a query runs again after a node it was spread over could not be reached.
-const MAX_LOST_NODE_RETRIES: u32 = 2;
+const MAX_LOST_NODE_RETRIES: u32 = 3;
 
 /// The first `n` rows of `batches` (all without `n`).
 fn first_rows(batches: &[RecordBatch], n: Option<usize>) -> Vec<RecordBatch> {

@@ -268,23 +268,33 @@ impl Distribution {
         // A failed call between nodes arrives as an external error (the transport's); the
         // probe then tells whether a node is gone.
         let external = matches!(error.find_root(), DataFusionError::External(_));
-        let unreachable = unreachable_node(error).is_some();
-        if !external && !unreachable {
+        let unreachable = unreachable_node(error);
+        // Another node's failed call to a third arrives as that node's text.
+        let elsewhere = lost_connection_elsewhere(error);
+        if !external && unreachable.is_none() && !elsewhere {
             return false;
         }
         let own = Url::parse(&self.settings.self_url).ok();
-        let left_out = match (own, unreachable_node(error)) {
-            // The node the refused or cut call went to is left out even when its port still
-            // answers a probe (a process going down may accept connections a moment longer).
-            (Some(own), Some(failure)) if self.workers.leave_out_named(&failure, &own) > 0 => true,
-            (Some(own), _) => self.workers.leave_out_unreachable(&own).await > 0,
-            (None, _) => false,
+        let failure = match &unreachable {
+            Some(failure) => failure.clone(),
+            None => error.to_string(),
         };
+        let left_out = match own {
+            // The node the refused or cut call went to (named in the transport's error, or in
+            // the text another node sent) is left out even when its port still answers a
+            // probe (a process going down may accept connections a moment longer).
+            Some(own) if (unreachable.is_some() || elsewhere) && self.workers.leave_out_named(&failure, &own) > 0 => {
+                true
+            }
+            Some(own) => self.workers.leave_out_unreachable(&own).await > 0,
+            None => false,
+        };
+        let unreachable = unreachable.is_some();
         // A node that was just restarted is listed before it listens: another node's call to
         // it is refused, yet it answers the probe a moment later; and a pooled connection to
         // the process it replaced is reset on first use. Running again reaches it (at most
         // `MAX_LOST_NODE_RETRIES` times: the query only reads).
-        left_out || unreachable || lost_connection_elsewhere(error)
+        left_out || unreachable || elsewhere
     }
 
     /// The worker service to serve on the query port.
