@@ -191,32 +191,46 @@ impl Planner<'_> {
             (GeoLookup::Polygon, true) => registered("geo_distance_point_to_polygon", point)?.lt_eq(side(LEFT, RADIUS)),
             (GeoLookup::Line, _) => registered("geo_distance_point_to_line", point)?.lt_eq(side(LEFT, RADIUS)),
         };
-        let join_type = if return_unmatched {
-            JoinType::Left
-        } else {
-            JoinType::Inner
-        };
-        let joined = LogicalPlanBuilder::from(left)
-            .join_on(right, join_type, vec![condition])
-            .map_err(|e| internal(&e))?;
-
-        let mut exprs = Vec::new();
-        let mut columns: Vec<(String, KqlType)> = Vec::new();
-        for (name, kql_type) in &input.columns {
-            exprs.push(side(LEFT, name).alias(name));
-            columns.push((name.clone(), *kql_type));
-        }
         let added = lookup
             .columns
             .iter()
             .filter(|(name, _)| return_key || *name != key.name);
-        crate::joins::append_right(&mut exprs, &mut columns, added, RIGHT);
-        let plan = joined
-            .project(exprs)
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
-        Ok(Tabular { plan, columns })
+        lookup_join(left, &input, right, condition, return_unmatched, added)
     }
+}
+
+/// The lookup plugins' join: `left` (the input's columns and what the condition reads from
+/// them, aliased [`LEFT`]) with `right` (the lookup table, aliased [`RIGHT`]) where
+/// `condition` holds (rows of `left` that match nothing are kept with nulls when
+/// `return_unmatched`), projected to the input's columns then the `added` lookup columns.
+pub(crate) fn lookup_join<'c>(
+    left: datafusion::logical_expr::LogicalPlan,
+    input: &Tabular,
+    right: datafusion::logical_expr::LogicalPlan,
+    condition: Expr,
+    return_unmatched: bool,
+    added: impl Iterator<Item = &'c (String, KqlType)>,
+) -> Result<Tabular, TrawlError> {
+    let join_type = if return_unmatched {
+        JoinType::Left
+    } else {
+        JoinType::Inner
+    };
+    let joined = LogicalPlanBuilder::from(left)
+        .join_on(right, join_type, vec![condition])
+        .map_err(|e| internal(&e))?;
+    let mut exprs = Vec::new();
+    let mut columns: Vec<(String, KqlType)> = Vec::new();
+    for (name, kql_type) in &input.columns {
+        exprs.push(side(LEFT, name).alias(name));
+        columns.push((name.clone(), *kql_type));
+    }
+    crate::joins::append_right(&mut exprs, &mut columns, added, RIGHT);
+    let plan = joined
+        .project(exprs)
+        .and_then(|b| b.build())
+        .map_err(|e| internal(&e))?;
+    Ok(Tabular { plan, columns })
 }
 
 #[cfg(test)]

@@ -8,14 +8,12 @@
 //! address is tested against every network (a nested-loop join): lookup tables of up to a few
 //! hundred thousand networks are what it is for.
 
-use datafusion::common::JoinType;
-use datafusion::logical_expr::LogicalPlanBuilder;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal};
 use trawl_kql::span::Span;
 
 use crate::context::{Planner, Tabular, column, internal};
-use crate::geo_lookup::{LEFT, RIGHT, registered, side};
+use crate::geo_lookup::{LEFT, RIGHT, lookup_join, registered, side};
 
 /// The source address, as computed from the input.
 const ADDRESS: &str = "__trawl_ip_address";
@@ -128,27 +126,8 @@ impl Planner<'_> {
         for name in &extra_keys {
             condition = condition.and(side(LEFT, name).eq(side(RIGHT, name)));
         }
-        let join_type = if return_unmatched {
-            JoinType::Left
-        } else {
-            JoinType::Inner
-        };
-        let joined = LogicalPlanBuilder::from(left)
-            .join_on(right, join_type, vec![condition])
-            .map_err(|e| internal(&e))?;
-        let mut exprs = Vec::new();
-        let mut columns: Vec<(String, KqlType)> = Vec::new();
-        for (name, kql_type) in &input.columns {
-            exprs.push(side(LEFT, name).alias(name));
-            columns.push((name.clone(), *kql_type));
-        }
         let added = lookup.columns.iter().filter(|(name, _)| !extra_keys.contains(name));
-        crate::joins::append_right(&mut exprs, &mut columns, added, RIGHT);
-        let plan = joined
-            .project(exprs)
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
-        Ok(Tabular { plan, columns })
+        lookup_join(left, &input, right, condition, return_unmatched, added)
     }
 }
 

@@ -169,28 +169,7 @@ impl Planner<'_> {
         if max_dimensions < 1.0 || max_dimensions.fract() != 0.0 {
             return Err(self.error(ErrorCode::BadRequest, span, "basket's max dimensions is a whole number"));
         }
-        let wildcards = self.mining_wildcards(&input, args.get(3..).unwrap_or_default())?;
-        let excluded: Vec<&str> = weight.as_deref().into_iter().collect();
-        let dimensions = self.mining_dimensions("basket", &input, &excluded, span)?;
-        let count = if weight.is_some() { "todouble" } else { "tolong" };
-        let mined = Mined {
-            plugin: "basket",
-            aggregate: format!(
-                "__basket({}, {}, {threshold:?}, {})",
-                Self::packed(&dimensions),
-                Self::weight_expr(weight.as_deref()),
-                max_dimensions as i64
-            ),
-            leading: vec![
-                "SegmentId = toint(__bp.id)".to_owned(),
-                format!("Count = {count}(__bp['count'])"),
-                "Percent = todouble(__bp.percent)".to_owned(),
-            ],
-            dimensions,
-            wildcards,
-            filter: None,
-        };
-        self.mined(input, mined, span)
+        self.counted_patterns(input, args, span, "basket", weight, (threshold, max_dimensions as i64))
     }
 
     /// `evaluate autocluster([size_weight, weight_column, num_seeds, wildcards...])`: a few
@@ -214,17 +193,31 @@ impl Planner<'_> {
                 "autocluster's number of seeds is a whole number from 1 to 1000",
             ));
         }
+        self.counted_patterns(input, args, span, "autocluster", weight, (size_weight, seeds as i64))
+    }
+
+    /// `basket` and `autocluster`: `__<plugin>(dimensions, weight, real, long)` over the input,
+    /// one row per pattern: `SegmentId`, `Count` (a real with a weight column), `Percent`,
+    /// then the dimensions (wildcards from the fourth argument on).
+    fn counted_patterns(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+        plugin: &'static str,
+        weight: Option<String>,
+        (real, long): (f64, i64),
+    ) -> Result<Tabular, TrawlError> {
         let wildcards = self.mining_wildcards(&input, args.get(3..).unwrap_or_default())?;
         let excluded: Vec<&str> = weight.as_deref().into_iter().collect();
-        let dimensions = self.mining_dimensions("autocluster", &input, &excluded, span)?;
+        let dimensions = self.mining_dimensions(plugin, &input, &excluded, span)?;
         let count = if weight.is_some() { "todouble" } else { "tolong" };
         let mined = Mined {
-            plugin: "autocluster",
+            plugin,
             aggregate: format!(
-                "__autocluster({}, {}, {size_weight:?}, {})",
+                "__{plugin}({}, {}, {real:?}, {long})",
                 Self::packed(&dimensions),
                 Self::weight_expr(weight.as_deref()),
-                seeds as i64
             ),
             leading: vec![
                 "SegmentId = toint(__bp.id)".to_owned(),
