@@ -18,7 +18,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use serde_json::{Value, json};
 
-use super::rows::{Pattern, WeightedRows, comparable, percent, values};
+use super::rows::{Params, Pattern, WeightedRows, comparable, percent, values};
 use crate::rowfn::{Out, Val};
 use crate::udaf::RowAgg;
 
@@ -34,8 +34,7 @@ const MIN_ROWS: f64 = 2.0;
 #[derive(Debug, Default)]
 struct AutoclusterAgg {
     rows: WeightedRows,
-    size_weight: Option<f64>,
-    num_seeds: Option<usize>,
+    params: Params,
 }
 
 impl AutoclusterAgg {
@@ -94,8 +93,8 @@ impl AutoclusterAgg {
         if total <= 0.0 {
             return (Vec::new(), total);
         }
-        let size_weight = self.size_weight.unwrap_or(0.5).clamp(0.0, 1.0);
-        let num_seeds = self.num_seeds.unwrap_or(25).clamp(1, 1000);
+        let size_weight = self.params.real.unwrap_or(0.5).clamp(0.0, 1.0);
+        let num_seeds = self.params.whole.unwrap_or(25).clamp(1, 1000);
         // Seeds: the heaviest single values.
         let mut singles: Vec<(Pattern, f64)> = self
             .rows
@@ -127,25 +126,16 @@ impl AutoclusterAgg {
 
 impl RowAgg for AutoclusterAgg {
     fn update(&mut self, row: &[Val]) -> Result<()> {
-        if self.size_weight.is_none() {
-            self.size_weight = row.get(2).and_then(|v| v.real());
-        }
-        if self.num_seeds.is_none() {
-            self.num_seeds = row.get(3).and_then(|v| v.long()).map(|n| n.max(1) as usize);
-        }
+        self.params.read(row, 2);
         self.rows.update("autocluster", row, 0)
     }
 
     fn state(&self) -> Vec<u8> {
-        self.rows
-            .state(json!({"size_weight": self.size_weight, "num_seeds": self.num_seeds}))
+        self.rows.state(&self.params)
     }
 
     fn merge(&mut self, state: &[u8]) -> Result<()> {
-        let params = self.rows.merge("autocluster", state)?;
-        self.size_weight = self.size_weight.or(params["size_weight"].as_f64());
-        self.num_seeds = self.num_seeds.or(params["num_seeds"].as_u64().map(|n| n as usize));
-        Ok(())
+        self.rows.merge("autocluster", state, &mut self.params)
     }
 
     fn evaluate(&self) -> Result<Out> {
@@ -242,11 +232,17 @@ mod tests {
     #[test]
     fn a_larger_size_weight_prefers_coverage() -> Result<()> {
         let mut specific = AutoclusterAgg {
-            size_weight: Some(0.1),
+            params: Params {
+                real: Some(0.1),
+                whole: None,
+            },
             ..AutoclusterAgg::default()
         };
         let mut generic = AutoclusterAgg {
-            size_weight: Some(0.9),
+            params: Params {
+                real: Some(0.9),
+                whole: None,
+            },
             ..AutoclusterAgg::default()
         };
         for i in 0..100 {

@@ -7,23 +7,22 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use serde_json::{Value, json};
 
-use super::rows::{Pattern, WeightedRows};
+use super::rows::{Params, Pattern, WeightedRows};
 use crate::rowfn::{Out, Val};
 use crate::udaf::RowAgg;
 
 #[derive(Debug, Default)]
 struct BasketAgg {
     rows: WeightedRows,
-    threshold: Option<f64>,
-    max_dimensions: Option<usize>,
+    params: Params,
 }
 
 impl BasketAgg {
     /// Every frequent pattern with its support, and the total weight.
     fn frequent(&self) -> (Vec<(Pattern, f64)>, f64) {
         let total = self.rows.totals()[0];
-        let minimum = self.threshold.unwrap_or(0.05).clamp(0.0, 1.0) * total;
-        let max_dimensions = self.max_dimensions.unwrap_or(5).max(1);
+        let minimum = self.params.real.unwrap_or(0.05).clamp(0.0, 1.0) * total;
+        let max_dimensions = self.params.whole.unwrap_or(5).max(1);
         let patterns = self
             .rows
             .apriori(max_dimensions, |support| support[0] >= minimum && support[0] > 0.0)
@@ -41,27 +40,16 @@ impl BasketAgg {
 
 impl RowAgg for BasketAgg {
     fn update(&mut self, row: &[Val]) -> Result<()> {
-        if self.threshold.is_none() {
-            self.threshold = row.get(2).and_then(|v| v.real());
-        }
-        if self.max_dimensions.is_none() {
-            self.max_dimensions = row.get(3).and_then(|v| v.long()).map(|n| n.max(1) as usize);
-        }
+        self.params.read(row, 2);
         self.rows.update("basket", row, 0)
     }
 
     fn state(&self) -> Vec<u8> {
-        self.rows
-            .state(json!({"threshold": self.threshold, "max_dimensions": self.max_dimensions}))
+        self.rows.state(&self.params)
     }
 
     fn merge(&mut self, state: &[u8]) -> Result<()> {
-        let params = self.rows.merge("basket", state)?;
-        self.threshold = self.threshold.or(params["threshold"].as_f64());
-        self.max_dimensions = self
-            .max_dimensions
-            .or(params["max_dimensions"].as_u64().map(|n| n as usize));
-        Ok(())
+        self.rows.merge("basket", state, &mut self.params)
     }
 
     fn evaluate(&self) -> Result<Out> {
@@ -122,7 +110,10 @@ mod tests {
     #[test]
     fn frequent_patterns_by_apriori() {
         let mut agg = BasketAgg {
-            threshold: Some(0.3),
+            params: Params {
+                real: Some(0.3),
+                whole: None,
+            },
             ..BasketAgg::default()
         };
         let rows = [("a", "x", 4.0), ("a", "y", 3.0), ("b", "y", 2.0), ("c", "z", 1.0)];

@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use serde_json::{Value, json};
 
-use super::rows::{Pattern, WeightedRows, Weights, comparable, percent, values};
+use super::rows::{Params, Pattern, WeightedRows, Weights, comparable, percent, values};
 use crate::rowfn::{Out, Val};
 use crate::udaf::RowAgg;
 
@@ -26,15 +26,14 @@ const MAX_PATTERNS: usize = 200;
 #[derive(Debug, Default)]
 struct DiffPatternsAgg {
     rows: WeightedRows,
-    threshold: Option<f64>,
-    max_dimensions: Option<usize>,
+    params: Params,
 }
 
 impl DiffPatternsAgg {
     fn differences(&self) -> (Vec<(Pattern, Weights)>, Weights) {
         let totals = self.rows.totals();
-        let threshold = self.threshold.unwrap_or(0.05).clamp(0.0, 1.0);
-        let max_dimensions = self.max_dimensions.unwrap_or(usize::MAX).min(self.rows.width());
+        let threshold = self.params.real.unwrap_or(0.05).clamp(0.0, 1.0);
+        let max_dimensions = self.params.whole.unwrap_or(usize::MAX).min(self.rows.width());
         let share = |support: Weights, side: usize| {
             if totals[side] > 0.0 {
                 support[side] / totals[side]
@@ -84,12 +83,7 @@ impl DiffPatternsAgg {
 
 impl RowAgg for DiffPatternsAgg {
     fn update(&mut self, row: &[Val]) -> Result<()> {
-        if self.threshold.is_none() {
-            self.threshold = row.get(3).and_then(|v| v.real());
-        }
-        if self.max_dimensions.is_none() {
-            self.max_dimensions = row.get(4).and_then(|v| v.long()).map(|n| n.max(1) as usize);
-        }
+        self.params.read(row, 3);
         match row.get(2).and_then(|v| v.long()) {
             Some(side @ (0 | 1)) => self.rows.update("diffpatterns", row, side as usize),
             _ => Ok(()),
@@ -97,17 +91,11 @@ impl RowAgg for DiffPatternsAgg {
     }
 
     fn state(&self) -> Vec<u8> {
-        self.rows
-            .state(json!({"threshold": self.threshold, "max_dimensions": self.max_dimensions}))
+        self.rows.state(&self.params)
     }
 
     fn merge(&mut self, state: &[u8]) -> Result<()> {
-        let params = self.rows.merge("diffpatterns", state)?;
-        self.threshold = self.threshold.or(params["threshold"].as_f64());
-        self.max_dimensions = self
-            .max_dimensions
-            .or(params["max_dimensions"].as_u64().map(|n| n as usize));
-        Ok(())
+        self.rows.merge("diffpatterns", state, &mut self.params)
     }
 
     fn evaluate(&self) -> Result<Out> {

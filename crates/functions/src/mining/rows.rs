@@ -19,6 +19,31 @@ pub(crate) type Pattern = Vec<(usize, String)>;
 /// Weights in the two sets.
 pub(crate) type Weights = [f64; 2];
 
+/// A miner's two parameters (a real and a whole number), read from the first row that holds
+/// them and carried through its states.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Params {
+    pub(crate) real: Option<f64>,
+    pub(crate) whole: Option<usize>,
+}
+
+impl Params {
+    /// Reads the parameters still unknown from `row` (at `real_at` and `real_at + 1`).
+    pub(crate) fn read(&mut self, row: &[Val], real_at: usize) {
+        if self.real.is_none() {
+            self.real = row.get(real_at).and_then(|v| v.real());
+        }
+        if self.whole.is_none() {
+            self.whole = row.get(real_at + 1).and_then(|v| v.long()).map(|n| n.max(1) as usize);
+        }
+    }
+
+    fn merge(&mut self, other: &Value) {
+        self.real = self.real.or(other["real"].as_f64());
+        self.whole = self.whole.or(other["whole"].as_u64().map(|n| n as usize));
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct WeightedRows {
     rows: HashMap<Vec<String>, Weights>,
@@ -165,14 +190,16 @@ impl WeightedRows {
         all
     }
 
-    pub(crate) fn state(&self, params: Value) -> Vec<u8> {
+    pub(crate) fn state(&self, params: &Params) -> Vec<u8> {
         let rows: Vec<Value> = self.rows.iter().map(|(values, w)| json!([values, w])).collect();
-        json!({"rows": rows, "params": params}).to_string().into_bytes()
+        json!({"rows": rows, "params": {"real": params.real, "whole": params.whole}})
+            .to_string()
+            .into_bytes()
     }
 
-    /// Merges a state [`WeightedRows::state`] wrote; returns its parameters.
-    pub(crate) fn merge(&mut self, plugin: &str, state: &[u8]) -> Result<Value> {
-        let Ok(mut state) = serde_json::from_slice::<Value>(state) else {
+    /// Merges a state [`WeightedRows::state`] wrote, and its parameters into `params`.
+    pub(crate) fn merge(&mut self, plugin: &str, state: &[u8], params: &mut Params) -> Result<()> {
+        let Ok(state) = serde_json::from_slice::<Value>(state) else {
             return exec_err!("a corrupt {plugin} state");
         };
         for entry in state["rows"].as_array().into_iter().flatten() {
@@ -189,7 +216,8 @@ impl WeightedRows {
                 }
             }
         }
-        Ok(state["params"].take())
+        params.merge(&state["params"]);
+        Ok(())
     }
 
     pub(crate) fn size(&self) -> usize {
