@@ -100,7 +100,8 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         false,
         DYNAMIC,
         crate::fieldstats::make_fieldstats
-    ), // Internal: `evaluate funnel_sequence_completion` (planner).
+    ),
+    // Internal: `evaluate funnel_sequence_completion` (planner).
     a!(
         "__funnel_reach",
         [Long, String, String, Long],
@@ -108,6 +109,15 @@ pub static AGGREGATES: &[KqlAggregate] = &[
         false,
         LONG,
         fu::make_funnel_reach
+    ),
+    // Internal: `graph-mark-components` (planner).
+    a!(
+        "__graph_components",
+        [String, String, Bool],
+        3,
+        false,
+        DYNAMIC,
+        crate::graph_components::make_graph_components
     ),
     // Internal: `graph-match` (planner).
     a!(

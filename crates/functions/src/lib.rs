@@ -20,6 +20,7 @@ pub mod encoding;
 pub mod fieldstats;
 pub mod funnel;
 pub mod geo;
+pub mod graph_components;
 pub mod graph_match;
 pub mod hll;
 pub mod ip;

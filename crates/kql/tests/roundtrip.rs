@@ -16,6 +16,7 @@ pub const QUERIES: &[&str] = &[
     "T | facet by a, b with (where x > 1 | take 5)",
     "T | facet by a",
     "T | consume",
+    "E | make-graph a --> b with_node_id=name | graph-mark-components kind=strong with_component_id=family | graph-to-table nodes",
     "T | consume decodeblocks=true",
     "E | make-graph src --> dst with N on name, M on id | graph-match cycles=none (a)-[e]->(b)<-[f*1..3]-(c)-[]-() where a.x == 1 and all(f, y > 2) project a.name, n = array_length(f)",
     "E | make-graph src -- dst with_node_id=name | graph-match (a)-[e]->(b) project a.name",

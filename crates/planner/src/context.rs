@@ -402,15 +402,29 @@ impl<'a> Planner<'a> {
                 while let Some(operator) = rest.next() {
                     current = match &operator.kind {
                         // A graph is not a table: make-graph goes with the graph operator after it.
-                        OperatorKind::MakeGraph(make) => match rest.next().map(|o| &o.kind) {
-                            Some(OperatorKind::GraphMatch(matching)) => {
+                        OperatorKind::MakeGraph(make) => match rest.next().map(|o| (&o.kind, o.span)) {
+                            Some((OperatorKind::GraphMarkComponents(params), marked_at)) => {
+                                match rest.next().map(|o| &o.kind) {
+                                    Some(OperatorKind::GraphToTable(table)) => {
+                                        self.graph_to_table(current, make, table, Some(params), operator.span)?
+                                    }
+                                    _ => {
+                                        return Err(self.error(
+                                            ErrorCode::BadRequest,
+                                            marked_at,
+                                            "graph-mark-components is followed by graph-to-table here",
+                                        ));
+                                    }
+                                }
+                            }
+                            Some((OperatorKind::GraphMatch(matching), _)) => {
                                 self.graph_match(current, make, matching, false, operator.span)?
                             }
-                            Some(OperatorKind::GraphShortestPaths(matching)) => {
+                            Some((OperatorKind::GraphShortestPaths(matching), _)) => {
                                 self.graph_match(current, make, matching, true, operator.span)?
                             }
-                            Some(OperatorKind::GraphToTable(table)) => {
-                                self.graph_to_table(current, make, table, operator.span)?
+                            Some((OperatorKind::GraphToTable(table), _)) => {
+                                self.graph_to_table(current, make, table, None, operator.span)?
                             }
                             _ => {
                                 return Err(self.error(
@@ -422,6 +436,7 @@ impl<'a> Planner<'a> {
                         },
                         OperatorKind::GraphMatch(_)
                         | OperatorKind::GraphShortestPaths(_)
+                        | OperatorKind::GraphMarkComponents(_)
                         | OperatorKind::GraphToTable(_) => {
                             return Err(self.error(
                                 ErrorCode::BadRequest,

@@ -454,6 +454,7 @@ impl Planner<'_> {
         edges: Tabular,
         make: &MakeGraph,
         table: &trawl_kql::ast::GraphToTable,
+        components: Option<&[trawl_kql::ast::OperatorParam]>,
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         let [part] = table.parts.as_slice() else {
@@ -550,6 +551,20 @@ impl Planner<'_> {
                         ));
                     }
                 };
+                if let Some(params) = components {
+                    let (strong, name) = self.component_params(params)?;
+                    let node_rows = match make.nodes.first() {
+                        Some((nodes, _)) => {
+                            format!(", ({nodes} | project __s = tostring({key}), __d = tostring({key}))")
+                        }
+                        None => String::new(),
+                    };
+                    text.push_str(&format!(
+                        " | extend {name} = toint(toscalar(union ({INPUT} | project __s = tostring({src}), \
+                         __d = tostring({dst})){node_rows} | summarize __graph_components(__s, __d, {strong}))\
+                         [tostring({key})])"
+                    ));
+                }
                 if let Some(node_id) = node_id {
                     text.push_str(&format!(
                         " | extend {node_id} = hash(tostring({key})) | project-reorder {node_id}"
@@ -566,6 +581,46 @@ impl Planner<'_> {
             }
         };
         self.lowered(edges, "graph-to-table", &text, span)
+    }
+}
+
+impl Planner<'_> {
+    /// `graph-mark-components`' `kind` (whether strong) and the component property's name
+    /// (bracketed; `ComponentId` by default).
+    fn component_params(&self, params: &[trawl_kql::ast::OperatorParam]) -> Result<(bool, String), TrawlError> {
+        let mut strong = false;
+        let mut name = "ComponentId".to_string();
+        for param in params {
+            let word = match &param.value.kind {
+                ExprKind::Name(ident) => ident.name.clone(),
+                ExprKind::Literal(trawl_kql::ast::Literal::String(text)) => text.clone(),
+                _ => String::new(),
+            };
+            match param.name.to_ascii_lowercase().as_str() {
+                "kind" => {
+                    strong = match word.to_ascii_lowercase().as_str() {
+                        "weak" => false,
+                        "strong" => true,
+                        _ => {
+                            return Err(self.error(
+                                ErrorCode::BadRequest,
+                                param.value.span,
+                                "graph-mark-components' kind is weak or strong",
+                            ));
+                        }
+                    };
+                }
+                _ if word.is_empty() => {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        param.value.span,
+                        "with_component_id takes a property name",
+                    ));
+                }
+                _ => name = word,
+            }
+        }
+        Ok((strong, crate::names::bracketed(&name)))
     }
 }
 
@@ -603,6 +658,19 @@ mod tests {
             Some(vec!["a".to_string(), "b".into(), "e".into()])
         );
         assert_eq!(code("edges | make-graph src --> dst"), Some(ErrorCode::BadRequest));
+        assert_eq!(
+            plan("edges | make-graph src --> dst | graph-mark-components with_component_id=c | graph-to-table nodes")
+                .ok(),
+            Some(vec!["__node_id".to_string(), "c".into()])
+        );
+        assert_eq!(
+            code("edges | make-graph src --> dst | graph-mark-components | graph-match (a)-[e]->(b)"),
+            Some(ErrorCode::BadRequest)
+        );
+        assert_eq!(
+            code("edges | make-graph src --> dst | graph-mark-components kind=sideways | graph-to-table nodes"),
+            Some(ErrorCode::BadRequest)
+        );
         assert_eq!(code("edges | graph-match (a)-[e]->(b)"), Some(ErrorCode::BadRequest));
         assert_eq!(
             code("edges | make-graph nope --> dst | graph-match (a)-[e]->(b)"),

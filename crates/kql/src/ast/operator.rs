@@ -124,6 +124,8 @@ pub enum OperatorKind {
     GraphShortestPaths(GraphMatch),
     /// `graph-to-table nodes|edges ...`: a graph's nodes or edges as a table.
     GraphToTable(GraphToTable),
+    /// `graph-mark-components [kind = weak|strong] [with_component_id = Name]`
+    GraphMarkComponents(Vec<OperatorParam>),
 }
 
 impl OperatorKind {
@@ -180,6 +182,7 @@ impl OperatorKind {
             OperatorKind::MakeGraph(_) => "make-graph",
             OperatorKind::GraphMatch(_) => "graph-match",
             OperatorKind::GraphShortestPaths(_) => "graph-shortest-paths",
+            OperatorKind::GraphMarkComponents(_) => "graph-mark-components",
             OperatorKind::GraphToTable(_) => "graph-to-table",
         }
     }

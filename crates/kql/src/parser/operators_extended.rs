@@ -245,6 +245,9 @@ impl Parser<'_> {
                 })?,
             }),
             "graph-shortest-paths" => OperatorKind::GraphShortestPaths(self.parse_graph_match(&["output"])?),
+            "graph-mark-components" => {
+                OperatorKind::GraphMarkComponents(self.parse_params(&["kind", "with_component_id"])?)
+            }
             "annotate" => OperatorKind::Annotate(self.comma_separated(|parser| {
                 let path = parser.parse_required_expr("annotate")?;
                 parser.expect(&TokenKind::Colon, "':' and a type after an annotated path")?;

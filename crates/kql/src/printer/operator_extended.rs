@@ -218,6 +218,7 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
             Ok(())
         }
         OperatorKind::Consume(params) => write_params(f, params),
+        OperatorKind::GraphMarkComponents(params) => write_params(f, params),
         OperatorKind::GraphToTable(table) => {
             for (i, part) in table.parts.iter().enumerate() {
                 f.write_str(if i == 0 { " " } else { ", " })?;
