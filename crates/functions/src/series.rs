@@ -404,7 +404,8 @@ pub fn series_fill_linear(args: &[Val]) -> Result<Out> {
         .all(|v| as_long(v).is_some());
     let make = |x: f64| {
         if integers {
-            Value::from(x.round() as i64)
+            // Integer series keep integers, truncated as Kusto's documented output shows.
+            Value::from(x.trunc() as i64)
         } else {
             real_value(x)
         }
@@ -735,14 +736,14 @@ mod tests {
                 "series_fill_linear",
                 &[d("[null,111,null,36,41,null,null,16,61,33,null,null]")]
             ),
-            "[111,111,74,36,41,33,24,16,61,33,33,33]"
+            "[111,111,73,36,41,32,24,16,61,33,33,33]"
         );
         assert_eq!(
             run(
                 "series_fill_linear",
                 &[d("[null,111,null,36,null]"), null_dyn(), b(false)]
             ),
-            "[null,111,74,36,null]"
+            "[null,111,73,36,null]"
         );
         assert_eq!(run("series_fill_linear", &[d("[null,null]")]), "[0,0]");
     }
