@@ -334,13 +334,14 @@ pub fn extract(args: &[Val]) -> Result<Out> {
     text(found.unwrap_or_default())
 }
 
-/// `extract_all(regex, [groups,] source)`: an array of the matches (of arrays when the regex
-/// has several groups); null when nothing matches.
+/// `extract_all(regex, [groups,] source)`: an array of the matches (of arrays when more than
+/// one group is extracted); null when nothing matches. `groups` selects capture groups by
+/// number or by name (`dynamic(['first', 2, 'last'])`).
 pub fn extract_all(args: &[Val]) -> Result<Out> {
     let pattern = str_arg(args, 0);
     let (groups, source) = if args.len() >= 3 {
-        let groups: Option<Vec<usize>> = match parse(arg(args, 1)) {
-            Some(Value::Array(items)) => Some(items.iter().filter_map(|v| v.as_u64().map(|n| n as usize)).collect()),
+        let groups: Option<Vec<Value>> = match parse(arg(args, 1)) {
+            Some(Value::Array(items)) => Some(items),
             _ => None,
         };
         (groups, str_arg(args, 2))
@@ -349,21 +350,28 @@ pub fn extract_all(args: &[Val]) -> Result<Out> {
     };
     let rows = with_regex(pattern, |re| {
         let count = re.captures_len() - 1;
-        let wanted: Vec<usize> = match &groups {
-            Some(g) if !g.is_empty() => g.clone(),
-            _ if count == 0 => vec![0],
-            _ => (1..=count).collect(),
+        let by_name = |name: &str| re.capture_names().position(|n| n == Some(name));
+        let wanted: Vec<Option<usize>> = match &groups {
+            Some(g) if !g.is_empty() => g
+                .iter()
+                .map(|v| match v {
+                    Value::String(name) => by_name(name),
+                    other => other.as_u64().map(|n| n as usize),
+                })
+                .collect(),
+            _ if count == 0 => vec![Some(0)],
+            _ => (1..=count).map(Some).collect(),
         };
         re.captures_iter(source)
             .map(|c| {
                 let values: Vec<Value> = wanted
                     .iter()
                     .map(|g| {
-                        c.get(*g)
+                        g.and_then(|g| c.get(g))
                             .map_or(Value::String(String::new()), |m| Value::String(m.as_str().to_string()))
                     })
                     .collect();
-                if wanted.len() == 1 && groups.is_none() {
+                if wanted.len() == 1 {
                     values.into_iter().next().unwrap_or(Value::Null)
                 } else {
                     Value::Array(values)
@@ -594,9 +602,18 @@ mod tests {
             run("extract_all", &[s(r"([a-z]+)(\d+)"), hex.clone()]),
             "[[\"ab\",\"12\"],[\"cd\",\"34\"]]"
         );
+        // One group asked for: one dimension, as the reference says.
         assert_eq!(
-            run("extract_all", &[s(r"([a-z]+)(\d+)"), d("[2]"), hex]),
-            "[[\"12\"],[\"34\"]]"
+            run("extract_all", &[s(r"([a-z]+)(\d+)"), d("[2]"), hex.clone()]),
+            "[\"12\",\"34\"]"
+        );
+        // Groups by name and by number.
+        assert_eq!(
+            run(
+                "extract_all",
+                &[s(r"(?P<word>[a-z]+)(?P<number>\d+)"), d("[\"number\", 1, \"nope\"]"), hex]
+            ),
+            "[[\"12\",\"ab\",\"\"],[\"34\",\"cd\",\"\"]]"
         );
         assert_eq!(run("extract_all", &[s(r"(x)"), source]), "null");
     }
