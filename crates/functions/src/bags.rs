@@ -220,11 +220,14 @@ pub fn treepath(args: &[Val]) -> Result<Out> {
     Ok(out(Value::Array(paths.into_iter().map(Value::String).collect())))
 }
 
-/// `parse_json(text)` / `todynamic(text)`: invalid JSON gives the text as a dynamic string.
+/// `parse_json(text)` / `todynamic(text)`: invalid JSON gives the text as a dynamic string, an
+/// empty text null.
 pub fn parse_json(args: &[Val]) -> Result<Out> {
     let text = str_arg(args, 0);
     Ok(match serde_json::from_str::<Value>(text) {
         Ok(value) => out(value),
+        // An empty text is no value (`gettype(parse_json(''))` is `null`).
+        Err(_) if text.trim().is_empty() => out(Value::Null),
         Err(_) => out(Value::String(text.to_string())),
     })
 }
@@ -242,20 +245,22 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// `gettype(value)`. Strings and dynamic values both arrive as text: text that is a JSON
-/// string, array or bag is taken as a dynamic value, any other text as a string.
-pub fn gettype(args: &[Val]) -> Result<Out> {
+/// `__gettype_dynamic(value)`: the type of a dynamic value (the planner answers `gettype` of
+/// typed values itself): `null`, `bool`, `int` (a whole number within 32 bits), `long`,
+/// `real`, `string`, `array` or `dictionary`; text that is not JSON is a `string`.
+pub fn gettype_dynamic(args: &[Val]) -> Result<Out> {
     let name = match arg(args, 0) {
         Val::Null => "null",
         Val::Bool(_) => "bool",
+        Val::Long(n) if i32::try_from(n).is_ok() => "int",
         Val::Long(_) => "long",
         Val::Real(_) => "real",
         Val::DateTime(_) => "datetime",
         Val::Timespan(_) => "timespan",
         Val::Str(text) => match serde_json::from_str::<Value>(text) {
-            Ok(v @ (Value::String(_) | Value::Array(_) | Value::Object(_))) => json_type(&v),
-            Ok(Value::Null) if text == "null" => "null",
-            _ => "string",
+            Ok(Value::Number(n)) if n.as_i64().is_some_and(|n| i32::try_from(n).is_ok()) => "int",
+            Ok(v) => json_type(&v),
+            Err(_) => "string",
         },
     };
     Ok(Out::Str(name.to_string()))
@@ -283,7 +288,7 @@ pub fn dynamic_to_json(args: &[Val]) -> Result<Out> {
 
 #[cfg(test)]
 mod tests {
-    use crate::testing::{d, fails, l, null_dyn, run, s};
+    use crate::testing::{d, fails, null_dyn, run, s};
 
     #[test]
     fn json_paths_extract_elements() {
@@ -369,14 +374,16 @@ mod tests {
         assert_eq!(run("parse_json", &[s("{\"a\": [1, 2]}")]), "{\"a\":[1,2]}");
         assert_eq!(run("todynamic", &[s("not json")]), "\"not json\"");
         assert_eq!(run("parse_json", &[s("5")]), "5");
-        assert_eq!(run("gettype", &[d("[1]")]), "array");
-        assert_eq!(run("gettype", &[d("{}")]), "dictionary");
-        assert_eq!(run("gettype", &[s("abc")]), "string");
-        assert_eq!(run("gettype", &[l(1)]), "long");
-        assert_eq!(run("gettype", &[crate::testing::r(1.5)]), "real");
-        assert_eq!(run("gettype", &[crate::testing::dt_ns(0)]), "datetime");
-        assert_eq!(run("gettype", &[crate::testing::ts(5)]), "timespan");
-        assert_eq!(run("gettype", &[crate::testing::b(true)]), "bool");
+        let gettype = |value| run("__gettype_dynamic", &[value]);
+        assert_eq!(gettype(d("[1]")), "array");
+        assert_eq!(gettype(d("{}")), "dictionary");
+        assert_eq!(gettype(d("1")), "int");
+        assert_eq!(gettype(d("12345678901")), "long");
+        assert_eq!(gettype(d("1.5")), "real");
+        assert_eq!(gettype(d("\"abc\"")), "string");
+        assert_eq!(gettype(d("null")), "null");
+        assert_eq!(gettype(null_dyn()), "null");
+        assert_eq!(gettype(d("true")), "bool");
     }
 
     #[test]

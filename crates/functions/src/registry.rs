@@ -137,6 +137,8 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     ),
     // Internal: `pack_all(true)`, a bag without null or empty values (planner).
     f!("__bag_pack_dense", [Dynamic], 0, true, DYNAMIC, b::bag_pack_dense),
+    // Internal: `gettype` of a dynamic value (planner).
+    f!("__gettype_dynamic", [Any], 1, false, STRING, b::gettype_dynamic),
     f!("abs", [Any], 1, false, SAME, m::abs),
     f!("acos", [Real], 1, false, REAL, m::acos),
     f!("array_concat", [Dynamic], 1, true, DYNAMIC, a::array_concat),
@@ -358,7 +360,6 @@ pub static FUNCTIONS: &[KqlFunction] = &[
     ),
     f!("gamma", [Real], 1, false, REAL, m::gamma),
     f!("getmonth", [DateTime], 1, false, INT, t::getmonth),
-    f!("gettype", [Any], 1, false, STRING, b::gettype),
     f!("getyear", [DateTime], 1, false, INT, t::getyear),
     f!("has_any_ipv4", [String, Dynamic], 2, true, BOOL, ip::has_any_ipv4),
     f!(

@@ -611,7 +611,11 @@ mod tests {
         assert_eq!(
             run(
                 "extract_all",
-                &[s(r"(?P<word>[a-z]+)(?P<number>\d+)"), d("[\"number\", 1, \"nope\"]"), hex]
+                &[
+                    s(r"(?P<word>[a-z]+)(?P<number>\d+)"),
+                    d("[\"number\", 1, \"nope\"]"),
+                    hex
+                ]
             ),
             "[[\"12\",\"ab\",\"\"],[\"34\",\"cd\",\"\"]]"
         );

@@ -84,6 +84,10 @@ pub(crate) static PLANNER_FUNCTIONS: &[PlannerFunction] = &[
         lower: extract_json,
     },
     PlannerFunction {
+        names: &["gettype"],
+        lower: gettype,
+    },
+    PlannerFunction {
         names: &["iff", "iif"],
         lower: iff,
     },
@@ -412,6 +416,25 @@ fn tobool(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
         _ => try_cast(value.expr, DataType::Boolean),
     };
     Ok(Typed::new(expr, KqlType::Bool))
+}
+
+/// `gettype(value)`: a typed value's type is known here (`int`, `guid`, `decimal` included);
+/// a dynamic value's is read from the value (`__gettype_dynamic`).
+fn gettype(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
+    let Call { args, input, e, .. } = *c;
+    arity(p, c, 1)?;
+    let value = p.scalar(&args[0], input)?;
+    if value.kql_type == KqlType::Dynamic {
+        let call = KExpr::new(
+            ExprKind::Call {
+                function: Ident::new("__gettype_dynamic", e.span),
+                args: args.to_vec(),
+            },
+            e.span,
+        );
+        return p.scalar(&call, input);
+    }
+    Ok(Typed::new(lit(value.kql_type.as_str()), KqlType::String))
 }
 
 fn strlen(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
