@@ -43,6 +43,7 @@ pub mod rowfn;
 pub mod series;
 pub mod series_analysis;
 pub mod series_decompose;
+pub mod series_fft;
 pub mod series_poly;
 pub mod strings;
 pub mod strings_more;

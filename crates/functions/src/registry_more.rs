@@ -37,12 +37,28 @@ pub static FUNCTIONS_MORE: &[KqlFunction] = &[
         sd::series_decompose_anomalies_bag
     ),
     f!(
+        "__series_fft",
+        [Dynamic, Dynamic],
+        1,
+        false,
+        DYNAMIC,
+        crate::series_fft::series_fft_bag
+    ),
+    f!(
         "__series_fit_poly",
         [Dynamic, Dynamic, Long],
         1,
         false,
         DYNAMIC,
         sp::series_fit_poly_bag
+    ),
+    f!(
+        "__series_ifft",
+        [Dynamic, Dynamic],
+        1,
+        false,
+        DYNAMIC,
+        crate::series_fft::series_ifft_bag
     ),
     f!(
         "__series_periods_detect",

@@ -104,6 +104,8 @@ fn multi_output(name: &str) -> Option<(&'static str, &'static [(&'static str, ch
                 ("left_rvariance", 'r'),
             ],
         ),
+        "series_fft" => ("__series_fft", &[("real", 'd'), ("imag", 'd')]),
+        "series_ifft" => ("__series_ifft", &[("real", 'd'), ("imag", 'd')]),
         "series_fit_poly" => (
             "__series_fit_poly",
             &[
