@@ -659,6 +659,12 @@ impl Planner<'_> {
                 kql_type,
             });
         }
+        // `(a, b) = arg_max(x, y)` names the outputs in order.
+        if item.names.len() > 1 {
+            for (output, name) in outputs.iter_mut().zip(&item.names) {
+                output.name = name.name.clone();
+            }
+        }
         Ok(outputs)
     }
 }

@@ -408,20 +408,27 @@ impl<'a> Planner<'a> {
                                     Some(OperatorKind::GraphToTable(table)) => {
                                         self.graph_to_table(current, make, table, Some(params), operator.span)?
                                     }
+                                    Some(OperatorKind::GraphMatch(matching)) => {
+                                        self.graph_match(current, make, matching, false, Some(params), operator.span)?
+                                    }
+                                    Some(OperatorKind::GraphShortestPaths(matching)) => {
+                                        self.graph_match(current, make, matching, true, Some(params), operator.span)?
+                                    }
                                     _ => {
                                         return Err(self.error(
                                             ErrorCode::BadRequest,
                                             marked_at,
-                                            "graph-mark-components is followed by graph-to-table here",
+                                            "graph-mark-components is followed by graph-match, graph-shortest-paths \
+                                             or graph-to-table",
                                         ));
                                     }
                                 }
                             }
                             Some((OperatorKind::GraphMatch(matching), _)) => {
-                                self.graph_match(current, make, matching, false, operator.span)?
+                                self.graph_match(current, make, matching, false, None, operator.span)?
                             }
                             Some((OperatorKind::GraphShortestPaths(matching), _)) => {
-                                self.graph_match(current, make, matching, true, operator.span)?
+                                self.graph_match(current, make, matching, true, None, operator.span)?
                             }
                             Some((OperatorKind::GraphToTable(table), _)) => {
                                 self.graph_to_table(current, make, table, None, operator.span)?

@@ -86,6 +86,7 @@ impl Planner<'_> {
         make: &MakeGraph,
         matching: &GraphMatch,
         shortest: bool,
+        components: Option<&[trawl_kql::ast::OperatorParam]>,
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         for column in [&make.source, &make.target] {
@@ -177,6 +178,9 @@ impl Planner<'_> {
                 },
                 key,
             ));
+        }
+        if let Some(params) = components {
+            node_tables = self.mark_components(&edges, make, node_tables, params)?;
         }
         // Calls over steps, inner nodes and degrees, replaced by the fields each match carries.
         let mut aggregates: Vec<StepAggregate> = Vec::new();
@@ -553,6 +557,7 @@ impl Planner<'_> {
                 };
                 if let Some(params) = components {
                     let (strong, name) = self.component_params(params)?;
+                    let name = crate::names::bracketed(&name);
                     let node_rows = match make.nodes.first() {
                         Some((nodes, _)) => {
                             format!(", ({nodes} | project __s = tostring({key}), __d = tostring({key}))")
@@ -585,6 +590,77 @@ impl Planner<'_> {
 }
 
 impl Planner<'_> {
+    /// The node tables of a graph with each node's component (`graph-mark-components`) as a
+    /// property: the `__graph_components` map over the edges and the node tables' keys.
+    fn mark_components(
+        &mut self,
+        edges: &Tabular,
+        make: &MakeGraph,
+        node_tables: Vec<(Tabular, String)>,
+        params: &[trawl_kql::ast::OperatorParam],
+    ) -> Result<Vec<(Tabular, String)>, TrawlError> {
+        let (strong, name) = self.component_params(params)?;
+        let (src, dst) = (
+            crate::names::bracketed(&make.source.name),
+            crate::names::bracketed(&make.target.name),
+        );
+        let mut parts = vec![format!(
+            "({INPUT} | project __s = tostring({src}), __d = tostring({dst}))"
+        )];
+        let mut bound = Vec::new();
+        for (i, (table, key)) in node_tables.iter().enumerate() {
+            let binding = format!("__graph_nodes_{i}");
+            let key = crate::names::bracketed(key);
+            parts.push(format!(
+                "({binding} | project __s = tostring({key}), __d = tostring({key}))"
+            ));
+            bound.push((binding, table.clone()));
+        }
+        let map = format!(
+            "toscalar(union {} | summarize __graph_components(__s, __d, {strong}))",
+            parts.join(", ")
+        );
+        let mut marked = Vec::with_capacity(node_tables.len());
+        for (table, key) in node_tables {
+            let text = format!("print __c = toint({map}[tostring({})])", crate::names::bracketed(&key));
+            let query = trawl_kql::parse(&text).map_err(|e| TrawlError::internal(e.message))?;
+            let Some(trawl_kql::ast::StatementKind::Expr(KExpr {
+                kind: ExprKind::TabularOperator(operator),
+                ..
+            })) = query.statements.last().map(|s| &s.kind)
+            else {
+                return Err(TrawlError::internal("graph-mark-components could not be lowered"));
+            };
+            let trawl_kql::ast::OperatorKind::Print(items) = &operator.kind else {
+                return Err(TrawlError::internal("graph-mark-components could not be lowered"));
+            };
+            let Some(item) = items.first() else {
+                return Err(TrawlError::internal("graph-mark-components could not be lowered"));
+            };
+            let mut previous = Vec::new();
+            for (binding, tabular) in &bound {
+                previous.push((
+                    binding.clone(),
+                    self.bindings
+                        .insert(binding.clone(), crate::context::Binding::Tabular(tabular.clone())),
+                ));
+            }
+            let component = self.with_input(INPUT, edges.clone(), |p| p.scalar(&item.expr, &table));
+            for (binding, old) in previous {
+                match old {
+                    Some(old) => self.bindings.insert(binding, old),
+                    None => self.bindings.remove(&binding),
+                };
+            }
+            let component = component?;
+            marked.push((
+                table.extended(vec![(name.as_str(), component.expr, KqlType::Int)])?,
+                key,
+            ));
+        }
+        Ok(marked)
+    }
+
     /// `graph-mark-components`' `kind` (whether strong) and the component property's name
     /// (bracketed; `ComponentId` by default).
     fn component_params(&self, params: &[trawl_kql::ast::OperatorParam]) -> Result<(bool, String), TrawlError> {
@@ -620,7 +696,7 @@ impl Planner<'_> {
                 _ => name = word,
             }
         }
-        Ok((strong, crate::names::bracketed(&name)))
+        Ok((strong, name))
     }
 }
 
@@ -664,7 +740,7 @@ mod tests {
             Some(vec!["__node_id".to_string(), "c".into()])
         );
         assert_eq!(
-            code("edges | make-graph src --> dst | graph-mark-components | graph-match (a)-[e]->(b)"),
+            code("edges | make-graph src --> dst | graph-mark-components | count"),
             Some(ErrorCode::BadRequest)
         );
         assert_eq!(
