@@ -156,9 +156,7 @@ impl Planner<'_> {
         }
         let lng = self.scalar(positional[2], &input)?;
         let lat = self.scalar(positional[3], &input)?;
-        let mut located: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
-        located.push(lng.expr.alias(LNG));
-        located.push(lat.expr.alias(LAT));
+        let mut located = vec![lng.expr.alias(LNG), lat.expr.alias(LAT)];
         let radius = match kind {
             GeoLookup::Line => Some(positional[4]),
             GeoLookup::Polygon => polygon_radius,
@@ -174,17 +172,6 @@ impl Planner<'_> {
             }
             located.push(radius.expr.alias(RADIUS));
         }
-        let left = input
-            .builder()
-            .project(located)
-            .and_then(|b| b.alias(LEFT))
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
-        let right = lookup
-            .builder()
-            .alias(RIGHT)
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
         let point = vec![side(LEFT, LNG), side(LEFT, LAT), side(RIGHT, &key.name)];
         let condition = match (kind, radius.is_some()) {
             (GeoLookup::Polygon, false) => registered("geo_point_in_polygon", point)?.is_true(),
@@ -195,22 +182,35 @@ impl Planner<'_> {
             .columns
             .iter()
             .filter(|(name, _)| return_key || *name != key.name);
-        lookup_join(left, &input, right, condition, return_unmatched, added)
+        lookup_join(&input, located, &lookup, condition, return_unmatched, added)
     }
 }
 
-/// The lookup plugins' join: `left` (the input's columns and what the condition reads from
-/// them, aliased [`LEFT`]) with `right` (the lookup table, aliased [`RIGHT`]) where
-/// `condition` holds (rows of `left` that match nothing are kept with nulls when
-/// `return_unmatched`), projected to the input's columns then the `added` lookup columns.
+/// The lookup plugins' join: the input with the `computed` columns the condition reads (aliased
+/// [`LEFT`]) joined with the lookup table (aliased [`RIGHT`]) where `condition` holds (rows of
+/// the input that match nothing are kept with nulls when `return_unmatched`), projected to the
+/// input's columns then the `added` lookup columns.
 pub(crate) fn lookup_join<'c>(
-    left: datafusion::logical_expr::LogicalPlan,
     input: &Tabular,
-    right: datafusion::logical_expr::LogicalPlan,
+    computed: Vec<Expr>,
+    lookup: &Tabular,
     condition: Expr,
     return_unmatched: bool,
     added: impl Iterator<Item = &'c (String, KqlType)>,
 ) -> Result<Tabular, TrawlError> {
+    let mut located: Vec<Expr> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
+    located.extend(computed);
+    let left = input
+        .builder()
+        .project(located)
+        .and_then(|b| b.alias(LEFT))
+        .and_then(|b| b.build())
+        .map_err(|e| internal(&e))?;
+    let right = lookup
+        .builder()
+        .alias(RIGHT)
+        .and_then(|b| b.build())
+        .map_err(|e| internal(&e))?;
     let join_type = if return_unmatched {
         JoinType::Left
     } else {

@@ -12,7 +12,7 @@ use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, Literal};
 use trawl_kql::span::Span;
 
-use crate::context::{Planner, Tabular, column, internal};
+use crate::context::{Planner, Tabular};
 use crate::geo_lookup::{LEFT, RIGHT, lookup_join, registered, side};
 
 /// The source address, as computed from the input.
@@ -108,26 +108,14 @@ impl Planner<'_> {
             }
             extra_keys.push(ident.name.clone());
         }
-        let mut located: Vec<_> = input.columns.iter().map(|(n, _)| column(n).alias(n)).collect();
-        located.push(address.expr.alias(ADDRESS));
-        let left = input
-            .builder()
-            .project(located)
-            .and_then(|b| b.alias(LEFT))
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
-        let right = lookup
-            .builder()
-            .alias(RIGHT)
-            .and_then(|b| b.build())
-            .map_err(|e| internal(&e))?;
         let in_range = if v6 { "ipv6_is_in_range" } else { "ipv4_is_in_range" };
         let mut condition = registered(in_range, vec![side(LEFT, ADDRESS), side(RIGHT, &key.name)])?.is_true();
         for name in &extra_keys {
             condition = condition.and(side(LEFT, name).eq(side(RIGHT, name)));
         }
         let added = lookup.columns.iter().filter(|(name, _)| !extra_keys.contains(name));
-        lookup_join(left, &input, right, condition, return_unmatched, added)
+        let located = vec![address.expr.alias(ADDRESS)];
+        lookup_join(&input, located, &lookup, condition, return_unmatched, added)
     }
 }
 

@@ -175,21 +175,7 @@ mod tests {
     }
 
     fn clusters_of(agg: &AutoclusterAgg) -> Vec<(Vec<Value>, f64)> {
-        let Ok(Out::Str(text)) = agg.evaluate() else {
-            return Vec::new();
-        };
-        let value: Value = serde_json::from_str(&text).unwrap_or_default();
-        value
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| {
-                (
-                    p["values"].as_array().cloned().unwrap_or_default(),
-                    p["count"].as_f64().unwrap_or(0.0),
-                )
-            })
-            .collect()
+        super::super::rows::counted(agg.evaluate())
     }
 
     #[test]

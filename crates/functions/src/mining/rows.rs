@@ -257,3 +257,23 @@ pub(crate) fn percent(part: f64, whole: f64) -> f64 {
         0.0
     }
 }
+
+/// The (values, count) of each pattern a miner's result holds (for tests).
+#[cfg(test)]
+pub(crate) fn counted(result: Result<crate::rowfn::Out>) -> Vec<(Vec<Value>, f64)> {
+    let Ok(crate::rowfn::Out::Str(text)) = result else {
+        return Vec::new();
+    };
+    let value: Value = serde_json::from_str(&text).unwrap_or_default();
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p["values"].as_array().cloned().unwrap_or_default(),
+                p["count"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect()
+}
