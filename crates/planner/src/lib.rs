@@ -47,6 +47,7 @@ mod suggest;
 mod summarize_hints;
 #[cfg(test)]
 mod testing;
+mod text_operators;
 mod top_nested;
 mod trace_find;
 mod unpack;
