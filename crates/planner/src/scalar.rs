@@ -1,6 +1,6 @@
 //! Scalar expressions: literals, names, dynamic access, unary and binary operators (the text
-//! operators in `text_operators.rs`), lists and
-//! ranges. Every lowering returns the expression's KQL type with it.
+//! operators are in `text_operators.rs`), lists and ranges. Every lowering returns the
+//! expression's KQL type with it.
 
 use std::sync::Arc;
 

@@ -18,8 +18,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use serde_json::{Value, json};
 
-use super::rows::{Params, Pattern, WeightedRows, comparable, percent, values};
-use crate::rowfn::{Out, Val};
+use super::rows::{Mine, Miner, Pattern, comparable, percent, values};
 use crate::udaf::RowAgg;
 
 /// The most moves one seed's search makes (each adds or drops a value).
@@ -31,10 +30,18 @@ const MIN_COVERAGE: f64 = 0.01;
 /// The least weight a kept pattern covers: a pattern of one row is not shared by any others.
 const MIN_ROWS: f64 = 2.0;
 
-#[derive(Debug, Default)]
-struct AutoclusterAgg {
-    rows: WeightedRows,
-    params: Params,
+#[derive(Debug)]
+pub(crate) struct Autocluster;
+
+type AutoclusterAgg = Miner<Autocluster>;
+
+impl Mine for Autocluster {
+    const PLUGIN: &'static str = "autocluster";
+    const PARAMS_AT: usize = 2;
+
+    fn result(miner: &AutoclusterAgg) -> Value {
+        miner.patterns()
+    }
 }
 
 impl AutoclusterAgg {
@@ -122,23 +129,9 @@ impl AutoclusterAgg {
         }
         (kept, total)
     }
-}
 
-impl RowAgg for AutoclusterAgg {
-    fn update(&mut self, row: &[Val]) -> Result<()> {
-        self.params.read(row, 2);
-        self.rows.update("autocluster", row, 0)
-    }
-
-    fn state(&self) -> Vec<u8> {
-        self.rows.state(&self.params)
-    }
-
-    fn merge(&mut self, state: &[u8]) -> Result<()> {
-        self.rows.merge("autocluster", state, &mut self.params)
-    }
-
-    fn evaluate(&self) -> Result<Out> {
+    /// The patterns as the aggregate returns them.
+    fn patterns(&self) -> Value {
         let width = self.rows.width();
         let (clusters, total) = self.clusters();
         let out: Vec<Value> = clusters
@@ -153,11 +146,7 @@ impl RowAgg for AutoclusterAgg {
                 })
             })
             .collect();
-        Ok(Out::Str(Value::Array(out).to_string()))
-    }
-
-    fn size(&self) -> usize {
-        self.rows.size()
+        Value::Array(out)
     }
 }
 
@@ -169,6 +158,8 @@ pub fn make_autocluster(_: &DataType, _: &[DataType]) -> Result<Box<dyn RowAgg>>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mining::rows::Params;
+    use crate::udaf::RowAgg;
 
     fn row(values: &[&str]) -> Vec<String> {
         values.iter().map(|v| json!(v).to_string()).collect()

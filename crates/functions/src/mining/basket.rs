@@ -7,14 +7,21 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use serde_json::{Value, json};
 
-use super::rows::{Params, Pattern, WeightedRows};
-use crate::rowfn::{Out, Val};
+use super::rows::{Mine, Miner, Pattern};
 use crate::udaf::RowAgg;
 
-#[derive(Debug, Default)]
-struct BasketAgg {
-    rows: WeightedRows,
-    params: Params,
+#[derive(Debug)]
+pub(crate) struct Basket;
+
+type BasketAgg = Miner<Basket>;
+
+impl Mine for Basket {
+    const PLUGIN: &'static str = "basket";
+    const PARAMS_AT: usize = 2;
+
+    fn result(miner: &BasketAgg) -> Value {
+        miner.patterns()
+    }
 }
 
 impl BasketAgg {
@@ -36,23 +43,9 @@ impl BasketAgg {
     fn add(&mut self, values: Vec<String>, weight: f64) -> Result<()> {
         self.rows.add("basket", values, 0, weight)
     }
-}
 
-impl RowAgg for BasketAgg {
-    fn update(&mut self, row: &[Val]) -> Result<()> {
-        self.params.read(row, 2);
-        self.rows.update("basket", row, 0)
-    }
-
-    fn state(&self) -> Vec<u8> {
-        self.rows.state(&self.params)
-    }
-
-    fn merge(&mut self, state: &[u8]) -> Result<()> {
-        self.rows.merge("basket", state, &mut self.params)
-    }
-
-    fn evaluate(&self) -> Result<Out> {
+    /// The patterns as the aggregate returns them.
+    fn patterns(&self) -> Value {
         let width = self.rows.width();
         let (mut patterns, total) = self.frequent();
         patterns.sort_by(|a, b| {
@@ -72,11 +65,7 @@ impl RowAgg for BasketAgg {
                 })
             })
             .collect();
-        Ok(Out::Str(Value::Array(out).to_string()))
-    }
-
-    fn size(&self) -> usize {
-        self.rows.size()
+        Value::Array(out)
     }
 }
 
@@ -88,6 +77,8 @@ pub fn make_basket(_: &DataType, _: &[DataType]) -> Result<Box<dyn RowAgg>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mining::rows::Params;
+    use crate::udaf::RowAgg;
 
     fn pattern_of(agg: &BasketAgg) -> Vec<(Vec<Value>, f64)> {
         super::super::rows::counted(agg.evaluate())

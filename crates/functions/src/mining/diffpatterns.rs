@@ -16,17 +16,32 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
 use serde_json::{Value, json};
 
-use super::rows::{Params, Pattern, WeightedRows, Weights, comparable, percent, values};
-use crate::rowfn::{Out, Val};
+use super::rows::{Mine, Miner, Pattern, Weights, comparable, percent, values};
+use crate::rowfn::Val;
 use crate::udaf::RowAgg;
 
 /// The most patterns in a result.
 const MAX_PATTERNS: usize = 200;
 
-#[derive(Debug, Default)]
-struct DiffPatternsAgg {
-    rows: WeightedRows,
-    params: Params,
+#[derive(Debug)]
+pub(crate) struct DiffPatterns;
+
+type DiffPatternsAgg = Miner<DiffPatterns>;
+
+impl Mine for DiffPatterns {
+    const PLUGIN: &'static str = "diffpatterns";
+    const PARAMS_AT: usize = 3;
+
+    fn set(row: &[Val]) -> Option<usize> {
+        match row.get(2).and_then(|v| v.long()) {
+            Some(set @ (0 | 1)) => Some(set as usize),
+            _ => None,
+        }
+    }
+
+    fn result(miner: &DiffPatternsAgg) -> Value {
+        miner.patterns()
+    }
 }
 
 impl DiffPatternsAgg {
@@ -79,26 +94,9 @@ impl DiffPatternsAgg {
         }
         (kept, totals)
     }
-}
 
-impl RowAgg for DiffPatternsAgg {
-    fn update(&mut self, row: &[Val]) -> Result<()> {
-        self.params.read(row, 3);
-        match row.get(2).and_then(|v| v.long()) {
-            Some(side @ (0 | 1)) => self.rows.update("diffpatterns", row, side as usize),
-            _ => Ok(()),
-        }
-    }
-
-    fn state(&self) -> Vec<u8> {
-        self.rows.state(&self.params)
-    }
-
-    fn merge(&mut self, state: &[u8]) -> Result<()> {
-        self.rows.merge("diffpatterns", state, &mut self.params)
-    }
-
-    fn evaluate(&self) -> Result<Out> {
+    /// The patterns as the aggregate returns them.
+    fn patterns(&self) -> Value {
         let width = self.rows.width();
         let (patterns, totals) = self.differences();
         let out: Vec<Value> = patterns
@@ -125,11 +123,7 @@ impl RowAgg for DiffPatternsAgg {
                 })
             })
             .collect();
-        Ok(Out::Str(Value::Array(out).to_string()))
-    }
-
-    fn size(&self) -> usize {
-        self.rows.size()
+        Value::Array(out)
     }
 }
 
@@ -141,6 +135,8 @@ pub fn make_diffpatterns(_: &DataType, _: &[DataType]) -> Result<Box<dyn RowAgg>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rowfn::Out;
+    use crate::udaf::RowAgg;
 
     fn row(values: &[&str]) -> Vec<String> {
         values.iter().map(|v| json!(v).to_string()).collect()

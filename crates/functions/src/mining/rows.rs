@@ -8,7 +8,8 @@ use datafusion::common::exec_err;
 use datafusion::error::Result;
 use serde_json::{Value, json};
 
-use crate::rowfn::Val;
+use crate::rowfn::{Out, Val};
+use crate::udaf::RowAgg;
 
 /// The most distinct rows kept; past it the aggregate fails rather than grow without bound.
 const MAX_DISTINCT_ROWS: usize = 1_000_000;
@@ -41,6 +42,64 @@ impl Params {
     fn merge(&mut self, other: &Value) {
         self.real = self.real.or(other["real"].as_f64());
         self.whole = self.whole.or(other["whole"].as_u64().map(|n| n as usize));
+    }
+}
+
+/// One pattern miner: its name, where its two parameters start in an input row, which set a
+/// row belongs to, and its result over the gathered rows. [`Miner`] is the aggregate.
+pub(crate) trait Mine: Sized + std::fmt::Debug + Send + Sync {
+    const PLUGIN: &'static str;
+    const PARAMS_AT: usize;
+
+    /// The set a row belongs to (`None`: the row is left out).
+    fn set(_row: &[Val]) -> Option<usize> {
+        Some(0)
+    }
+
+    fn result(miner: &Miner<Self>) -> Value;
+}
+
+/// The aggregate of a [`Mine`]: the distinct rows and the parameters.
+#[derive(Debug)]
+pub(crate) struct Miner<M> {
+    pub(crate) rows: WeightedRows,
+    pub(crate) params: Params,
+    pub(crate) kind: std::marker::PhantomData<M>,
+}
+
+impl<M> Default for Miner<M> {
+    fn default() -> Self {
+        Miner {
+            rows: WeightedRows::default(),
+            params: Params::default(),
+            kind: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<M: Mine> RowAgg for Miner<M> {
+    fn update(&mut self, row: &[Val]) -> Result<()> {
+        self.params.read(row, M::PARAMS_AT);
+        match M::set(row) {
+            Some(set) => self.rows.update(M::PLUGIN, row, set),
+            None => Ok(()),
+        }
+    }
+
+    fn state(&self) -> Vec<u8> {
+        self.rows.state(&self.params)
+    }
+
+    fn merge(&mut self, state: &[u8]) -> Result<()> {
+        self.rows.merge(M::PLUGIN, state, &mut self.params)
+    }
+
+    fn evaluate(&self) -> Result<Out> {
+        Ok(Out::Str(M::result(self).to_string()))
+    }
+
+    fn size(&self) -> usize {
+        self.rows.size()
     }
 }
 
