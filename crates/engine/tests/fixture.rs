@@ -53,13 +53,7 @@ impl Fixture {
         text: &str,
         window: QueryWindow,
     ) -> Result<(Vec<(String, String)>, Vec<Vec<Json>>), TrawlError> {
-        let request = QueryRequest {
-            text: text.to_string(),
-            database: "default".into(),
-            window,
-            parameters: Default::default(),
-        };
-        let output = self.engine.execute(&request).await?;
+        let output = self.execute_window(text, window).await?;
         let table = &output.tables[0];
         let columns = table
             .columns
@@ -67,6 +61,25 @@ impl Fixture {
             .map(|(n, t)| (n.clone(), t.as_str().to_string()))
             .collect();
         Ok((columns, table.json_rows()))
+    }
+
+    /// The whole output of `text` (every table, the warnings) in database `default`.
+    pub async fn execute(&self, text: &str) -> Result<trawl_engine::QueryOutput, TrawlError> {
+        self.execute_window(text, QueryWindow::default()).await
+    }
+
+    pub async fn execute_window(
+        &self,
+        text: &str,
+        window: QueryWindow,
+    ) -> Result<trawl_engine::QueryOutput, TrawlError> {
+        let request = QueryRequest {
+            text: text.to_string(),
+            database: "default".into(),
+            window,
+            parameters: Default::default(),
+        };
+        self.engine.execute(&request).await
     }
 
     pub async fn rows(&self, text: &str) -> Result<Vec<Vec<Json>>, TrawlError> {

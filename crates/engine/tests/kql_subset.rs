@@ -574,13 +574,9 @@ async fn errors_have_codes_and_locations() -> TestResult {
 #[tokio::test]
 async fn dotted_path_reads_nested_objects_and_warns() -> TestResult {
     let f = sample().await?;
-    let request = trawl_engine::QueryRequest {
-        text: "default | where resource.service.name == 'checkout' | count".into(),
-        database: "default".into(),
-        window: QueryWindow::default(),
-        parameters: Default::default(),
-    };
-    let output = f.engine.execute(&request).await?;
+    let output = f
+        .execute("default | where resource.service.name == 'checkout' | count")
+        .await?;
     assert_eq!(output.tables[0].json_rows(), vec![vec![json!(0)]]);
     assert_eq!(output.warnings.len(), 1);
     assert!(output.warnings[0].message.contains("resource['service.name']"));
@@ -614,16 +610,13 @@ async fn bag_unpack_discovers_keys_from_stored_rows() -> TestResult {
 #[tokio::test]
 async fn fork_names_one_result_per_branch() -> TestResult {
     let f = sample().await?;
-    let request = trawl_engine::QueryRequest {
-        text: "default | where isnotempty(severity_text) \
+    let output = f
+        .execute(
+            "default | where isnotempty(severity_text) \
                | fork (summarize n = count()) errors = (where severity_text == 'ERROR' | project body) \
-               (take 1 | as one)"
-            .into(),
-        database: "default".into(),
-        window: QueryWindow::default(),
-        parameters: Default::default(),
-    };
-    let output = f.engine.execute(&request).await?;
+               (take 1 | as one)",
+        )
+        .await?;
     let names: Vec<&str> = output.tables.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["GenericResult_1", "errors", "one"]);
     assert_eq!(output.tables[0].json_rows(), vec![vec![json!(4)]]);
@@ -643,15 +636,12 @@ async fn a_summarize_over_its_memory_budget_drops_whole_groups_and_warns() -> Te
         ..trawl_engine::EngineConfig::default()
     })
     .await?;
-    let request = trawl_engine::QueryRequest {
-        text: "range x from 1 to 300000 step 1 | extend k = strcat('key-', x) \
-               | summarize n = count(), s = sum(x) by k"
-            .into(),
-        database: "default".into(),
-        window: QueryWindow::default(),
-        parameters: Default::default(),
-    };
-    let output = f.engine.execute(&request).await?;
+    let output = f
+        .execute(
+            "range x from 1 to 300000 step 1 | extend k = strcat('key-', x) \
+               | summarize n = count(), s = sum(x) by k",
+        )
+        .await?;
     let rows = output.tables[0].json_rows();
     assert!(!rows.is_empty() && rows.len() < 300_000, "{} groups", rows.len());
     // Whole groups: each kept key has its one row and its own value.

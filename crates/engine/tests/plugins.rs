@@ -3,7 +3,6 @@
 
 use serde_json::json;
 use trawl_common::ErrorCode;
-use trawl_engine::QueryWindow;
 
 use crate::fixture::{Fixture, TestResult};
 
@@ -16,17 +15,13 @@ const EVENTS: &str = r#"let events = datatable(user:string, t:datetime, event:st
 #[tokio::test]
 async fn funnel_sequence_gives_three_tables_of_what_came_before_and_after() -> TestResult {
     let f = Fixture::new().await?;
-    let request = trawl_engine::QueryRequest {
-        text: format!(
+    let output = f
+        .execute(&format!(
             "{EVENTS} events | where user != 'nobody' \
              | evaluate funnel_sequence(user, t, datetime(2024-01-01), datetime(2024-01-02), 1h, 1d, event, \
                dynamic(['tornado']))"
-        ),
-        database: "default".into(),
-        window: QueryWindow::default(),
-        parameters: Default::default(),
-    };
-    let output = f.engine.execute(&request).await?;
+        ))
+        .await?;
     assert_eq!(output.tables.len(), 3);
     let columns = |i: usize| -> Vec<String> { output.tables[i].columns.iter().map(|(n, _)| n.clone()).collect() };
     assert_eq!(columns(0), ["t", "prev", "next", "dcount", "samples"]);
@@ -108,15 +103,11 @@ async fn a_longer_funnel_sequence_matches_consecutive_steps() -> TestResult {
 #[tokio::test]
 async fn facet_counts_each_column_after_the_with_table() -> TestResult {
     let f = Fixture::new().await?;
-    let request = trawl_engine::QueryRequest {
-        text: format!(
+    let output = f
+        .execute(&format!(
             "{EVENTS} events | where user != 'u4' | facet by event, user with (where event == 'hail' | project user)"
-        ),
-        database: "default".into(),
-        window: QueryWindow::default(),
-        parameters: Default::default(),
-    };
-    let output = f.engine.execute(&request).await?;
+        ))
+        .await?;
     assert_eq!(output.tables.len(), 3);
     assert_eq!(output.tables[0].json_rows().len(), 3);
     let columns: Vec<&str> = output.tables[1].columns.iter().map(|(n, _)| n.as_str()).collect();

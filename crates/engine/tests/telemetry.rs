@@ -3,7 +3,6 @@
 
 use serde_json::json;
 use trawl_common::{ErrorCode, Value};
-use trawl_engine::QueryWindow;
 
 use crate::fixture::{Fixture, MINUTE, T0, TestResult, log, span};
 
@@ -45,13 +44,7 @@ async fn summarize_over_a_sample_says_so() -> TestResult {
     let f = Fixture::new().await?;
     f.segment((0..1000).map(|m| log(m, "INFO", "line", "api", None)).collect())
         .await?;
-    let request = trawl_engine::QueryRequest {
-        text: "default | summarize hint.sample = 0.5 n = count()".into(),
-        database: "default".into(),
-        window: QueryWindow::default(),
-        parameters: Default::default(),
-    };
-    let output = f.engine.execute(&request).await?;
+    let output = f.execute("default | summarize hint.sample = 0.5 n = count()").await?;
     let n = output.tables[0].json_rows()[0][0].as_i64().ok_or("a count")?;
     // Binomial(1000, 0.5): 350..650 is more than nine standard deviations wide.
     assert!((350..=650).contains(&n), "{n} rows sampled");
@@ -78,29 +71,26 @@ async fn a_summarize_with_its_own_budget_keeps_to_it() -> TestResult {
         ..trawl_engine::EngineConfig::default()
     })
     .await?;
-    let query = |hint: &str| trawl_engine::QueryRequest {
-        text: format!(
+    let query = |hint: &str| {
+        format!(
             "range x from 1 to 300000 step 1 | extend k = strcat('key-', x) \
              | summarize {hint} n = count() by k | count"
-        ),
-        database: "default".into(),
-        window: QueryWindow::default(),
-        parameters: Default::default(),
+        )
     };
-    let whole = f.engine.execute(&query("")).await?;
+    let whole = f.execute(&query("")).await?;
     assert_eq!(whole.tables[0].json_rows(), vec![vec![json!(300_000)]]);
     assert!(whole.warnings.is_empty(), "{:?}", whole.warnings);
-    let budgeted = f.engine.execute(&query("hint.budget = '1MB'")).await?;
+    let budgeted = f.execute(&query("hint.budget = '1MB'")).await?;
     let kept = budgeted.tables[0].json_rows()[0][0].as_i64().ok_or("a count")?;
     assert!(kept > 0 && kept < 300_000, "{kept} groups");
     let warning = budgeted.warnings.first().ok_or("a warning")?;
     assert_eq!(warning.kind, "SummarizeMemoryLimit");
     assert!(warning.message.contains("(1 MiB)"), "{}", warning.message);
     // A budget above the server's changes nothing; bad budgets are refused.
-    let generous = f.engine.execute(&query("hint.budget = 1073741824")).await?;
+    let generous = f.execute(&query("hint.budget = 1073741824")).await?;
     assert_eq!(generous.tables[0].json_rows(), vec![vec![json!(300_000)]]);
     for bad in ["hint.budget = 'lots'", "hint.budget = 10", "hint.budget = x"] {
-        let error = f.run(&query(bad).text).await.err().ok_or(bad)?;
+        let error = f.run(&query(bad)).await.err().ok_or(bad)?;
         assert_eq!(error.code, ErrorCode::BadRequest, "{bad}");
     }
     Ok(())
