@@ -299,13 +299,7 @@ pub fn series_fit_2lines_dynamic(args: &[Val]) -> Result<Out> {
 
 #[cfg(test)]
 mod tests {
-    use crate::testing::{b, d, run, s};
-
-    fn reals(text: &str) -> Vec<f64> {
-        serde_json::from_str::<Vec<Option<f64>>>(text)
-            .map(|v| v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
-            .unwrap_or_default()
-    }
+    use crate::testing::{b, d, reals, run, s};
 
     #[test]
     fn filters() {

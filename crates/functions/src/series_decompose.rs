@@ -374,13 +374,7 @@ pub fn series_decompose_forecast(args: &[Val]) -> Result<Out> {
 
 #[cfg(test)]
 mod tests {
-    use crate::testing::{d, l, r, run, s};
-
-    fn reals(text: &str) -> Vec<f64> {
-        serde_json::from_str::<Vec<Option<f64>>>(text)
-            .map(|v| v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
-            .unwrap_or_default()
-    }
+    use crate::testing::{d, l, r, reals, run, s};
 
     #[test]
     fn periods_are_detected_and_validated() {

@@ -139,3 +139,10 @@ pub fn run_real(name: &str, args: &[ColumnarValue]) -> Option<f64> {
     let shown = run(name, args);
     (shown != "null").then(|| shown.parse().unwrap_or_else(|_| panic!("{name}: not a real: {shown}")))
 }
+
+/// A series result (a JSON array of numbers or nulls) as reals, nulls as NaN.
+pub fn reals(text: &str) -> Vec<f64> {
+    serde_json::from_str::<Vec<Option<f64>>>(text)
+        .map(|v| v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+        .unwrap_or_default()
+}
