@@ -4,16 +4,19 @@
 //! Invalid coordinates or shapes give null (or an empty string for the functions that return
 //! cell tokens), as the Kusto reference documents.
 
+pub mod buffers;
 pub mod geohash;
 pub mod h3;
 pub mod intersections;
 pub mod lines;
+pub mod overlay;
 pub mod points;
 pub mod polygons;
 pub mod s2cells;
 pub mod shape;
 pub mod sphere;
 pub mod spheroid;
+pub mod unions;
 pub mod wkt;
 
 use crate::registry::{BOOL, DYNAMIC, KqlFunction, LONG, REAL, STRING, registry_entry as f};
@@ -159,6 +162,14 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         intersections::geo_intersection_2lines
     ),
     f!(
+        "geo_intersection_2polygons",
+        [Dynamic, Dynamic],
+        2,
+        false,
+        DYNAMIC,
+        unions::geo_intersection_2polygons
+    ),
+    f!(
         "geo_intersection_line_with_polygon",
         [Dynamic, Dynamic],
         2,
@@ -189,6 +200,14 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         false,
         BOOL,
         intersections::geo_intersects_line_with_polygon
+    ),
+    f!(
+        "geo_line_buffer",
+        [Dynamic, Real, Real],
+        2,
+        false,
+        DYNAMIC,
+        buffers::geo_line_buffer
     ),
     f!(
         "geo_line_centroid",
@@ -296,6 +315,14 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         polygons::geo_polygon_area
     ),
     f!(
+        "geo_polygon_buffer",
+        [Dynamic, Real, Real],
+        2,
+        false,
+        DYNAMIC,
+        buffers::geo_polygon_buffer
+    ),
+    f!(
         "geo_polygon_centroid",
         [Dynamic],
         1,
@@ -328,6 +355,14 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         polygons::geo_polygon_simplify
     ),
     f!(
+        "geo_polygon_to_h3cells",
+        [Dynamic, Long, Real],
+        1,
+        false,
+        DYNAMIC,
+        h3::geo_polygon_to_h3cells
+    ),
+    f!(
         "geo_polygon_to_s2cells",
         [Dynamic, Long, Real],
         1,
@@ -358,6 +393,30 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         false,
         DYNAMIC,
         s2cells::geo_s2cell_to_polygon
+    ),
+    f!(
+        "geo_simplify_polygons_array",
+        [Dynamic, Real],
+        1,
+        false,
+        DYNAMIC,
+        unions::geo_simplify_polygons_array
+    ),
+    f!(
+        "geo_union_lines_array",
+        [Dynamic],
+        1,
+        false,
+        DYNAMIC,
+        unions::geo_union_lines_array
+    ),
+    f!(
+        "geo_union_polygons_array",
+        [Dynamic],
+        1,
+        false,
+        DYNAMIC,
+        unions::geo_union_polygons_array
     ),
 ];
 

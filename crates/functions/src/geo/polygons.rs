@@ -24,7 +24,16 @@ const LONGEST_CACHED: usize = 1 << 20;
 
 /// The region of a Polygon or MultiPolygon argument.
 pub fn region(v: Val) -> Option<Rc<Region>> {
-    let parse = |v: Val| Some(Rc::new(Region::new(&shape::polygons(v)?)));
+    // A MultiPolygon is the union of its polygons: overlapping parts count once.
+    let parse = |v: Val| {
+        let polygons = shape::polygons(v)?;
+        let polygons = if polygons.len() > 1 {
+            super::overlay::region_of(&polygons)?.to_polygons()
+        } else {
+            polygons
+        };
+        Some(Rc::new(Region::new(&polygons)))
+    };
     let Val::Str(text) = v else { return parse(v) };
     if text.len() > LONGEST_CACHED {
         return parse(v);

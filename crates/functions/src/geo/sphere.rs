@@ -148,8 +148,8 @@ fn project(p: V3, c: V3, (e1, e2): (V3, V3)) -> Option<(f64, f64)> {
     (d > 1e-9).then(|| (dot(p, e1) / d, dot(p, e2) / d))
 }
 
-/// Even–odd point-in-polygon test on the plane.
-fn planar_contains(points: &[(f64, f64)], (x, y): (f64, f64)) -> bool {
+/// Even–odd point-in-polygon test on the plane (a ring's vertices without the closing one).
+pub fn planar_contains(points: &[(f64, f64)], (x, y): (f64, f64)) -> bool {
     let mut inside = false;
     let n = points.len();
     for i in 0..n {
@@ -202,6 +202,12 @@ impl PreparedRing {
                 planar_contains(&points, ll_of(x))
             }
         }
+    }
+
+    /// Whether the smaller region the ring bounds lies left of its vertex order (the ring runs
+    /// counterclockwise around it).
+    pub fn smaller_region_left(&self) -> bool {
+        self.orientation > 0.0
     }
 
     /// The edges, each as its two ends.
