@@ -7,6 +7,14 @@
 //!   window from `Start` to `End`, `count` of rows, `dcount` of ids, `new_dcount` of ids not
 //!   seen in an earlier window, `aggregated_dcount` of ids seen so far.
 //!
+//! - `evaluate active_users_count(Id, Timeline, Start, End, Lookback, Period, ActivePeriods, Bin
+//!   [, dim, ...])`: per bin from `Start` to `End`, the `dcount` of ids active at one of their
+//!   appearances in it: seen in at least `ActivePeriods` distinct `Period`s within the `Lookback`
+//!   before it (the appearance included, the window's start excluded).
+//! - `evaluate activity_engagement(Id, Timeline, [Start, End,] Inner, Outer [, dim, ...])`: per
+//!   `Inner` window, the distinct ids in it, in the `Outer` window ending with it, and their ratio
+//!   (without `Start` and `End`, the first and last time of the input).
+//!
 //! Bins start at `Start` (`bin_at`); the bin may be a number or a timespan (`week`, `month` and
 //! `year` are not supported). Distinct counts are exact.
 
@@ -144,5 +152,101 @@ impl Planner<'_> {
              | project {timeline}{dims}, ['count'], ['dcount'], new_dcount, aggregated_dcount"
         );
         self.lowered(input, "activity_counts_metrics", &text, span)
+    }
+
+    pub(crate) fn active_users_count(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let usage = "active_users_count(IdColumn, TimelineColumn, Start, End, LookbackWindow, Period, ActivePeriodsCount, Bin [, dim, ...])";
+        let (a, rest) = self.activity_args("active_users_count", usage, args, 8, &input, span)?;
+        let [lookback, period, active, bin] = rest else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        };
+        let (start, end) = (a.start, a.end);
+        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
+        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let text = format!(
+            "{INPUT} \
+             | where {timeline} >= ({start}) and {timeline} <= {end} \
+             | project __au_id = {id}, __au_t = {timeline}{dims} \
+             | join kind=inner ({INPUT} \
+                 | where {timeline} > ({start}) - ({lookback}) and {timeline} <= {end} \
+                 | project __au_id = {id}, __au_s = {timeline}{dims}) on __au_id{dims} \
+             | where __au_s > __au_t - ({lookback}) and __au_s <= __au_t \
+             | summarize __au_periods = count_distinct(bin(__au_s, {period})) by __au_id, __au_t{dims} \
+             | where __au_periods >= {active} \
+             | summarize ['dcount'] = count_distinct(__au_id) by {timeline} = bin_at(__au_t, {bin}, {start}){dims} \
+             | order by {timeline} asc{dims}"
+        );
+        self.lowered(input, "active_users_count", &text, span)
+    }
+
+    pub(crate) fn activity_engagement(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let usage = "activity_engagement(IdColumn, TimelineColumn, [Start, End,] InnerActivityWindow, OuterActivityWindow [, dim, ...])";
+        // With Start and End the windows are the fifth and sixth arguments, never columns.
+        let is_column = |arg: Option<&KExpr>| matches!(arg.map(|a| &a.kind), Some(ExprKind::Name(ident)) if input.column_type(&ident.name).is_some());
+        let bounded = args.len() >= 6 && !is_column(args.get(4)) && !is_column(args.get(5));
+        let (id, timeline, start, end, inner, outer, dims) = if bounded {
+            let (a, rest) = self.activity_args("activity_engagement", usage, args, 6, &input, span)?;
+            let [inner, outer] = rest else {
+                return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+            };
+            (
+                a.id,
+                a.timeline,
+                a.start.to_string(),
+                a.end.to_string(),
+                inner.to_string(),
+                outer.to_string(),
+                a.dims,
+            )
+        } else {
+            if args.len() < 4 {
+                return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+            }
+            // The columns and windows in the places the bounded form has them.
+            let mut shifted: Vec<KExpr> = args[..2].to_vec();
+            shifted.extend(args[2..4].iter().cloned());
+            shifted.extend(args[2..].iter().cloned());
+            let (a, rest) = self.activity_args("activity_engagement", usage, &shifted, 6, &input, span)?;
+            let [inner, outer] = rest else {
+                return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+            };
+            let t = bracketed(&a.timeline);
+            (
+                a.id.clone(),
+                a.timeline.clone(),
+                format!("toscalar({INPUT} | summarize min({t}))"),
+                format!("toscalar({INPUT} | summarize max({t}))"),
+                inner.to_string(),
+                outer.to_string(),
+                a.dims,
+            )
+        };
+        let (id, timeline) = (bracketed(&id), bracketed(&timeline));
+        let dims: String = dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let text = format!(
+            "{INPUT} \
+             | extend __ae_back = max_of(tolong(({outer}) / ({inner})), 1) \
+             | extend __ae_bin = bin_at({timeline}, {inner}, {start}) \
+             | where __ae_bin >= ({start}) - (__ae_back - 1) * ({inner}) and __ae_bin <= {end} \
+             | mv-expand __ae_k = range(0, __ae_back - 1, 1) to typeof(long) \
+             | extend __ae_target = __ae_bin + __ae_k * ({inner}) \
+             | where __ae_target >= {start} and __ae_target <= {end} \
+             | summarize dcount_activities_inner = count_distinctif({id}, __ae_k == 0), \
+                 dcount_activities_outer = count_distinct({id}) by {timeline} = __ae_target{dims} \
+             | extend activity_ratio = todouble(dcount_activities_inner) / dcount_activities_outer \
+             | project {timeline}, dcount_activities_inner, dcount_activities_outer, activity_ratio{dims} \
+             | order by {timeline} asc{dims}"
+        );
+        self.lowered(input, "activity_engagement", &text, span)
     }
 }

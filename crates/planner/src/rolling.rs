@@ -111,6 +111,43 @@ impl Planner<'_> {
             .map_err(|e| TrawlError::new(e.code, format!("in {plugin}: {}", e.message)))
     }
 
+    /// `evaluate rows_near(Condition, NumRows [, RowsAfter])`: the input's rows (in its order)
+    /// within `NumRows` rows before or `RowsAfter` (by default `NumRows`) rows after a row where
+    /// `Condition` holds.
+    pub(crate) fn rows_near(&mut self, input: Tabular, args: &[KExpr], span: Span) -> Result<Tabular, TrawlError> {
+        let usage = "rows_near(Condition, NumRows [, RowsAfter])";
+        let (condition, before, after) = match args {
+            [c, n] => (c, n, n),
+            [c, n, a] => (c, n, a),
+            _ => return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}"))),
+        };
+        for count in [before, after] {
+            if !matches!(&count.kind, ExprKind::Literal(Literal::Long(n)) if *n >= 0)
+                && !matches!(&count.kind, ExprKind::Literal(Literal::Int(n)) if *n >= 0)
+            {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    count.span,
+                    "rows_near takes a number of rows that is a constant, 0 or more",
+                ));
+            }
+        }
+        let columns: Vec<String> = input.columns.iter().map(|(n, _)| bracketed(n)).collect();
+        // Rows since the last hit (counted forwards) and until the next (counted backwards).
+        let text = format!(
+            "{INPUT} \
+             | serialize __rn_i = row_number(), __rn_hit = coalesce(tobool({condition}), false) \
+             | extend __rn_seen = row_cumsum(iff(__rn_hit, 1, 0)), __rn_since = row_cumsum(1, __rn_hit) \
+             | order by __rn_i desc \
+             | extend __rn_ahead = row_cumsum(iff(__rn_hit, 1, 0)), __rn_until = row_cumsum(1, __rn_hit) \
+             | order by __rn_i asc \
+             | where (__rn_seen > 0 and __rn_since - 1 <= {after}) or (__rn_ahead > 0 and __rn_until - 1 <= {before}) \
+             | project {}",
+            columns.join(", ")
+        );
+        self.lowered(input, "rows_near", &text, span)
+    }
+
     /// `evaluate dcount_intersect(hll_1, hll_2, ...)`: one row with `s0` the distinct count of
     /// the merged `hll_1` sketches, `s1` the estimated count of values in both `hll_1` and
     /// `hll_2`, and so on, each intersection estimated from the unions by inclusion-exclusion.

@@ -245,20 +245,36 @@ impl Planner<'_> {
         }
     }
 
-    /// A timespan that must be known at planning time (a literal, possibly negated).
-    pub fn timespan_constant(&self, e: &KExpr) -> Result<i64, TrawlError> {
+    /// A timespan that must be known at planning time: a literal, or an expression of constants
+    /// (a `let` name, `2 * 1h`); a number counts days.
+    pub fn timespan_constant(&mut self, e: &KExpr) -> Result<i64, TrawlError> {
         match &e.kind {
-            ExprKind::Literal(Literal::Timespan(n)) => Ok(*n),
-            ExprKind::Literal(Literal::Long(n)) => Ok(n.saturating_mul(86_400_000_000_000)),
+            ExprKind::Literal(Literal::Timespan(n)) => return Ok(*n),
+            ExprKind::Literal(Literal::Long(n)) => return Ok(n.saturating_mul(86_400_000_000_000)),
             ExprKind::Unary {
                 op: trawl_kql::ast::UnaryOp::Neg,
                 operand,
-            } => Ok(-self.timespan_constant(operand)?),
-            _ => Err(self.error(
+            } => return Ok(-self.timespan_constant(operand)?),
+            _ => {}
+        }
+        let not_constant = |p: &Self| {
+            p.error(
                 ErrorCode::BadRequest,
                 e.span,
-                "expected a timespan literal such as 5m or 1h",
-            )),
+                "expected a constant timespan such as 5m or 1h",
+            )
+        };
+        let input = self.empty_tabular()?;
+        let Ok(typed) = self.scalar(e, &input) else {
+            return Err(not_constant(self));
+        };
+        let days = |n: f64| (n * 86_400_000_000_000.0) as i64;
+        match crate::sources::constant_value(&typed.expr) {
+            Some(ScalarValue::DurationNanosecond(Some(n))) => Ok(n),
+            Some(ScalarValue::Int64(Some(n))) => Ok(n.saturating_mul(86_400_000_000_000)),
+            Some(ScalarValue::Int32(Some(n))) => Ok(i64::from(n).saturating_mul(86_400_000_000_000)),
+            Some(ScalarValue::Float64(Some(n))) if n.is_finite() => Ok(days(n)),
+            _ => Err(not_constant(self)),
         }
     }
 }

@@ -26,7 +26,9 @@ impl Planner<'_> {
         };
         match function.name.as_str() {
             "bag_unpack" => self.bag_unpack(input, args, evaluate, span),
+            "active_users_count" => self.active_users_count(input, args, span),
             "activity_counts_metrics" => self.activity_counts_metrics(input, args, span),
+            "activity_engagement" => self.activity_engagement(input, args, span),
             "autocluster" => self.autocluster(input, args, span),
             "basket" => self.basket(input, args, span),
             "dcount_intersect" => self.dcount_intersect(input, args, span),
@@ -44,6 +46,7 @@ impl Planner<'_> {
             "narrow" => self.narrow(input, span),
             "pivot" => self.pivot(input, args, span),
             "rolling_percentile" => self.rolling_percentile(input, args, span),
+            "rows_near" => self.rows_near(input, args, span),
             "sliding_window_counts" => self.sliding_window_counts(input, args, span),
             other => Err(self.error(
                 ErrorCode::BadRequest,
