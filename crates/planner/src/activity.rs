@@ -15,6 +15,10 @@
 //!   `Inner` window, the distinct ids in it, in the `Outer` window ending with it, and their ratio
 //!   (without `Start` and `End`, the first and last time of the input).
 //!
+//! - `evaluate activity_metrics(Id, Timeline, [Start, End,] Window [, dim, ...])`: per window,
+//!   `dcount_values`, `dcount_newvalues` (not seen in the window before), `retention_rate` (of
+//!   the ids of the window before, the share seen again) and `churn_rate` (1 - retention).
+//!
 //! Bins start at `Start` (`bin_at`); the bin may be a number or a timespan (`week`, `month` and
 //! `year` are not supported). Distinct counts are exact.
 
@@ -154,6 +158,54 @@ impl Planner<'_> {
         self.lowered(input, "activity_counts_metrics", &text, span)
     }
 
+    /// The arguments of a plugin taking `Id, Timeline, [Start, End,] w1, ..., wN [, dim, ...]`:
+    /// the columns, the bounds (without them, the input's first and last time) and the
+    /// `windows` arguments as KQL text.
+    #[allow(clippy::type_complexity)]
+    fn optionally_bounded(
+        &self,
+        plugin: &str,
+        usage: &str,
+        args: &[KExpr],
+        windows: usize,
+        input: &Tabular,
+        span: Span,
+    ) -> Result<(String, String, String, String, Vec<String>, Vec<String>), TrawlError> {
+        // With Start and End the windows follow them and are never columns.
+        let is_column = |arg: Option<&KExpr>| matches!(arg.map(|a| &a.kind), Some(ExprKind::Name(ident)) if input.column_type(&ident.name).is_some());
+        let bounded = args.len() >= 4 + windows && (4..4 + windows).all(|i| !is_column(args.get(i)));
+        let fixed = 4 + windows;
+        let shifted: Vec<KExpr>;
+        let args = if bounded {
+            args
+        } else {
+            if args.len() < 2 + windows {
+                return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+            }
+            // Placeholders where the bounds go; replaced below.
+            shifted = args[..2].iter().chain(&args[..2]).chain(&args[2..]).cloned().collect();
+            &shifted
+        };
+        let (a, rest) = self.activity_args(plugin, usage, args, fixed, input, span)?;
+        let t = bracketed(&a.timeline);
+        let (start, end) = if bounded {
+            (a.start.to_string(), a.end.to_string())
+        } else {
+            (
+                format!("toscalar({INPUT} | summarize min({t}))"),
+                format!("toscalar({INPUT} | summarize max({t}))"),
+            )
+        };
+        Ok((
+            a.id,
+            a.timeline,
+            start,
+            end,
+            rest.iter().map(|w| w.to_string()).collect(),
+            a.dims,
+        ))
+    }
+
     pub(crate) fn active_users_count(
         &mut self,
         input: Tabular,
@@ -191,45 +243,10 @@ impl Planner<'_> {
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         let usage = "activity_engagement(IdColumn, TimelineColumn, [Start, End,] InnerActivityWindow, OuterActivityWindow [, dim, ...])";
-        // With Start and End the windows are the fifth and sixth arguments, never columns.
-        let is_column = |arg: Option<&KExpr>| matches!(arg.map(|a| &a.kind), Some(ExprKind::Name(ident)) if input.column_type(&ident.name).is_some());
-        let bounded = args.len() >= 6 && !is_column(args.get(4)) && !is_column(args.get(5));
-        let (id, timeline, start, end, inner, outer, dims) = if bounded {
-            let (a, rest) = self.activity_args("activity_engagement", usage, args, 6, &input, span)?;
-            let [inner, outer] = rest else {
-                return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-            };
-            (
-                a.id,
-                a.timeline,
-                a.start.to_string(),
-                a.end.to_string(),
-                inner.to_string(),
-                outer.to_string(),
-                a.dims,
-            )
-        } else {
-            if args.len() < 4 {
-                return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-            }
-            // The columns and windows in the places the bounded form has them.
-            let mut shifted: Vec<KExpr> = args[..2].to_vec();
-            shifted.extend(args[2..4].iter().cloned());
-            shifted.extend(args[2..].iter().cloned());
-            let (a, rest) = self.activity_args("activity_engagement", usage, &shifted, 6, &input, span)?;
-            let [inner, outer] = rest else {
-                return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-            };
-            let t = bracketed(&a.timeline);
-            (
-                a.id.clone(),
-                a.timeline.clone(),
-                format!("toscalar({INPUT} | summarize min({t}))"),
-                format!("toscalar({INPUT} | summarize max({t}))"),
-                inner.to_string(),
-                outer.to_string(),
-                a.dims,
-            )
+        let (id, timeline, start, end, windows, dims) =
+            self.optionally_bounded("activity_engagement", usage, args, 2, &input, span)?;
+        let [inner, outer] = windows.as_slice() else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
         };
         let (id, timeline) = (bracketed(&id), bracketed(&timeline));
         let dims: String = dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
@@ -248,5 +265,41 @@ impl Planner<'_> {
              | order by {timeline} asc{dims}"
         );
         self.lowered(input, "activity_engagement", &text, span)
+    }
+
+    pub(crate) fn activity_metrics(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let usage = "activity_metrics(IdColumn, TimelineColumn, [Start, End,] Window [, dim, ...])";
+        let (id, timeline, start, end, windows, dims) =
+            self.optionally_bounded("activity_metrics", usage, args, 1, &input, span)?;
+        let [step] = windows.as_slice() else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        };
+        let (id, timeline) = (bracketed(&id), bracketed(&timeline));
+        let dims: String = dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        // The distinct (window, id) pairs from Start to End.
+        let pairs = format!(
+            "{INPUT} \
+             | extend __am_w = bin_at({timeline}, {step}, {start}) \
+             | where __am_w >= {start} and __am_w <= {end} \
+             | summarize by __am_w, __am_id = {id}{dims}"
+        );
+        let text = format!(
+            "{pairs} \
+             | join kind=leftouter ({pairs} | project __am_w = __am_w + ({step}), __am_id{dims}, __am_before = true) \
+                 on __am_w, __am_id{dims} \
+             | summarize dcount_values = count(), dcount_newvalues = countif(isnull(__am_before)) by __am_w{dims} \
+             | join kind=leftouter ({pairs} | summarize __am_earlier = count() by __am_w = __am_w + ({step}){dims}) \
+                 on __am_w{dims} \
+             | extend retention_rate = todouble(dcount_values - dcount_newvalues) / todouble(coalesce(__am_earlier, 0)) \
+             | extend churn_rate = 1.0 - retention_rate \
+             | project {timeline} = __am_w, dcount_values, dcount_newvalues, retention_rate, churn_rate{dims} \
+             | order by {timeline} asc{dims}"
+        );
+        self.lowered(input, "activity_metrics", &text, span)
     }
 }

@@ -29,6 +29,7 @@ impl Planner<'_> {
             "active_users_count" => self.active_users_count(input, args, span),
             "activity_counts_metrics" => self.activity_counts_metrics(input, args, span),
             "activity_engagement" => self.activity_engagement(input, args, span),
+            "activity_metrics" => self.activity_metrics(input, args, span),
             "autocluster" => self.autocluster(input, args, span),
             "basket" => self.basket(input, args, span),
             "dcount_intersect" => self.dcount_intersect(input, args, span),
