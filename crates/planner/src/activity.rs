@@ -19,6 +19,10 @@
 //!   `dcount_values`, `dcount_newvalues` (not seen in the window before), `retention_rate` (of
 //!   the ids of the window before, the share seen again) and `churn_rate` (1 - retention).
 //!
+//! - `evaluate new_activity_metrics(Id, Timeline, Start, End, Window [, Cohort] [, dim, ...])`:
+//!   for every cohort (the ids first seen in a window) and every window from its own on, the
+//!   ids new by then, the cohort's ids seen again and not, and their rates.
+//!
 //! Bins start at `Start` (`bin_at`); the bin may be a number or a timespan (`week`, `month` and
 //! `year` are not supported). Distinct counts are exact.
 
@@ -301,5 +305,80 @@ impl Planner<'_> {
              | order by {timeline} asc{dims}"
         );
         self.lowered(input, "activity_metrics", &text, span)
+    }
+
+    pub(crate) fn new_activity_metrics(
+        &mut self,
+        input: Tabular,
+        args: &[KExpr],
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let usage = "new_activity_metrics(IdColumn, TimelineColumn, Start, End, Window [, Cohort] [, dim, ...])";
+        let is_column =
+            |arg: &KExpr| matches!(&arg.kind, ExprKind::Name(ident) if input.column_type(&ident.name).is_some());
+        let (cohort, rest): (Option<&KExpr>, Vec<KExpr>) = match args.get(5) {
+            Some(c) if !is_column(c) => (Some(c), args[..5].iter().chain(&args[6..]).cloned().collect()),
+            _ => (None, args.to_vec()),
+        };
+        if let Some(lookback) = rest.iter().skip(5).find(|a| !is_column(a)) {
+            return Err(self.error(
+                ErrorCode::BadRequest,
+                lookback.span,
+                "new_activity_metrics: a Lookback table of earlier ids is not supported; \
+                 the arguments after Window are an optional Cohort and dimension columns",
+            ));
+        }
+        let (a, windows) = self.activity_args("new_activity_metrics", usage, &rest, 5, &input, span)?;
+        let [step] = windows else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        };
+        let (start, end) = (a.start, a.end);
+        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
+        let from = bracketed(&format!("from_{}", a.timeline));
+        let to = bracketed(&format!("to_{}", a.timeline));
+        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let only_cohort = cohort.map_or(String::new(), |c| {
+            format!("| where __nm_from == bin_at({c}, {step}, {start})")
+        });
+        // Each id's windows (from Start to End), and its first window.
+        let seen = format!(
+            "{INPUT} \
+             | extend __nm_w = bin_at({timeline}, {step}, {start}) \
+             | where __nm_w >= {start} and __nm_w <= {end} \
+             | summarize by __nm_w, __nm_id = {id}{dims} \
+             | join kind=inner ({INPUT} \
+                 | extend __nm_w = bin_at({timeline}, {step}, {start}) \
+                 | where __nm_w >= {start} and __nm_w <= {end} \
+                 | summarize __nm_first = min(__nm_w) by __nm_id = {id}{dims}) on __nm_id{dims}"
+        );
+        // Every cohort with every window from its own on. A window's new ids are those first
+        // seen after the cohort's window, or in it when the window is the cohort's own.
+        let pairs = format!(
+            "({seen}) \
+             | where __nm_w == __nm_first \
+             | summarize __nm_cohort = count() by __nm_from = __nm_first{dims} {only_cohort} \
+             | extend __nm_k = 1 \
+             | join kind=inner (range __nm_to from {start} to {end} step {step} | extend __nm_k = 1) on __nm_k \
+             | where __nm_to >= __nm_from"
+        );
+        let text = format!(
+            "{pairs} \
+             | join kind=leftouter (({seen}) | summarize __nm_retained = count() by __nm_from = __nm_first, __nm_to = __nm_w{dims}) \
+                 on __nm_from, __nm_to{dims} \
+             | join kind=leftouter (({seen}) | summarize __nm_total = count() by __nm_to = __nm_w{dims}) on __nm_to{dims} \
+             | join kind=leftouter ({pairs} \
+                 | join kind=inner (({seen}) | summarize __nm_n = count() by __nm_to = __nm_w, __nm_first{dims}) on __nm_to{dims} \
+                 | where __nm_first < __nm_from or (__nm_first == __nm_from and __nm_to > __nm_from) \
+                 | summarize __nm_before = sum(__nm_n) by __nm_from, __nm_to{dims}) on __nm_from, __nm_to{dims} \
+             | extend dcount_new_values = coalesce(__nm_total, 0) - coalesce(__nm_before, 0), \
+                 dcount_retained_values = coalesce(__nm_retained, 0) \
+             | extend dcount_churn_values = __nm_cohort - dcount_retained_values \
+             | extend retention_rate = todouble(dcount_retained_values) / __nm_cohort, \
+                 churn_rate = todouble(dcount_churn_values) / __nm_cohort \
+             | project {from} = __nm_from, {to} = __nm_to, dcount_new_values, dcount_retained_values, \
+                 dcount_churn_values, retention_rate, churn_rate{dims} \
+             | order by {from} asc, {to} asc{dims}"
+        );
+        self.lowered(input, "new_activity_metrics", &text, span)
     }
 }

@@ -45,6 +45,7 @@ impl Planner<'_> {
             "ipv4_lookup" => self.ip_lookup(input, args, span, false),
             "ipv6_lookup" => self.ip_lookup(input, args, span, true),
             "narrow" => self.narrow(input, span),
+            "new_activity_metrics" => self.new_activity_metrics(input, args, span),
             "pivot" => self.pivot(input, args, span),
             "rolling_percentile" => self.rolling_percentile(input, args, span),
             "rows_near" => self.rows_near(input, args, span),
