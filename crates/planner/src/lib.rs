@@ -38,6 +38,7 @@ mod scalar;
 mod scalar_functions;
 mod scan;
 mod search;
+mod sequence_detect;
 mod serial_windows;
 mod series;
 mod shredded;
