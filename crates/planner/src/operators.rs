@@ -384,6 +384,7 @@ impl Planner<'_> {
                 outputs.push((name.clone(), Typed::new(column(name), *kql_type)));
             }
         }
+        let mut produced: Vec<String> = Vec::new();
         for (position, item) in items.iter().enumerate() {
             if item.names.len() > 1 {
                 return Err(self.error(
@@ -400,8 +401,22 @@ impl Planner<'_> {
             let value = self.scalar(&item.expr, &input)?;
             let name = match item.name() {
                 Some(ident) => ident.name.clone(),
-                None => default_name(&item.expr, position + 1),
+                // An unnamed expression named like one produced before it here gets the first
+                // free numbered name (`f_x`, `f_x1`, …), as Kusto does.
+                None => {
+                    let base = default_name(&item.expr, position + 1);
+                    let taken = |n: &str| produced.iter().any(|p| p == n);
+                    if taken(&base) {
+                        (1..)
+                            .map(|k| format!("{base}{k}"))
+                            .find(|n| !taken(n) && !outputs.iter().any(|(o, _)| o == n))
+                            .unwrap_or(base)
+                    } else {
+                        base
+                    }
+                }
             };
+            produced.push(name.clone());
             match outputs.iter_mut().find(|(n, _)| *n == name) {
                 Some(existing) if extend => existing.1 = value,
                 Some(_) => {
