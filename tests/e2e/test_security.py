@@ -480,3 +480,21 @@ def test_secrets_never_reach_the_log(trawl_factory, trawl_bin):
     assert "DEBUG" in log, "debug logging was not on"
     leaked = [secret for secret in secrets if secret and secret in log]
     assert not leaked, f"{len(leaked)} secrets in the server log: {[s[:12] + '…' for s in leaked]}"
+
+
+def test_a_query_knows_who_asks(trawl, trawl_bin):
+    """`current_principal()` is the caller the gateway authenticated, whoever that is."""
+    name = f"asker-{uuid.uuid4().hex[:6]}"
+    code, _, err = cli(trawl, trawl_bin, "service-account", "create", name, "--role", "observer")
+    assert code == 0, err
+    code, token, err = cli(trawl, trawl_bin, "service-account", "token", "create", name, "--expires-in", "10m")
+    assert code == 0, err
+    query = "print p = current_principal(), d = current_principal_details().UserPrincipalName"
+    body = json.dumps({"db": "default", "csl": query}).encode()
+    for bearer, expected in ((token.strip(), name), (trawl.admin_token, "admin")):
+        status, _, answer = http_request(
+            trawl.gateway_url + "/v1/rest/query", body, {"Authorization": f"Bearer {bearer}"}, "POST"
+        )
+        assert status == 200, answer
+        rows = json.loads(answer)["Tables"][0]["Rows"]
+        assert rows == [[expected, expected]], rows

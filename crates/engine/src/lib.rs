@@ -325,7 +325,7 @@ impl Engine {
     pub async fn optimized_plan_sexp(&self, request: &QueryRequest) -> Result<String, TrawlError> {
         let prepared = self.prepare(request).await?;
         let planned = self
-            .plan(request, &prepared, &Arc::new(ScanCounters::default()))
+            .plan(request, "", &prepared, &Arc::new(ScanCounters::default()))
             .await?;
         let state = self.context.state();
         let names: Vec<String> = planned
@@ -365,7 +365,7 @@ impl Engine {
     pub async fn physical_plans(&self, request: &QueryRequest) -> Result<Vec<(String, Placement)>, TrawlError> {
         let prepared = self.prepare(request).await?;
         let planned = self
-            .plan(request, &prepared, &Arc::new(ScanCounters::default()))
+            .plan(request, "", &prepared, &Arc::new(ScanCounters::default()))
             .await?;
         let mut plans = Vec::with_capacity(planned.results.len());
         for result in planned.results {
@@ -477,6 +477,7 @@ impl Engine {
     async fn plan(
         &self,
         request: &QueryRequest,
+        principal: &str,
         prepared: &Arc<Prepared>,
         counters: &Arc<ScanCounters>,
     ) -> Result<trawl_planner::PlannedQuery, TrawlError> {
@@ -492,6 +493,7 @@ impl Engine {
                 until: request.window.until,
                 now,
                 database: request.database.clone(),
+                principal: principal.to_string(),
                 parameters: Arc::new(request.parameters.clone()),
                 discovered: Arc::new(discovered.clone()),
                 materialized: Arc::new(materialized.clone()),

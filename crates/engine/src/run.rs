@@ -117,6 +117,8 @@ struct Run {
     budgets: Vec<trawl_planner::SummarizeBudget>,
     /// Whether a plan of the query ran spread over the query nodes.
     distributed: bool,
+    /// Who asks (`current_principal()`).
+    principal: String,
 }
 
 impl Run {
@@ -260,6 +262,7 @@ impl Engine {
                 fanout: options.fanout_nodes_percent,
                 budgets: Vec::new(),
                 distributed: false,
+                principal: options.principal.clone(),
             };
             let outcome = tokio::select! {
                 biased;
@@ -302,7 +305,9 @@ impl Engine {
         let counters = run.tracker.counters();
         run.progress(false).await?;
         let prepared = run.ticking(self.prepare(request)).await??;
-        let planned = run.ticking(self.plan(request, &prepared, &counters)).await??;
+        let planned = run
+            .ticking(self.plan(request, &run.principal.clone(), &prepared, &counters))
+            .await??;
         run.tracker.time_bin = planned.time_bin;
         run.budgets = planned.summarize_budgets.clone();
         // Warnings aggregates raise while running; whatever is left when the run ends (an

@@ -114,6 +114,9 @@ pub struct PlanOptions {
     pub now: i64,
     /// The database the query runs in (`current_database()`).
     pub database: String,
+    /// Who runs the query (`current_principal()`): the caller's name as the gateway
+    /// authenticated it, empty when unknown.
+    pub principal: String,
     /// The request's values of declared query parameters, by name.
     pub parameters: std::sync::Arc<std::collections::HashMap<String, String>>,
     /// Columns found by running [`Discovery`] plans (for `bag_unpack`), by discovery key.

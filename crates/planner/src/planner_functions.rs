@@ -76,6 +76,14 @@ pub(crate) static PLANNER_FUNCTIONS: &[PlannerFunction] = &[
         lower: current_database,
     },
     PlannerFunction {
+        names: &["current_principal"],
+        lower: current_principal,
+    },
+    PlannerFunction {
+        names: &["current_principal_details"],
+        lower: current_principal_details,
+    },
+    PlannerFunction {
         names: &["extract"],
         lower: extract,
     },
@@ -306,6 +314,37 @@ fn current_database(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlErr
     }
     let database = datafusion::logical_expr::lit(p.options.database.clone());
     Ok(Typed::new(database, KqlType::String))
+}
+
+/// `current_principal()`: the caller's name as the gateway authenticated it.
+fn current_principal(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
+    let Call { args, e, .. } = *c;
+    if !args.is_empty() {
+        return Err(p.error(ErrorCode::BadRequest, e.span, "'current_principal()' takes no argument"));
+    }
+    let principal = datafusion::logical_expr::lit(p.options.principal.clone());
+    Ok(Typed::new(principal, KqlType::String))
+}
+
+/// `current_principal_details()`: a bag with the caller's name (`UserPrincipalName`,
+/// `DisplayName`) and how it signed in (`IdentityProvider`: the gateway).
+fn current_principal_details(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
+    let Call { args, e, .. } = *c;
+    if !args.is_empty() {
+        return Err(p.error(
+            ErrorCode::BadRequest,
+            e.span,
+            "'current_principal_details()' takes no argument",
+        ));
+    }
+    let name = &p.options.principal;
+    let details = serde_json::json!({
+        "UserPrincipalName": name,
+        "DisplayName": name,
+        "IdentityProvider": "trawl-gateway",
+    });
+    let text = datafusion::logical_expr::lit(details.to_string());
+    Ok(Typed::new(text, KqlType::Dynamic))
 }
 
 fn column_names_of(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
