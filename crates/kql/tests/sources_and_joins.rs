@@ -56,6 +56,10 @@ pub const QUERIES: &[&str] = &[
     "search 'error'",
     "search in (T1, T2) message has 'error'",
     "T | search kind=case_sensitive 'x'",
+    "find 'error'",
+    "find withsource=Src in (T1, C*, (U | take 5)) where level == 'Error' and msg has 'x' project msg, code:long, pack_all()",
+    "find in (T1) x > 1 project-smart",
+    "find where * has 'x' project pack_all()",
     "T | fork (where x > 1 | count) named = (take 5)",
     "T | partition hint.strategy=native by key (top 1 by t desc)",
     "T | scan declare (total:long = 0) with (step s1 output=last: x > 1 => total = s1.total + x; step s2: true;)",
@@ -74,6 +78,27 @@ fn later_operators_round_trip() {
     for query in QUERIES {
         assert_round_trip(query);
     }
+}
+
+#[test]
+fn find_takes_tables_a_predicate_and_a_projection() {
+    let OperatorKind::Find(find) =
+        source_operator("find withsource=S in (A, B*) where x == 1 project a, b:long, pack_all()")
+    else {
+        panic!("find")
+    };
+    assert_eq!(find.tables.len(), 2);
+    assert_eq!(find.params.len(), 1);
+    let Some(project) = find.project else {
+        panic!("a project list")
+    };
+    assert!(project.pack_all);
+    assert_eq!(project.columns.len(), 2);
+    assert_eq!(project.columns[1].1, Some(ScalarType::Long));
+    let OperatorKind::Find(smart) = source_operator("find 'term' project-smart") else {
+        panic!("find")
+    };
+    assert!(smart.project.is_none() && smart.tables.is_empty());
 }
 
 #[test]

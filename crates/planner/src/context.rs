@@ -462,6 +462,7 @@ impl<'a> Planner<'a> {
                 OperatorKind::Range(range) => self.range(range, operator.span),
                 OperatorKind::Union(union) => self.union(None, union, operator.span),
                 OperatorKind::Search(search) => self.search(None, search, operator.span),
+                OperatorKind::Find(find) => self.find(find, operator.span),
                 other => Err(self.error(
                     ErrorCode::BadRequest,
                     operator.span,

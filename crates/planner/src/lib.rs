@@ -16,6 +16,7 @@ pub mod budget;
 mod context;
 mod expand;
 mod fieldstats;
+mod find;
 mod funnel;
 mod geo_lookup;
 mod graph;

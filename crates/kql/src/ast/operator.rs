@@ -1,9 +1,9 @@
 //! Tabular operators: the `| name ...` steps of a pipeline.
 
 use super::{
-    As, Datatable, Evaluate, Expr, Facet, ForkBranch, GraphMatch, GraphToTable, Ident, Join, MakeGraph, MakeSeries,
-    MvApply, MvExpand, NamedExpr, Parse, ParseKv, Partition, Range, Reduce, Render, SampleDistinct, ScalarType, Scan,
-    Search, TopHitters, TopNestedLevel, TraceFind, Union,
+    As, Datatable, Evaluate, Expr, Facet, Find, ForkBranch, GraphMatch, GraphToTable, Ident, Join, MakeGraph,
+    MakeSeries, MvApply, MvExpand, NamedExpr, Parse, ParseKv, Partition, Range, Reduce, Render, SampleDistinct,
+    ScalarType, Scan, Search, TopHitters, TopNestedLevel, TraceFind, Union,
 };
 use crate::span::Span;
 
@@ -83,6 +83,7 @@ pub enum OperatorKind {
     Evaluate(Evaluate),
     /// `search ...` (a source, or piped).
     Search(Search),
+    Find(Find),
     /// `invoke function(args)`: calls a tabular function with the input as first argument.
     Invoke(Expr),
     /// `fork (...) (...)`
@@ -164,6 +165,7 @@ impl OperatorKind {
             OperatorKind::TopNested(_) => "top-nested",
             OperatorKind::Evaluate(_) => "evaluate",
             OperatorKind::Search(_) => "search",
+            OperatorKind::Find(_) => "find",
             OperatorKind::Invoke(_) => "invoke",
             OperatorKind::Fork(_) => "fork",
             OperatorKind::Partition(_) => "partition",

@@ -188,6 +188,26 @@ pub struct Search {
     pub predicate: Expr,
 }
 
+/// `find [withsource=Name] [in (tables)] [where] predicate [project-smart | project c[:type], ...
+/// [, pack_all()]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Find {
+    pub params: Vec<OperatorParam>,
+    /// `in (T1, T2, C*)`; empty means every table.
+    pub tables: Vec<Expr>,
+    pub predicate: Expr,
+    /// `None` for `project-smart` (the default).
+    pub project: Option<FindProject>,
+}
+
+/// The `project` list of `find`: columns, each with an optional type, and whether `pack_all()`
+/// ends it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FindProject {
+    pub columns: Vec<(Ident, Option<ScalarType>)>,
+    pub pack_all: bool,
+}
+
 /// `partition [params] by column (operators)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Partition {

@@ -7,7 +7,8 @@ use crate::ast::{
     TabularSchema, TopHitters, TraceFind, Union,
 };
 use crate::ast::{
-    EdgeDirection, Facet, GraphEdge, GraphMatch, GraphPattern, GraphTablePart, GraphToTable, Ident, MakeGraph,
+    EdgeDirection, Facet, Find, FindProject, GraphEdge, GraphMatch, GraphPattern, GraphTablePart, GraphToTable, Ident,
+    MakeGraph,
 };
 use crate::token::TokenKind;
 
@@ -17,6 +18,7 @@ const JOIN_PARAMS: &[&str] = &["kind"];
 const MV_EXPAND_PARAMS: &[&str] = &["bagexpansion", "with_itemindex", "kind"];
 const PARSE_PARAMS: &[&str] = &["kind", "flags"];
 const SEARCH_PARAMS: &[&str] = &["kind"];
+const FIND_PARAMS: &[&str] = &["withsource"];
 
 impl Parser<'_> {
     /// True when the next token ends the current operator.
@@ -39,7 +41,7 @@ impl Parser<'_> {
                 next,
                 TokenKind::Assign | TokenKind::Dot | TokenKind::Pipe | TokenKind::Comma
             ),
-            "union" | "search" => !matches!(
+            "union" | "search" | "find" => !matches!(
                 next,
                 TokenKind::Assign
                     | TokenKind::Dot
@@ -180,6 +182,7 @@ impl Parser<'_> {
                     predicate,
                 })
             }
+            "find" => OperatorKind::Find(self.parse_find()?),
             "fork" => OperatorKind::Fork(self.parse_fork()?),
             "partition" => {
                 let params = self.parse_params(&[])?;
@@ -642,5 +645,95 @@ impl Parser<'_> {
             nodes.push(self.parse_graph_node()?);
         }
         Ok(GraphPattern { nodes, edges })
+    }
+}
+
+impl Parser<'_> {
+    /// After `find`: `[withsource=Name] [in (tables)] [where] predicate [project-smart |
+    /// project c[:type], ... [, pack_all()]]`.
+    fn parse_find(&mut self) -> ParseResult<Find> {
+        let params = self.parse_params(FIND_PARAMS)?;
+        let mut tables = Vec::new();
+        if self.at_word("in") && self.peek_at(1).kind == TokenKind::LParen {
+            self.advance();
+            self.advance();
+            tables = self.comma_separated(Self::parse_table_or_pattern)?;
+            self.expect(&TokenKind::RParen, "')' after the tables of 'find'")?;
+        }
+        if self.at_word("where") {
+            self.advance();
+        }
+        let outer = std::mem::replace(&mut self.in_search, true);
+        let predicate = self.parse_required_expr("find");
+        self.in_search = outer;
+        let predicate = predicate?;
+        let mut project = None;
+        if self.at_word("project") {
+            let smart = self.peek_at(1).kind == TokenKind::Minus && self.word_at(2) == Some("smart");
+            self.advance();
+            if smart {
+                self.advance();
+                self.advance();
+            } else {
+                let mut columns = Vec::new();
+                let mut pack_all = false;
+                loop {
+                    if self.at_word("pack_all") && self.peek_at(1).kind == TokenKind::LParen {
+                        self.advance();
+                        self.advance();
+                        self.expect(&TokenKind::RParen, "')' after 'pack_all('")?;
+                        pack_all = true;
+                    } else {
+                        let name = self.parse_ident("a column name or pack_all() in the project list of 'find'")?;
+                        let ty = match self.eat(&TokenKind::Colon) {
+                            Some(_) => Some(self.parse_scalar_type()?),
+                            None => None,
+                        };
+                        columns.push((name, ty));
+                    }
+                    if self.eat(&TokenKind::Comma).is_none() {
+                        break;
+                    }
+                }
+                project = Some(FindProject { columns, pack_all });
+            }
+        }
+        Ok(Find {
+            params,
+            tables,
+            predicate,
+            project,
+        })
+    }
+
+    /// A table operand of `find in (...)`, or a name pattern with `*` (`Events*`, `*`).
+    fn parse_table_or_pattern(&mut self) -> ParseResult<Expr> {
+        let at_pattern = match self.peek_kind() {
+            TokenKind::Star => true,
+            TokenKind::Ident => self.peek_at(1).kind == TokenKind::Star && self.adjacent(1),
+            _ => false,
+        };
+        if !at_pattern {
+            return self.parse_table_operand("find in");
+        }
+        let start = self.peek().span;
+        let mut pattern = String::new();
+        // Words and stars written together: `Log*`, `*Events`, `A*B*`.
+        loop {
+            match self.peek_kind() {
+                TokenKind::Star => pattern.push('*'),
+                TokenKind::Ident => pattern.push_str(self.peek_word().unwrap_or_default()),
+                _ => break,
+            }
+            self.advance();
+            if !self.adjacent(1) && !matches!(self.peek_kind(), TokenKind::Star | TokenKind::Ident) {
+                break;
+            }
+            if self.peek().span.start != self.last_end {
+                break;
+            }
+        }
+        let span = self.span_from(start);
+        Ok(Expr::new(ExprKind::Name(Ident::new(pattern, span)), span))
     }
 }

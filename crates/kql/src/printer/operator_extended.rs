@@ -320,6 +320,37 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
             }
             write!(f, " {}", ExprContext::scalar(&search.predicate))
         }
+        OperatorKind::Find(find) => {
+            write_params(f, &find.params)?;
+            if !find.tables.is_empty() {
+                f.write_str(" in (")?;
+                write_list(f, &find.tables, |f, table| match &table.kind {
+                    // A name pattern is written as it was (`Log*`), not as a quoted name.
+                    crate::ast::ExprKind::Name(ident) if ident.name.contains('*') => f.write_str(&ident.name),
+                    _ => write!(f, "{}", ExprContext::primary(table)),
+                })?;
+                f.write_str(")")?;
+            }
+            write!(f, " where {}", ExprContext::scalar(&find.predicate))?;
+            if let Some(project) = &find.project {
+                f.write_str(" project ")?;
+                let mut first = true;
+                for (name, ty) in &project.columns {
+                    if !first {
+                        f.write_str(", ")?;
+                    }
+                    first = false;
+                    write!(f, "{name}")?;
+                    if let Some(ty) = ty {
+                        write!(f, ":{}", ty.name())?;
+                    }
+                }
+                if project.pack_all {
+                    f.write_str(if first { "pack_all()" } else { ", pack_all()" })?;
+                }
+            }
+            Ok(())
+        }
         OperatorKind::Fork(branches) => {
             for branch in branches {
                 f.write_str(" ")?;
