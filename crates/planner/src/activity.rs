@@ -23,6 +23,10 @@
 //!   for every cohort (the ids first seen in a window) and every window from its own on, the
 //!   ids new by then, the cohort's ids seen again and not, and their rates.
 //!
+//! - `evaluate session_count(Id, Timeline, Start, End, Bin, LookBackWindow [, dim, ...])`: per
+//!   bin, `count_sessions`: the sessions seen in it, a session being an id's run of appearances
+//!   each at most `LookBackWindow` after the one before.
+//!
 //! Bins start at `Start` (`bin_at`); the bin may be a number or a timespan (`week`, `month` and
 //! `year` are not supported). Distinct counts are exact.
 
@@ -380,5 +384,37 @@ impl Planner<'_> {
              | order by {from} asc, {to} asc{dims}"
         );
         self.lowered(input, "new_activity_metrics", &text, span)
+    }
+
+    pub(crate) fn session_count(&mut self, input: Tabular, args: &[KExpr], span: Span) -> Result<Tabular, TrawlError> {
+        let usage = "session_count(IdColumn, TimelineColumn, Start, End, Bin, LookBackWindow [, dim, ...])";
+        let (a, rest) = self.activity_args("session_count", usage, args, 6, &input, span)?;
+        let [bin, lookback] = rest else {
+            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
+        };
+        let (start, end) = (a.start, a.end);
+        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
+        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let sort_dims: String = a.dims.iter().map(|d| format!("{} asc, ", bracketed(d))).collect();
+        let changed: String = a
+            .dims
+            .iter()
+            .map(|d| format!(" or {0} != prev({0})", bracketed(d)))
+            .collect();
+        // A session of an id runs while its appearances come at most LookBackWindow apart; each
+        // bin counts the sessions that appear in it.
+        let text = format!(
+            "{INPUT} \
+             | where {timeline} <= {end} \
+             | project __sc_id = {id}, __sc_t = {timeline}{dims} \
+             | order by __sc_id asc, {sort_dims}__sc_t asc \
+             | extend __sc_new = row_number() == 1 or __sc_id != prev(__sc_id){changed} \
+                 or __sc_t - prev(__sc_t) > ({lookback}) \
+             | extend __sc_session = row_cumsum(iff(__sc_new, 1, 0)) \
+             | where __sc_t >= {start} \
+             | summarize count_sessions = count_distinct(__sc_session) by {timeline} = bin_at(__sc_t, {bin}, {start}){dims} \
+             | order by {timeline} asc{dims}"
+        );
+        self.lowered(input, "session_count", &text, span)
     }
 }

@@ -50,6 +50,7 @@ impl Planner<'_> {
             "rolling_percentile" => self.rolling_percentile(input, args, span),
             "rows_near" => self.rows_near(input, args, span),
             "sequence_detect" => self.sequence_detect(input, args, span),
+            "session_count" => self.session_count(input, args, span),
             "sliding_window_counts" => self.sliding_window_counts(input, args, span),
             other => Err(self.error(
                 ErrorCode::BadRequest,
