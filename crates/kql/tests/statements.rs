@@ -1,6 +1,6 @@
 //! Statements: `let`, functions, `set`, several statements.
 
-use crate::support::parse_ok;
+use crate::support::{assert_round_trip, parse_ok};
 use trawl_kql::ast::{ExprKind, LetValue, ParamType, ScalarType, StatementKind};
 
 #[test]
@@ -99,4 +99,17 @@ fn declare_pattern_parses_and_prints() {
     assert!(trawl_kql::parse("declare pattern p; p('x')").is_ok());
     assert!(trawl_kql::parse("declare pattern p = (a:string) { ('x') = { print 1 }; }; p('x')").is_ok());
     assert!(trawl_kql::parse("declare pattern p = (a:string) { ('x') = { }; }; p('x')").is_err());
+}
+
+#[test]
+fn restrict_access_lists_names_patterns_and_database_members() {
+    let text = "let V = view () { T }; restrict access to (V, Logs*, database().Events); V | count";
+    let query = parse_ok(text);
+    let StatementKind::Restrict(entities) = &query.statements[1].kind else {
+        panic!("a restrict statement: {:?}", query.statements[1].kind)
+    };
+    assert_eq!(entities.len(), 3);
+    assert_round_trip(text);
+    assert!(trawl_kql::parse("restrict access (T); T").is_err());
+    assert!(trawl_kql::parse("restrict access to T; T").is_err());
 }

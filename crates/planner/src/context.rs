@@ -151,6 +151,8 @@ pub struct Planner<'a> {
     pub patterns: HashMap<String, std::rc::Rc<trawl_kql::ast::PatternDecl>>,
     /// See [`crate::PlannedQuery::summarize_budgets`].
     pub summarize_budgets: Vec<crate::SummarizeBudget>,
+    /// The names and patterns `restrict access to` left visible, if the query restricts.
+    pub restricted: Option<Vec<String>>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -173,6 +175,7 @@ impl<'a> Planner<'a> {
             patterns: HashMap::new(),
             annotations: Vec::new(),
             summarize_budgets: Vec::new(),
+            restricted: None,
             warnings: Vec::new(),
         }
     }
@@ -253,6 +256,7 @@ impl<'a> Planner<'a> {
                         });
                     }
                 }
+                StatementKind::Restrict(entities) => self.restrict(entities)?,
                 _ => {
                     return Err(self.error(
                         ErrorCode::BadRequest,
@@ -263,6 +267,58 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(results)
+    }
+
+    /// `restrict access to (entities)`: names (or `*` patterns) of tables, views and `let`
+    /// names; `database().T` and `database('this database').T` name `T`.
+    fn restrict(&mut self, entities: &[KExpr]) -> Result<(), TrawlError> {
+        let mut visible = Vec::with_capacity(entities.len());
+        for entity in entities {
+            let name = match &entity.kind {
+                ExprKind::Name(ident) => ident.name.clone(),
+                ExprKind::Member { target, member } => match &target.kind {
+                    ExprKind::Call { function, args }
+                        if function.name == "database"
+                            && (args.is_empty()
+                                || matches!(&args[0].kind, ExprKind::Literal(trawl_kql::ast::Literal::String(db))
+                                    if *db == self.options.database)) =>
+                    {
+                        member.name.clone()
+                    }
+                    _ => {
+                        return Err(self.error(
+                            ErrorCode::BadRequest,
+                            entity.span,
+                            "restrict access names entities of this database: a name, a pattern or database().Name",
+                        ));
+                    }
+                },
+                _ => {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        entity.span,
+                        "restrict access takes names of tables, views and let statements",
+                    ));
+                }
+            };
+            visible.push(name);
+        }
+        // A second restrict narrows the first.
+        if let Some(before) = &self.restricted {
+            visible.retain(|name| before.iter().any(|p| crate::names::matches_pattern(p, name)));
+        }
+        self.restricted = Some(visible);
+        Ok(())
+    }
+
+    /// Whether `name` is visible to the query: always without `restrict access`, and inside a
+    /// function defined before it (which reads what it was written against).
+    pub(crate) fn is_visible(&self, name: &str) -> bool {
+        match &self.restricted {
+            None => true,
+            Some(_) if self.call_depth > 0 || name == crate::rolling::INPUT => true,
+            Some(visible) => visible.iter().any(|p| crate::names::matches_pattern(p, name)),
+        }
     }
 
     /// `set name [= value]`: `query_now` fixes what `now()` and `ago()` read for the rest of the
@@ -371,6 +427,27 @@ impl<'a> Planner<'a> {
     }
 
     fn tabular_unbounded(&mut self, expr: &KExpr) -> Result<Tabular, TrawlError> {
+        let called = match &expr.kind {
+            ExprKind::Call { function, .. } => Some(function),
+            ExprKind::Member { target, .. } | ExprKind::Index { target, .. } => match &target.kind {
+                ExprKind::Call { function, .. } => Some(function),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(function) = called
+            && (self.bindings.contains_key(&function.name) || self.patterns.contains_key(&function.name))
+            && !self.is_visible(&function.name)
+        {
+            return Err(self.error(
+                ErrorCode::UnknownTable,
+                function.span,
+                format!(
+                    "'{}' is not accessible: the query restricts access to other entities",
+                    function.name
+                ),
+            ));
+        }
         if let Some(invocation) = self.pattern_invocation(expr) {
             return self.invoke_pattern(invocation, expr.span);
         }
@@ -478,6 +555,13 @@ impl<'a> Planner<'a> {
     }
 
     fn table_reference(&mut self, name: &str, span: Span) -> Result<Tabular, TrawlError> {
+        if !self.is_visible(name) {
+            return Err(self.error(
+                ErrorCode::UnknownTable,
+                span,
+                format!("'{name}' is not accessible: the query restricts access to other entities"),
+            ));
+        }
         if let Some(binding) = self.bindings.get(name) {
             return match binding {
                 Binding::Tabular(tabular) => {

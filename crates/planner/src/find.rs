@@ -47,7 +47,12 @@ fn bag_of(columns: &[&String]) -> String {
 impl Planner<'_> {
     /// The operands of `find in (...)` (or every table) as (source name, KQL text).
     fn find_operands(&self, find: &Find, span: Span) -> Result<Vec<(String, String)>, TrawlError> {
-        let all = self.tables.table_names();
+        let all: Vec<String> = self
+            .tables
+            .table_names()
+            .into_iter()
+            .filter(|t| self.is_visible(t))
+            .collect();
         if find.tables.is_empty() {
             if all.is_empty() {
                 return Err(self.error(ErrorCode::UnknownTable, span, "there is no table to find rows in"));

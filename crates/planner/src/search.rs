@@ -114,7 +114,12 @@ impl Planner<'_> {
             }
             None => {
                 let tables: Vec<KExpr> = if search.tables.is_empty() {
-                    let names = self.tables.table_names();
+                    let names: Vec<String> = self
+                        .tables
+                        .table_names()
+                        .into_iter()
+                        .filter(|t| self.is_visible(t))
+                        .collect();
                     if names.is_empty() {
                         return Err(self.error(ErrorCode::UnknownTable, span, "there is no table to search"));
                     }

@@ -76,6 +76,9 @@ pub enum StatementKind {
     DeclareParameters(Vec<Param>),
     /// `declare pattern name [= (params)[path] { rules }]`.
     DeclarePattern(PatternDecl),
+    /// `restrict access to (entities)`: only the named tables, views and `let` names (or
+    /// those matching a `*` pattern) stay visible to the statements after it.
+    Restrict(Vec<Expr>),
     /// A scalar or tabular expression, usually the query itself.
     Expr(Expr),
 }

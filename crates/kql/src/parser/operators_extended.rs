@@ -706,15 +706,16 @@ impl Parser<'_> {
         })
     }
 
-    /// A table operand of `find in (...)`, or a name pattern with `*` (`Events*`, `*`).
-    fn parse_table_or_pattern(&mut self) -> ParseResult<Expr> {
+    /// A table operand of `find in (...)` or `restrict access to (...)`, or a name pattern
+    /// with `*` (`Events*`, `*`).
+    pub(crate) fn parse_table_or_pattern(&mut self) -> ParseResult<Expr> {
         let at_pattern = match self.peek_kind() {
             TokenKind::Star => true,
             TokenKind::Ident => self.peek_at(1).kind == TokenKind::Star && self.adjacent(1),
             _ => false,
         };
         if !at_pattern {
-            return self.parse_table_operand("find in");
+            return self.parse_table_operand("a table, a name pattern or a query");
         }
         let start = self.peek().span;
         let mut pattern = String::new();

@@ -65,6 +65,15 @@ impl Parser<'_> {
             self.advance();
             self.advance();
             StatementKind::DeclarePattern(self.parse_pattern()?)
+        } else if self.at_word("restrict") && self.word_at(1) == Some("access") {
+            self.advance();
+            self.advance();
+            self.expect_word("to")
+                .map_err(|_| self.error_expected("'to' after 'restrict access'"))?;
+            self.expect(&TokenKind::LParen, "'(' and the entities after 'restrict access to'")?;
+            let entities = self.comma_separated(Self::parse_table_or_pattern)?;
+            self.expect(&TokenKind::RParen, "',' or ')' after an entity of 'restrict access to'")?;
+            StatementKind::Restrict(entities)
         } else {
             StatementKind::Expr(self.parse_pipeline_expr()?)
         };

@@ -50,6 +50,19 @@ impl Display for Statement {
                 write!(f, "declare query_parameters{list}")
             }
             StatementKind::DeclarePattern(pattern) => write!(f, "{pattern}"),
+            StatementKind::Restrict(entities) => {
+                f.write_str("restrict access to (")?;
+                for (i, entity) in entities.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    match &entity.kind {
+                        crate::ast::ExprKind::Name(ident) if ident.name.contains('*') => f.write_str(&ident.name)?,
+                        _ => write!(f, "{}", ExprContext::primary(entity))?,
+                    }
+                }
+                f.write_str(")")
+            }
         }
     }
 }
