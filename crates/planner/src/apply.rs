@@ -98,7 +98,7 @@ impl Planner<'_> {
             ));
         }
 
-        // Join back: the input's columns (the expanded ones replaced), then the results.
+        // Join back: the input's columns (those expanded in place left out), then the results.
         let outputs: Vec<(String, KqlType)> = current.columns.iter().filter(|(n, _)| n != ROW).cloned().collect();
         let left = numbered
             .builder()
@@ -125,7 +125,9 @@ impl Planner<'_> {
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         for (name, kql_type) in &input.columns {
-            if outputs.iter().any(|(n, _)| n == name) {
+            // A column expanded under its own name belongs to the sub-pipeline: it is in the
+            // output only if the sub-pipeline keeps it.
+            if outputs.iter().any(|(n, _)| n == name) || item_names.iter().any(|n| n == name) {
                 continue;
             }
             exprs.push(side("__trawl_apply_input", name).alias(name));
