@@ -3,27 +3,12 @@
 use datafusion::common::Result;
 
 use super::polygons::region;
-use super::shape::{self, Shape};
+use super::shape;
 use super::sphere::{Region, V3, angle, edge_intersection, interpolate, line_edges, ll_of, vecs};
 use crate::rowfn::{Out, Val, arg};
 
 fn lines(v: Val) -> Option<Vec<Vec<V3>>> {
     Some(shape::lines(v)?.iter().map(|l| vecs(l)).collect())
-}
-
-/// Where edges of `first` meet edges of `second`.
-fn meeting_points(first: &[Vec<V3>], second: &[(V3, V3)]) -> Vec<V3> {
-    let mut points: Vec<V3> = Vec::new();
-    for (a, b) in line_edges(first) {
-        for (c, d) in second {
-            if let Some(x) = edge_intersection(a, b, *c, *d)
-                && !points.iter().any(|p| angle(*p, x) < 1e-12)
-            {
-                points.push(x);
-            }
-        }
-    }
-    points
 }
 
 fn crosses(first: impl Iterator<Item = (V3, V3)>, second: &[(V3, V3)]) -> bool {
@@ -41,19 +26,16 @@ pub fn geo_intersects_2lines(args: &[Val]) -> Result<Out> {
     Ok(Out::Bool(crosses(line_edges(&l1), &edges)))
 }
 
-/// `geo_intersection_2lines(line1, line2)`: the points where they meet (a Point, a MultiPoint, or
-/// an empty GeometryCollection).
+/// `geo_intersection_2lines(line1, line2)`: the points where they cross or touch and the
+/// stretches they share (a Point, MultiPoint, LineString, MultiLineString or a
+/// GeometryCollection of both; an empty GeometryCollection when they do not meet).
 pub fn geo_intersection_2lines(args: &[Val]) -> Result<Out> {
-    let (Some(l1), Some(l2)) = (lines(arg(args, 0)), lines(arg(args, 1))) else {
+    let (Some(l1), Some(l2)) = (shape::lines(arg(args, 0)), shape::lines(arg(args, 1))) else {
         return Ok(Out::Null);
     };
-    let edges: Vec<_> = line_edges(&l2).collect();
-    let mut points: Vec<_> = meeting_points(&l1, &edges).into_iter().map(ll_of).collect();
-    Ok(shape::out(match points.len() {
-        0 => shape::empty_collection(),
-        1 => Shape::Point(points.remove(0)),
-        _ => Shape::MultiPoint(points),
-    }))
+    Ok(shape::out_opt(
+        super::overlay::intersect_lines(&l1, &l2).map(|met| met.to_shape()),
+    ))
 }
 
 /// `geo_intersects_line_with_polygon(line, polygon)`.

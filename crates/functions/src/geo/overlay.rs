@@ -681,6 +681,66 @@ pub fn union_lines(lines: &[Vec<Ll>]) -> Option<Vec<Vec<Ll>>> {
     )
 }
 
+/// Where two sets of lines meet: the stretches they share (as lines, in the first set's
+/// direction) and the points where they cross or touch elsewhere, in the first set's order.
+/// `None` past [`MOST_VERTICES`].
+pub fn intersect_lines(first: &[Vec<Ll>], second: &[Vec<Ll>]) -> Option<Combined> {
+    let count: usize = first.iter().chain(second).map(Vec::len).sum();
+    if count > MOST_VERTICES {
+        return None;
+    }
+    let mut sites = Sites::default();
+    let mut edges = Vec::new();
+    let mut id = 0;
+    for (region, lines) in [first, second].into_iter().enumerate() {
+        for line in lines {
+            let ends: Vec<usize> = line.iter().map(|p| sites.site(Vertex::of(*p))).collect();
+            for w in ends.windows(2) {
+                if w[0] != w[1] {
+                    edges.push(Edge {
+                        region,
+                        id,
+                        a: w[0],
+                        b: w[1],
+                    });
+                }
+                id += 1;
+            }
+        }
+    }
+    let splits = split_points(&mut sites, &edges, false)?;
+    let pieces = pieces(&sites, &edges, splits);
+    let mut second_ends: HashSet<(usize, usize)> = HashSet::new();
+    let mut on_second: HashSet<usize> = HashSet::new();
+    for p in pieces.iter().filter(|p| p.region == 1) {
+        second_ends.insert((p.a, p.b));
+        on_second.insert(p.a);
+        on_second.insert(p.b);
+    }
+    let mut seen: HashSet<(usize, usize)> = HashSet::new();
+    let shared: Vec<Edge> = pieces
+        .iter()
+        .filter(|p| p.region == 0)
+        .filter(|p| second_ends.contains(&(p.a, p.b)) || second_ends.contains(&(p.b, p.a)))
+        .filter(|p| seen.insert((p.a.min(p.b), p.a.max(p.b))))
+        .copied()
+        .collect();
+    let used: HashSet<usize> = shared.iter().flat_map(|p| [p.a, p.b]).collect();
+    let mut points: Vec<usize> = Vec::new();
+    for p in pieces.iter().filter(|p| p.region == 0) {
+        for s in [p.a, p.b] {
+            if on_second.contains(&s) && !used.contains(&s) && !points.contains(&s) {
+                points.push(s);
+            }
+        }
+    }
+    Some(Combined {
+        region: Loops::default(),
+        lines: chains(&sites, &shared),
+        points: points.into_iter().map(|s| sites.vertices[s]).collect(),
+    })
+}
+
 #[cfg(test)]
 // The expected coordinates are the documented ones, digit for digit.
 #[allow(clippy::excessive_precision)]
@@ -871,6 +931,37 @@ mod tests {
         // The intersection of the grid's union with a square across its corner is that corner.
         let corner = combine(&u, &square(0.4, 0.4, 1.0), Op::Intersection).unwrap_or_default();
         assert!((area(&corner.region) - area(&square(0.4, 0.4, 0.1))).abs() / area(&corner.region) < 1e-4);
+    }
+
+    #[test]
+    fn lines_meet_in_points_and_shared_stretches() {
+        let a = vec![vec![(0.0, 0.0), (2.0, 0.0)]];
+        let crossing = vec![vec![(1.0, -1.0), (1.0, 1.0)]];
+        let met = intersect_lines(&a, &crossing).unwrap_or_default();
+        assert_eq!(met.lines.len(), 0);
+        assert_eq!(met.points.len(), 1);
+        assert!((met.points[0].ll.0 - 1.0).abs() < 1e-9 && met.points[0].ll.1.abs() < 1e-9);
+        // The same line, either way round: the line itself.
+        let same = intersect_lines(&a, &[vec![(2.0, 0.0), (0.0, 0.0)]])
+            .unwrap_or_default()
+            .to_shape();
+        assert_eq!(same, Shape::Line(vec![(0.0, 0.0), (2.0, 0.0)]));
+        // Overlapping in part, and touching at an end elsewhere.
+        let b = vec![vec![(1.0, 0.0), (3.0, 0.0)], vec![(0.0, 0.0), (0.0, 1.0)]];
+        let shape = intersect_lines(&a, &b).unwrap_or_default().to_shape();
+        assert_eq!(
+            shape,
+            Shape::Collection(vec![
+                Shape::Point((0.0, 0.0)),
+                Shape::Line(vec![(1.0, 0.0), (2.0, 0.0)])
+            ])
+        );
+        assert_eq!(
+            intersect_lines(&a, &[vec![(5.0, 5.0), (6.0, 6.0)]])
+                .unwrap_or_default()
+                .to_shape(),
+            Shape::Collection(vec![])
+        );
     }
 
     #[test]
