@@ -139,3 +139,41 @@ async fn consume_reads_everything_and_returns_nothing() -> TestResult {
     assert!(rows.is_empty());
     Ok(())
 }
+
+const GRAPH: &str = r#"let nodes = datatable(name:string, type:string, age:long)
+[ "Alice", "Person", 23, "Bob", "Person", 31, "Eve", "Person", 17, "Trent", "System", 99 ];
+let edges = datatable(source:string, destination:string, edge_type:string)
+[ "Alice", "Bob", "communicatesWith", "Alice", "Trent", "trusts", "Bob", "Trent", "hasPermission",
+  "Eve", "Alice", "attacks", "Mallory", "Alice", "attacks", "Mallory", "Bob", "attacks" ];
+"#;
+
+#[tokio::test]
+async fn graph_to_table_names_its_nodes_and_edges_tables() -> TestResult {
+    let f = Fixture::new().await?;
+    let both = "edges | make-graph source --> destination with nodes on name \
+                | graph-to-table nodes as N with_node_id=NodeId, edges as E with_source_id=SourceId";
+    // Bound for the statements after it.
+    let output = f
+        .execute(&format!(
+            "{GRAPH}{both}; N | count; E | where edge_type == 'attacks' | count"
+        ))
+        .await?;
+    assert_eq!(output.tables.len(), 2);
+    assert_eq!(output.tables[0].json_rows(), vec![vec![json!(5)]]);
+    assert_eq!(output.tables[1].json_rows(), vec![vec![json!(3)]]);
+    // As the last statement, both tables are the result.
+    let output = f.execute(&format!("{GRAPH}{both}")).await?;
+    let names: Vec<&str> = output.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["N", "E"]);
+    assert_eq!(output.tables[0].columns[0].0, "NodeId");
+    assert_eq!(output.tables[1].columns[0].0, "SourceId");
+    assert_eq!(output.tables[1].json_rows().len(), 6);
+    // Both tables need names.
+    let unnamed = f
+        .run(&format!(
+            "{GRAPH}edges | make-graph source --> destination with nodes on name | graph-to-table nodes, edges"
+        ))
+        .await;
+    assert_eq!(unnamed.err().map(|e| e.code), Some(ErrorCode::BadRequest));
+    Ok(())
+}

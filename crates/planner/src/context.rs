@@ -245,6 +245,10 @@ impl<'a> Planner<'a> {
                             self.funnel_sequence(source, before, evaluate)?
                         }
                         Some((source, before, OperatorKind::Facet(facet))) => self.facet(source, before, facet)?,
+                        Some((_, _, OperatorKind::GraphToTable(table))) if table.parts.len() > 1 => {
+                            let last = std::ptr::eq(statement, statements.last().unwrap_or(statement));
+                            self.graph_tables(expr, table, last, statement.span)?
+                        }
                         _ => vec![(None, self.tabular(expr)?)],
                     };
                     for (name, tabular) in named {
@@ -267,6 +271,52 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(results)
+    }
+
+    /// `... | graph-to-table nodes as N [params], edges as E [params]`: each table planned on its
+    /// own and bound to its name for the statements after; as the last statement it is also
+    /// the query's result (both tables).
+    fn graph_tables(
+        &mut self,
+        expr: &KExpr,
+        table: &trawl_kql::ast::GraphToTable,
+        last: bool,
+        span: Span,
+    ) -> Result<Vec<(Option<String>, Tabular)>, TrawlError> {
+        let ExprKind::Pipeline { source, operators } = &expr.kind else {
+            return Ok(vec![(None, self.tabular(expr)?)]);
+        };
+        let mut named = Vec::with_capacity(table.parts.len());
+        for part in &table.parts {
+            let Some(alias) = &part.alias else {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    part.what.span,
+                    "graph-to-table with both nodes and edges names each table: nodes as N, edges as E",
+                ));
+            };
+            let mut single = operators.clone();
+            if let Some(last_operator) = single.last_mut() {
+                last_operator.kind = OperatorKind::GraphToTable(trawl_kql::ast::GraphToTable {
+                    parts: vec![trawl_kql::ast::GraphTablePart {
+                        alias: None,
+                        ..part.clone()
+                    }],
+                });
+            }
+            let pipeline = KExpr::new(
+                ExprKind::Pipeline {
+                    source: source.clone(),
+                    operators: single,
+                },
+                span,
+            );
+            let tabular = self.tabular(&pipeline)?;
+            self.bindings
+                .insert(alias.name.clone(), Binding::Tabular(tabular.clone()));
+            named.push((Some(alias.name.clone()), tabular));
+        }
+        Ok(if last { named } else { Vec::new() })
     }
 
     /// `restrict access to (entities)`: names (or `*` patterns) of tables, views and `let`
