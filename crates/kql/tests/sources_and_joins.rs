@@ -26,6 +26,8 @@ pub const QUERIES: &[&str] = &[
     "range x from 1 to 10 step 2 | where x > 3",
     "range t from ago(1h) to now() step 5m",
     "union T1, T2",
+    "union withsource=t Log*, (T | take 1), *Events",
+    "union *",
     "union kind=outer withsource=SourceTable isfuzzy=true T1, (T2 | where x > 1)",
     "T | union U, V",
     "T | join kind=inner (U | where y > 1) on id",

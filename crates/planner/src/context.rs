@@ -604,7 +604,7 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn table_reference(&mut self, name: &str, span: Span) -> Result<Tabular, TrawlError> {
+    pub(crate) fn table_reference(&mut self, name: &str, span: Span) -> Result<Tabular, TrawlError> {
         if !self.is_visible(name) {
             return Err(self.error(
                 ErrorCode::UnknownTable,

@@ -213,7 +213,32 @@ impl Planner<'_> {
         if let Some(input) = input {
             legs.push((String::new(), input));
         }
+        let fuzzy = param_word(&union.params, "isfuzzy").as_deref() == Some("true");
         for table in &union.tables {
+            // `Prefix*`: every visible table (or view) whose name matches, in name order.
+            if let ExprKind::Name(ident) = &table.kind
+                && ident.name.contains('*')
+            {
+                let mut names: Vec<String> = self
+                    .tables
+                    .table_names()
+                    .into_iter()
+                    .filter(|t| crate::names::matches_pattern(&ident.name, t) && self.is_visible(t))
+                    .collect();
+                names.sort();
+                if names.is_empty() && !fuzzy {
+                    return Err(self.error(
+                        ErrorCode::UnknownTable,
+                        ident.span,
+                        format!("no table matches '{}' (isfuzzy=true allows none)", ident.name),
+                    ));
+                }
+                for name in names {
+                    let tabular = self.table_reference(&name, ident.span)?;
+                    legs.push((name, tabular));
+                }
+                continue;
+            }
             let label = match &table.kind {
                 ExprKind::Name(ident) => ident.name.clone(),
                 // A leg that ends in `| as name` is labeled by that name.

@@ -95,7 +95,7 @@ impl Parser<'_> {
             }
             "union" => {
                 let params = self.parse_params(UNION_PARAMS)?;
-                let tables = self.comma_separated(|parser| parser.parse_table_operand("union"))?;
+                let tables = self.comma_separated(Self::parse_table_or_pattern)?;
                 OperatorKind::Union(Union { params, tables })
             }
             "join" => OperatorKind::Join(self.parse_join("join")?),
@@ -706,7 +706,7 @@ impl Parser<'_> {
         })
     }
 
-    /// A table operand of `find in (...)` or `restrict access to (...)`, or a name pattern
+    /// A table operand of `union`, `find in (...)` or `restrict access to (...)`, or a name pattern
     /// with `*` (`Events*`, `*`).
     pub(crate) fn parse_table_or_pattern(&mut self) -> ParseResult<Expr> {
         let at_pattern = match self.peek_kind() {

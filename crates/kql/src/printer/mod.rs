@@ -56,10 +56,7 @@ impl Display for Statement {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    match &entity.kind {
-                        crate::ast::ExprKind::Name(ident) if ident.name.contains('*') => f.write_str(&ident.name)?,
-                        _ => write!(f, "{}", ExprContext::primary(entity))?,
-                    }
+                    operator_extended::write_table_or_pattern(f, entity)?;
                 }
                 f.write_str(")")
             }

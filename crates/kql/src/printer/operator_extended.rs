@@ -99,9 +99,7 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
         OperatorKind::Union(union) => {
             write_params(f, &union.params)?;
             f.write_str(" ")?;
-            write_list(f, &union.tables, |f, table| {
-                write!(f, "{}", ExprContext::primary(table))
-            })
+            write_list(f, &union.tables, write_table_or_pattern)
         }
         OperatorKind::Join(join) | OperatorKind::Lookup(join) => write_join(f, join),
         OperatorKind::As(as_operator) => {
@@ -324,11 +322,7 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
             write_params(f, &find.params)?;
             if !find.tables.is_empty() {
                 f.write_str(" in (")?;
-                write_list(f, &find.tables, |f, table| match &table.kind {
-                    // A name pattern is written as it was (`Log*`), not as a quoted name.
-                    crate::ast::ExprKind::Name(ident) if ident.name.contains('*') => f.write_str(&ident.name),
-                    _ => write!(f, "{}", ExprContext::primary(table)),
-                })?;
+                write_list(f, &find.tables, write_table_or_pattern)?;
                 f.write_str(")")?;
             }
             write!(f, " where {}", ExprContext::scalar(&find.predicate))?;
@@ -423,5 +417,13 @@ pub(crate) fn write_operator_body(f: &mut Formatter<'_>, kind: &OperatorKind) ->
         }
         OperatorKind::GetSchema => Ok(()),
         _ => Ok(()),
+    }
+}
+
+/// A table operand, or a name pattern as it was written (`Log*`), not as a quoted name.
+pub(crate) fn write_table_or_pattern(f: &mut Formatter<'_>, table: &Expr) -> fmt::Result {
+    match &table.kind {
+        crate::ast::ExprKind::Name(ident) if ident.name.contains('*') => f.write_str(&ident.name),
+        _ => write!(f, "{}", ExprContext::primary(table)),
     }
 }
