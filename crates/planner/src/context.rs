@@ -153,6 +153,10 @@ pub struct Planner<'a> {
     pub summarize_budgets: Vec<crate::SummarizeBudget>,
     /// The names and patterns `restrict access to` left visible, if the query restricts.
     pub restricted: Option<Vec<String>>,
+    /// `set query_bin_auto_size` and `set query_bin_auto_at`: `bin_auto()`'s bin size and
+    /// fixed point.
+    pub bin_auto_size: Option<KExpr>,
+    pub bin_auto_at: Option<KExpr>,
     warnings: Vec<QueryWarning>,
 }
 
@@ -176,6 +180,8 @@ impl<'a> Planner<'a> {
             annotations: Vec::new(),
             summarize_budgets: Vec::new(),
             restricted: None,
+            bin_auto_size: None,
+            bin_auto_at: None,
             warnings: Vec::new(),
         }
     }
@@ -374,6 +380,21 @@ impl<'a> Planner<'a> {
     /// `set name [= value]`: `query_now` fixes what `now()` and `ago()` read for the rest of the
     /// query; other request options are accepted and have no effect here.
     fn set_option(&mut self, option: &trawl_kql::ast::SetOption, span: Span) -> Result<(), TrawlError> {
+        // `bin_auto()`'s size and fixed point, read where it is used.
+        let bin_auto = ["query_bin_auto_size", "query_bin_auto_at"]
+            .into_iter()
+            .find(|name| option.name.eq_ignore_ascii_case(name));
+        if let Some(name) = bin_auto {
+            let Some(value) = &option.value else {
+                return Err(self.error(ErrorCode::BadRequest, span, format!("set {name} takes a value")));
+            };
+            if name == "query_bin_auto_size" {
+                self.bin_auto_size = Some(value.clone());
+            } else {
+                self.bin_auto_at = Some(value.clone());
+            }
+            return Ok(());
+        }
         if !option.name.eq_ignore_ascii_case("query_now") {
             return Ok(());
         }

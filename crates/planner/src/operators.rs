@@ -478,7 +478,7 @@ impl Planner<'_> {
                 None => match &item.expr.kind {
                     // bin(col, size) keeps the column's name.
                     ExprKind::Call { function, args }
-                        if matches!(function.name.as_str(), "bin" | "floor" | "bin_at")
+                        if matches!(function.name.as_str(), "bin" | "floor" | "bin_at" | "bin_auto")
                             && matches!(args.first().map(|a| &a.kind), Some(ExprKind::Name(_))) =>
                     {
                         default_name(&args[0], position + 1)

@@ -555,7 +555,27 @@ fn bin_auto(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
         input,
         ..
     } = *c;
-    // bin(ts, size) with a size from a ladder of round intervals giving 750–1,500
+    // With `set query_bin_auto_size`: bin_at(value, size, query_bin_auto_at), or bin(value,
+    // size) without a fixed point.
+    if let (Some(size), [value]) = (p.bin_auto_size.clone(), args) {
+        let mut bin_args = vec![value.clone(), size];
+        let name = match p.bin_auto_at.clone() {
+            Some(at) => {
+                bin_args.push(at);
+                "bin_at"
+            }
+            None => "bin",
+        };
+        let call = KExpr::new(
+            ExprKind::Call {
+                function: trawl_kql::ast::Ident::new(name, function.span),
+                args: bin_args,
+            },
+            e.span,
+        );
+        return p.scalar(&call, input);
+    }
+    // Else bin(ts, size) with a size from a ladder of round intervals giving 750–1,500
     // bins over the query window (one day when the query has no start).
     let (Some(value), 1..=2) = (args.first(), args.len()) else {
         return Err(p.error(
