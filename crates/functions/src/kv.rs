@@ -2,8 +2,9 @@
 //! `kql_parse_kv(text, options_json)` returns the bag as JSON text.
 //!
 //! Options (JSON object): `pair_delimiter` (default `" "`), `kv_delimiter` (default `"="`),
-//! `quote` (one character, or two: open and close), `greedy` (a value runs until the next
-//! key), `regex` (a pattern whose first two groups are key and value, applied repeatedly).
+//! `quote` (a list: each one character, or two: open and close), `escape` (a list of characters
+//! that take the character after them literally inside quotes), `greedy` (a value runs until the
+//! next key), `regex` (a pattern whose first two groups are key and value, applied repeatedly).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::error::Result;
@@ -17,7 +18,8 @@ use crate::util::{StringArg, map_strings};
 pub struct KvOptions {
     pub pair_delimiter: String,
     pub kv_delimiter: String,
-    pub quote: Option<(char, char)>,
+    pub quotes: Vec<(char, char)>,
+    pub escapes: Vec<char>,
     pub greedy: bool,
     pub regex: Option<regex::Regex>,
 }
@@ -26,15 +28,28 @@ impl KvOptions {
     pub fn from_json(text: &str) -> KvOptions {
         let json: Value = serde_json::from_str(text).unwrap_or(Value::Null);
         let string = |key: &str, default: &str| json.get(key).and_then(Value::as_str).unwrap_or(default).to_string();
-        let quote = json.get("quote").and_then(Value::as_str).and_then(|q| {
-            let mut chars = q.chars();
-            let open = chars.next()?;
-            Some((open, chars.next().unwrap_or(open)))
-        });
+        // A string, or a list of them (the operator's option repeated).
+        let listed = |key: &str| -> Vec<String> {
+            match json.get(key) {
+                Some(Value::String(s)) => vec![s.clone()],
+                Some(Value::Array(items)) => items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let quotes = listed("quote")
+            .iter()
+            .filter_map(|q| {
+                let mut chars = q.chars();
+                let open = chars.next()?;
+                Some((open, chars.next().unwrap_or(open)))
+            })
+            .collect();
+        let escapes = listed("escape").iter().filter_map(|e| e.chars().next()).collect();
         KvOptions {
             pair_delimiter: string("pair_delimiter", " "),
             kv_delimiter: string("kv_delimiter", "="),
-            quote,
+            quotes,
+            escapes,
             greedy: json.get("greedy").and_then(Value::as_bool).unwrap_or(false),
             regex: json
                 .get("regex")
@@ -46,14 +61,27 @@ impl KvOptions {
 
 /// Reads a possibly quoted token at the start of `rest`, ending before any of `stops`
 /// (or, with `greedy_stop`, where it says). Returns the token and the remaining text.
-fn token<'a>(rest: &'a str, quote: Option<(char, char)>, stop: impl Fn(&'a str) -> bool) -> (String, &'a str) {
-    if let Some((open, close)) = quote
-        && let Some(inner) = rest.strip_prefix(open)
-    {
-        return match inner.find(close) {
-            Some(end) => (inner[..end].to_string(), &inner[end + close.len_utf8()..]),
-            None => (inner.to_string(), ""),
+fn token<'a>(rest: &'a str, options: &KvOptions, stop: impl Fn(&'a str) -> bool) -> (String, &'a str) {
+    for (open, close) in &options.quotes {
+        let Some(inner) = rest.strip_prefix(*open) else {
+            continue;
         };
+        // Up to the closing quote; an escape character takes the next character as it is.
+        let mut value = String::new();
+        let mut chars = inner.char_indices();
+        while let Some((index, c)) = chars.next() {
+            if options.escapes.contains(&c) {
+                if let Some((_, escaped)) = chars.next() {
+                    value.push(escaped);
+                }
+                continue;
+            }
+            if c == *close {
+                return (value, &inner[index + c.len_utf8()..]);
+            }
+            value.push(c);
+        }
+        return (value, "");
     }
     let mut end = rest.len();
     for (index, _) in rest.char_indices() {
@@ -90,7 +118,7 @@ pub fn parse_kv(text: &str, options: &KvOptions) -> Map<String, Value> {
         if rest.is_empty() {
             break;
         }
-        let (key, after_key) = token(rest, options.quote, |s| s.starts_with(kv) || s.starts_with(pair));
+        let (key, after_key) = token(rest, options, |s| s.starts_with(kv) || s.starts_with(pair));
         let Some(after_delimiter) = after_key.strip_prefix(kv) else {
             // A word without a value: skip it.
             rest = after_key;
@@ -101,14 +129,14 @@ pub fn parse_kv(text: &str, options: &KvOptions) -> Map<String, Value> {
         };
         let (value, after_value) = if options.greedy {
             // The value runs until a pair delimiter that starts a new `key=`.
-            token(after_delimiter, options.quote, |s| {
+            token(after_delimiter, options, |s| {
                 s.strip_prefix(pair).is_some_and(|next| {
                     let next_key_end = next.find(pair).unwrap_or(next.len());
                     next[..next_key_end].contains(kv)
                 })
             })
         } else {
-            token(after_delimiter, options.quote, |s| s.starts_with(pair))
+            token(after_delimiter, options, |s| s.starts_with(pair))
         };
         bag.insert(key.trim().to_string(), Value::String(value));
         rest = after_value;
@@ -183,6 +211,19 @@ mod tests {
                 r#"{"quote":"()"}"#
             ),
             serde_json::json!({"failure": "connection aborted", "event time": "2021-01-01 10:00:54"})
+        );
+        // Escaped quotes inside a quoted value; several kinds of quotes.
+        assert_eq!(
+            parse(
+                r#"failure="the remote host sent \"bye!\"" path='a b' n=1"#,
+                r#"{"quote":["\"", "'"], "escape":["\\"]}"#
+            ),
+            serde_json::json!({"failure": "the remote host sent \"bye!\"", "path": "a b", "n": "1"})
+        );
+        // Without an escape character the backslash is text and the quote closes the value.
+        assert_eq!(
+            parse(r#"f="a \"b" n=1"#, r#"{"quote":"\""}"#),
+            serde_json::json!({"f": "a \\", "n": "1"})
         );
         assert_eq!(
             parse("name=John Doe phone=555 5555", "{}"),

@@ -36,7 +36,18 @@ impl Planner<'_> {
                     ));
                 }
             };
-            options.insert(name.name.to_ascii_lowercase(), value);
+            let name = name.name.to_ascii_lowercase();
+            // `quote` and `escape` may repeat: each adds a pair of quotes or an escape character.
+            if matches!(name.as_str(), "quote" | "escape") {
+                let listed = options
+                    .entry(name)
+                    .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+                if let serde_json::Value::Array(items) = listed {
+                    items.push(value);
+                }
+            } else {
+                options.insert(name, value);
+            }
         }
         if parse.columns.is_empty() {
             return Err(self.error(
