@@ -339,14 +339,14 @@ pub fn make_count_distinctif(_: &DataType, _: &[DataType]) -> Result<Box<dyn Row
 
 /// A schema of dynamic values as `buildschema` describes them: the primitive type names seen
 /// (in order of first appearance) and at most one container (the properties of objects;
-/// the items of arrays under the key `indexer`).
+/// the items of arrays under the key "`indexer`", backticks included, as Kusto writes it).
 #[derive(Debug, Default, Clone, PartialEq)]
 struct Schema {
     primitives: Vec<String>,
     container: Option<Map<String, Value>>,
 }
 
-const INDEXER: &str = "indexer";
+const INDEXER: &str = "`indexer`";
 
 /// The primitive type name of a JSON scalar (`None` for null and containers).
 fn primitive_name(value: &Value) -> Option<&'static str> {
@@ -617,7 +617,7 @@ mod tests {
         let mut acc = accumulator("buildschema", std::slice::from_ref(&values));
         acc.update_batch(std::slice::from_ref(&values))
             .unwrap_or_else(|e| panic!("{e}"));
-        let expected = r#"{"x":["long","string"],"y":["double",{"w":"string"}],"z":{"indexer":["long","string"]},"t":{"indexer":"string"}}"#;
+        let expected = r#"{"x":["long","string"],"y":["double",{"w":"string"}],"z":{"`indexer`":["long","string"]},"t":{"`indexer`":"string"}}"#;
         assert_eq!(
             acc.evaluate().ok(),
             Some(ScalarValue::Utf8View(Some(expected.to_string())))
