@@ -74,13 +74,38 @@ fn sort_order(items: &[Value], descending: bool, nulls_last: bool) -> Vec<usize>
     order
 }
 
+/// `array_sort_asc(a [, b, ...] [, nulls_last])`: `a` sorted; with further arrays (of `a`'s
+/// length, else null), the array of all of them, each in the order that sorts `a` (a
+/// top-level `project`/`extend` item gets one column per array instead, see the planner).
 fn sort(args: &[Val], descending: bool) -> Result<Out> {
-    let Some(items) = parse_array(arg(args, 0)) else {
+    let mut arrays = Vec::with_capacity(args.len());
+    let mut nulls_last = true;
+    for (index, value) in args.iter().enumerate() {
+        match value {
+            Val::Bool(flag) if index > 0 && index == args.len() - 1 => nulls_last = *flag,
+            Val::Null if index > 0 && index == args.len() - 1 => {}
+            other => match parse_array(*other) {
+                Some(items) => arrays.push(items),
+                None => return Ok(Out::Null),
+            },
+        }
+    }
+    let Some(first) = arrays.first() else {
         return Ok(Out::Null);
     };
-    let nulls_last = arg(args, 1).bool().unwrap_or(true);
-    let order = sort_order(&items, descending, nulls_last);
-    Ok(out(Value::Array(order.into_iter().map(|i| items[i].clone()).collect())))
+    if arrays.iter().any(|a| a.len() != first.len()) {
+        return Ok(Out::Null);
+    }
+    let order = sort_order(first, descending, nulls_last);
+    let mut sorted: Vec<Value> = arrays
+        .iter()
+        .map(|a| Value::Array(order.iter().map(|i| a[*i].clone()).collect()))
+        .collect();
+    Ok(out(if sorted.len() == 1 {
+        sorted.remove(0)
+    } else {
+        Value::Array(sorted)
+    }))
 }
 
 pub fn array_sort_asc(args: &[Val]) -> Result<Out> {
@@ -471,6 +496,23 @@ mod tests {
             "null",
             "lengths differ"
         );
+        // Inside an expression the multi-array form is the array of the sorted arrays.
+        assert_eq!(
+            run("array_sort_asc", &[keys_again(), d("[\"a\",\"b\",\"c\",\"d\",\"e\"]")]),
+            "[[1,2,3,4,5],[\"a\",\"e\",\"b\",\"c\",\"d\"]]"
+        );
+        assert_eq!(
+            run(
+                "array_sort_desc",
+                &[d("[1,null,2]"), d("[10,20,30]"), crate::testing::b(false)]
+            ),
+            "[[null,2,1],[20,30,10]]"
+        );
+        assert_eq!(run("array_sort_asc", &[d("[1,2]"), d("[1]")]), "null", "lengths differ");
+    }
+
+    fn keys_again() -> datafusion::logical_expr::ColumnarValue {
+        d("[1,3,4,5,2]")
     }
 
     #[test]

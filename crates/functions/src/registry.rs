@@ -201,15 +201,8 @@ pub static FUNCTIONS: &[KqlFunction] = &[
         a::array_shift_right
     ),
     f!("array_slice", [Dynamic, Long, Long], 3, false, DYNAMIC, a::array_slice),
-    f!("array_sort_asc", [Dynamic, Bool], 1, false, DYNAMIC, a::array_sort_asc),
-    f!(
-        "array_sort_desc",
-        [Dynamic, Bool],
-        1,
-        false,
-        DYNAMIC,
-        a::array_sort_desc
-    ),
+    f!("array_sort_asc", [Dynamic, Any], 1, true, DYNAMIC, a::array_sort_asc),
+    f!("array_sort_desc", [Dynamic, Any], 1, true, DYNAMIC, a::array_sort_desc),
     f!("array_split", [Dynamic, Dynamic], 2, false, DYNAMIC, a::array_split),
     f!("array_sum", [Dynamic], 1, false, REAL, a::array_sum),
     f!("asin", [Real], 1, false, REAL, m::asin),
