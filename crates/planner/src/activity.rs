@@ -38,25 +38,36 @@ use crate::context::{Planner, Tabular};
 use crate::names::bracketed;
 use crate::rolling::INPUT;
 
-/// The parts of an activity plugin call.
-struct ActivityArgs<'a> {
+/// The parts of an activity plugin call as KQL text: the id, timeline and dimension columns
+/// bracketed, the bounds, and the arguments after the bounds.
+struct ActivityArgs {
     id: String,
     timeline: String,
-    start: &'a KExpr,
-    end: &'a KExpr,
+    /// The timeline column's own name (for names derived from it, `from_<Timeline>`).
+    timeline_name: String,
+    start: String,
+    end: String,
     dims: Vec<String>,
+    rest: Vec<String>,
+}
+
+impl ActivityArgs {
+    /// The dimensions continuing a list: `, [d1], [d2]`.
+    fn dim_list(&self) -> String {
+        self.dims.iter().map(|d| format!(", {d}")).collect()
+    }
 }
 
 impl Planner<'_> {
-    fn activity_args<'a>(
+    fn activity_args(
         &self,
         plugin: &str,
         usage: &str,
-        args: &'a [KExpr],
+        args: &[KExpr],
         fixed: usize,
         input: &Tabular,
         span: Span,
-    ) -> Result<(ActivityArgs<'a>, &'a [KExpr]), TrawlError> {
+    ) -> Result<ActivityArgs, TrawlError> {
         if args.len() < fixed {
             return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
         }
@@ -84,14 +95,28 @@ impl Planner<'_> {
             }
         }
         let dims = columns.split_off(2);
-        let parts = ActivityArgs {
-            id: columns[0].clone(),
-            timeline: columns[1].clone(),
-            start: &args[2],
-            end: &args[3],
-            dims,
-        };
-        Ok((parts, &args[4..fixed]))
+        Ok(ActivityArgs {
+            id: bracketed(&columns[0]),
+            timeline: bracketed(&columns[1]),
+            timeline_name: columns[1].clone(),
+            start: args[2].to_string(),
+            end: args[3].to_string(),
+            dims: dims.iter().map(|d| bracketed(d)).collect(),
+            rest: args[4..fixed].iter().map(|a| a.to_string()).collect(),
+        })
+    }
+
+    /// The `N` arguments after the bounds.
+    fn after_bounds<'b, const N: usize>(
+        &self,
+        a: &'b ActivityArgs,
+        usage: &str,
+        span: Span,
+    ) -> Result<&'b [String; N], TrawlError> {
+        a.rest
+            .as_slice()
+            .try_into()
+            .map_err(|_| self.error(ErrorCode::BadRequest, span, format!("expected {usage}")))
     }
 
     pub(crate) fn sliding_window_counts(
@@ -101,13 +126,10 @@ impl Planner<'_> {
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         let usage = "sliding_window_counts(IdColumn, TimelineColumn, Start, End, LookbackWindow, Bin [, dim, ...])";
-        let (a, rest) = self.activity_args("sliding_window_counts", usage, args, 6, &input, span)?;
-        let [lookback, bin] = rest else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-        };
-        let (start, end) = (a.start, a.end);
-        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
-        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let a = self.activity_args("sliding_window_counts", usage, args, 6, &input, span)?;
+        let [lookback, bin] = self.after_bounds(&a, usage, span)?;
+        let (id, timeline, start, end) = (&a.id, &a.timeline, &a.start, &a.end);
+        let dims = a.dim_list();
         let text = format!(
             "{INPUT} \
              | extend __sw_back = max_of(tolong(({lookback}) / ({bin})), 1) \
@@ -129,22 +151,15 @@ impl Planner<'_> {
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         let usage = "activity_counts_metrics(IdColumn, TimelineColumn, Start, End, Window [, dim, ...])";
-        let (a, rest) = self.activity_args("activity_counts_metrics", usage, args, 5, &input, span)?;
-        let [window] = rest else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-        };
-        let (start, end) = (a.start, a.end);
-        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
-        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
-        let dims_first: String = a.dims.iter().map(|d| format!("{} asc, ", bracketed(d))).collect();
+        let a = self.activity_args("activity_counts_metrics", usage, args, 5, &input, span)?;
+        let [window] = self.after_bounds(&a, usage, span)?;
+        let (id, timeline, start, end) = (&a.id, &a.timeline, &a.start, &a.end);
+        let dims = a.dim_list();
+        let dims_first: String = a.dims.iter().map(|d| format!("{d} asc, ")).collect();
         let restart: String = if a.dims.is_empty() {
             String::new()
         } else {
-            let changed: Vec<String> = a
-                .dims
-                .iter()
-                .map(|d| format!("{0} != prev({0})", bracketed(d)))
-                .collect();
+            let changed: Vec<String> = a.dims.iter().map(|d| format!("{d} != prev({d})")).collect();
             format!(", {}", changed.join(" or "))
         };
         let text = format!(
@@ -166,10 +181,8 @@ impl Planner<'_> {
         self.lowered(input, "activity_counts_metrics", &text, span)
     }
 
-    /// The arguments of a plugin taking `Id, Timeline, [Start, End,] w1, ..., wN [, dim, ...]`:
-    /// the columns, the bounds (without them, the input's first and last time) and the
-    /// `windows` arguments as KQL text.
-    #[allow(clippy::type_complexity)]
+    /// The arguments of a plugin taking `Id, Timeline, [Start, End,] w1, ..., wN [, dim, ...]`;
+    /// without bounds, the input's first and last time.
     fn optionally_bounded(
         &self,
         plugin: &str,
@@ -178,7 +191,7 @@ impl Planner<'_> {
         windows: usize,
         input: &Tabular,
         span: Span,
-    ) -> Result<(String, String, String, String, Vec<String>, Vec<String>), TrawlError> {
+    ) -> Result<ActivityArgs, TrawlError> {
         // With Start and End the windows follow them and are never columns.
         let is_column = |arg: Option<&KExpr>| matches!(arg.map(|a| &a.kind), Some(ExprKind::Name(ident)) if input.column_type(&ident.name).is_some());
         let bounded = args.len() >= 4 + windows && (4..4 + windows).all(|i| !is_column(args.get(i)));
@@ -194,24 +207,12 @@ impl Planner<'_> {
             shifted = args[..2].iter().chain(&args[..2]).chain(&args[2..]).cloned().collect();
             &shifted
         };
-        let (a, rest) = self.activity_args(plugin, usage, args, fixed, input, span)?;
-        let t = bracketed(&a.timeline);
-        let (start, end) = if bounded {
-            (a.start.to_string(), a.end.to_string())
-        } else {
-            (
-                format!("toscalar({INPUT} | summarize min({t}))"),
-                format!("toscalar({INPUT} | summarize max({t}))"),
-            )
-        };
-        Ok((
-            a.id,
-            a.timeline,
-            start,
-            end,
-            rest.iter().map(|w| w.to_string()).collect(),
-            a.dims,
-        ))
+        let mut a = self.activity_args(plugin, usage, args, fixed, input, span)?;
+        if !bounded {
+            a.start = format!("toscalar({INPUT} | summarize min({}))", a.timeline);
+            a.end = format!("toscalar({INPUT} | summarize max({}))", a.timeline);
+        }
+        Ok(a)
     }
 
     pub(crate) fn active_users_count(
@@ -221,13 +222,10 @@ impl Planner<'_> {
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         let usage = "active_users_count(IdColumn, TimelineColumn, Start, End, LookbackWindow, Period, ActivePeriodsCount, Bin [, dim, ...])";
-        let (a, rest) = self.activity_args("active_users_count", usage, args, 8, &input, span)?;
-        let [lookback, period, active, bin] = rest else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-        };
-        let (start, end) = (a.start, a.end);
-        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
-        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let a = self.activity_args("active_users_count", usage, args, 8, &input, span)?;
+        let [lookback, period, active, bin] = self.after_bounds(&a, usage, span)?;
+        let (id, timeline, start, end) = (&a.id, &a.timeline, &a.start, &a.end);
+        let dims = a.dim_list();
         let text = format!(
             "{INPUT} \
              | where {timeline} >= ({start}) and {timeline} <= {end} \
@@ -251,13 +249,9 @@ impl Planner<'_> {
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         let usage = "activity_engagement(IdColumn, TimelineColumn, [Start, End,] InnerActivityWindow, OuterActivityWindow [, dim, ...])";
-        let (id, timeline, start, end, windows, dims) =
-            self.optionally_bounded("activity_engagement", usage, args, 2, &input, span)?;
-        let [inner, outer] = windows.as_slice() else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-        };
-        let (id, timeline) = (bracketed(&id), bracketed(&timeline));
-        let dims: String = dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let a = self.optionally_bounded("activity_engagement", usage, args, 2, &input, span)?;
+        let [inner, outer] = self.after_bounds(&a, usage, span)?;
+        let (id, timeline, start, end, dims) = (&a.id, &a.timeline, &a.start, &a.end, a.dim_list());
         let text = format!(
             "{INPUT} \
              | extend __ae_back = max_of(tolong(({outer}) / ({inner})), 1) \
@@ -282,13 +276,9 @@ impl Planner<'_> {
         span: Span,
     ) -> Result<Tabular, TrawlError> {
         let usage = "activity_metrics(IdColumn, TimelineColumn, [Start, End,] Window [, dim, ...])";
-        let (id, timeline, start, end, windows, dims) =
-            self.optionally_bounded("activity_metrics", usage, args, 1, &input, span)?;
-        let [step] = windows.as_slice() else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-        };
-        let (id, timeline) = (bracketed(&id), bracketed(&timeline));
-        let dims: String = dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let a = self.optionally_bounded("activity_metrics", usage, args, 1, &input, span)?;
+        let [step] = self.after_bounds(&a, usage, span)?;
+        let (id, timeline, start, end, dims) = (&a.id, &a.timeline, &a.start, &a.end, a.dim_list());
         // The distinct (window, id) pairs from Start to End.
         let pairs = format!(
             "{INPUT} \
@@ -332,15 +322,12 @@ impl Planner<'_> {
                  the arguments after Window are an optional Cohort and dimension columns",
             ));
         }
-        let (a, windows) = self.activity_args("new_activity_metrics", usage, &rest, 5, &input, span)?;
-        let [step] = windows else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-        };
-        let (start, end) = (a.start, a.end);
-        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
-        let from = bracketed(&format!("from_{}", a.timeline));
-        let to = bracketed(&format!("to_{}", a.timeline));
-        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
+        let a = self.activity_args("new_activity_metrics", usage, &rest, 5, &input, span)?;
+        let [step] = self.after_bounds(&a, usage, span)?;
+        let (id, timeline, start, end) = (&a.id, &a.timeline, &a.start, &a.end);
+        let from = bracketed(&format!("from_{}", a.timeline_name));
+        let to = bracketed(&format!("to_{}", a.timeline_name));
+        let dims = a.dim_list();
         let only_cohort = cohort.map_or(String::new(), |c| {
             format!("| where __nm_from == bin_at({c}, {step}, {start})")
         });
@@ -388,19 +375,12 @@ impl Planner<'_> {
 
     pub(crate) fn session_count(&mut self, input: Tabular, args: &[KExpr], span: Span) -> Result<Tabular, TrawlError> {
         let usage = "session_count(IdColumn, TimelineColumn, Start, End, Bin, LookBackWindow [, dim, ...])";
-        let (a, rest) = self.activity_args("session_count", usage, args, 6, &input, span)?;
-        let [bin, lookback] = rest else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("expected {usage}")));
-        };
-        let (start, end) = (a.start, a.end);
-        let (id, timeline) = (bracketed(&a.id), bracketed(&a.timeline));
-        let dims: String = a.dims.iter().map(|d| format!(", {}", bracketed(d))).collect();
-        let sort_dims: String = a.dims.iter().map(|d| format!("{} asc, ", bracketed(d))).collect();
-        let changed: String = a
-            .dims
-            .iter()
-            .map(|d| format!(" or {0} != prev({0})", bracketed(d)))
-            .collect();
+        let a = self.activity_args("session_count", usage, args, 6, &input, span)?;
+        let [bin, lookback] = self.after_bounds(&a, usage, span)?;
+        let (id, timeline, start, end) = (&a.id, &a.timeline, &a.start, &a.end);
+        let dims = a.dim_list();
+        let sort_dims: String = a.dims.iter().map(|d| format!("{d} asc, ")).collect();
+        let changed: String = a.dims.iter().map(|d| format!(" or {d} != prev({d})")).collect();
         // A session of an id runs while its appearances come at most LookBackWindow apart; each
         // bin counts the sessions that appear in it.
         let text = format!(
