@@ -177,3 +177,20 @@ async fn graph_to_table_names_its_nodes_and_edges_tables() -> TestResult {
     assert_eq!(unnamed.err().map(|e| e.code), Some(ErrorCode::BadRequest));
     Ok(())
 }
+
+#[tokio::test]
+async fn preview_gives_the_first_rows_and_the_count() -> TestResult {
+    let f = Fixture::new().await?;
+    let output = f
+        .execute("range x from 1 to 100 step 1 | where x % 2 == 0 | evaluate preview(3)")
+        .await?;
+    assert_eq!(output.tables.len(), 2);
+    assert_eq!(output.tables[0].json_rows().len(), 3);
+    assert_eq!(output.tables[1].json_rows(), vec![vec![json!(50)]]);
+    // It ends its query; its row count is a constant.
+    let after = f.run("range x from 1 to 3 step 1 | evaluate preview(2) | count").await;
+    assert_eq!(after.err().map(|e| e.code), Some(ErrorCode::BadRequest));
+    let variable = f.run("range x from 1 to 3 step 1 | evaluate preview(x)").await;
+    assert_eq!(variable.err().map(|e| e.code), Some(ErrorCode::BadRequest));
+    Ok(())
+}

@@ -251,6 +251,12 @@ impl<'a> Planner<'a> {
                             self.funnel_sequence(source, before, evaluate)?
                         }
                         Some((source, before, OperatorKind::Facet(facet))) => self.facet(source, before, facet)?,
+                        Some((source, before, OperatorKind::Evaluate(evaluate)))
+                            if matches!(&evaluate.call.kind, ExprKind::Call { function, .. }
+                                if function.name == "preview") =>
+                        {
+                            self.preview(source, before, evaluate)?
+                        }
                         Some((_, _, OperatorKind::GraphToTable(table))) if table.parts.len() > 1 => {
                             let last = std::ptr::eq(statement, statements.last().unwrap_or(statement));
                             self.graph_tables(expr, table, last, statement.span)?

@@ -111,6 +111,49 @@ impl Planner<'_> {
             .map_err(|e| TrawlError::new(e.code, format!("in {plugin}: {}", e.message)))
     }
 
+    /// `... | evaluate preview(N)`: two tables, the first `N` rows and the count of all rows.
+    /// It ends its query, as `fork` does.
+    pub(crate) fn preview(
+        &mut self,
+        source: &KExpr,
+        before: &[trawl_kql::ast::Operator],
+        evaluate: &trawl_kql::ast::Evaluate,
+    ) -> Result<Vec<(Option<String>, Tabular)>, TrawlError> {
+        let span = evaluate.call.span;
+        let mut input = self.tabular(source)?;
+        for operator in before {
+            input = self.operator(input, operator)?;
+        }
+        let rows = match &evaluate.call.kind {
+            ExprKind::Call { args, .. } => match args.as_slice() {
+                [
+                    KExpr {
+                        kind: ExprKind::Literal(Literal::Long(n)),
+                        ..
+                    },
+                ] if *n >= 0 => *n,
+                [
+                    KExpr {
+                        kind: ExprKind::Literal(Literal::Int(n)),
+                        ..
+                    },
+                ] if *n >= 0 => i64::from(*n),
+                _ => {
+                    return Err(self.error(
+                        ErrorCode::BadRequest,
+                        span,
+                        "expected preview(NumberOfRows), a constant",
+                    ));
+                }
+            },
+            _ => return Err(self.error(ErrorCode::BadRequest, span, "evaluate takes a plugin call")),
+        };
+        let text = format!("{INPUT} | take {rows}");
+        let first = self.lowered(input.clone(), "preview", &text, span)?;
+        let count = self.lowered(input, "preview", &format!("{INPUT} | count"), span)?;
+        Ok(vec![(None, first), (None, count)])
+    }
+
     /// `evaluate rows_near(Condition, NumRows [, RowsAfter])`: the input's rows (in its order)
     /// within `NumRows` rows before or `RowsAfter` (by default `NumRows`) rows after a row where
     /// `Condition` holds.

@@ -40,6 +40,11 @@ impl Planner<'_> {
                 "funnel_sequence returns three tables: it ends its query (no operator after it)",
             )),
             "funnel_sequence_completion" => self.funnel_sequence_completion(input, args, span),
+            "preview" => Err(self.error(
+                ErrorCode::BadRequest,
+                function.span,
+                "preview returns two tables: it ends its query (no operator after it)",
+            )),
             "geo_line_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Line),
             "geo_polygon_lookup" => self.geo_lookup(input, args, span, crate::geo_lookup::GeoLookup::Polygon),
             "ipv4_lookup" => self.ip_lookup(input, args, span, false),
