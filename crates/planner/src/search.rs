@@ -52,6 +52,30 @@ impl Planner<'_> {
                 }
                 self.term_in_column(&column.name, term, case_sensitive, input, e.span)
             }
+            // `* has "term"` (any text operator): the test on every text column.
+            ExprKind::Binary { op, left, right } if matches!(left.kind, ExprKind::Star) => {
+                let mut any: Option<Expr> = None;
+                for (name, kql_type) in input.columns.clone() {
+                    if !matches!(kql_type, KqlType::String | KqlType::Dynamic) || name.starts_with('$') {
+                        continue;
+                    }
+                    let check = KExpr::new(
+                        ExprKind::Binary {
+                            op: *op,
+                            left: Box::new(KExpr::new(ExprKind::Name(Ident::new(&name, left.span)), left.span)),
+                            right: right.clone(),
+                        },
+                        e.span,
+                    );
+                    let value = self.scalar(&check, input)?;
+                    let value = self.boolean(value, e)?;
+                    any = Some(match any {
+                        Some(previous) => previous.or(value),
+                        None => value,
+                    });
+                }
+                Ok(any.unwrap_or(lit(false)))
+            }
             ExprKind::Binary {
                 op: op @ (BinaryOp::And | BinaryOp::Or),
                 left,
