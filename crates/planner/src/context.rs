@@ -443,6 +443,7 @@ impl<'a> Planner<'a> {
                 Some(Binding::Scalar(_)) => false,
                 None => self.tables.table(&ident.name).is_some() || self.tables.view(&ident.name).is_some(),
             },
+            ExprKind::Member { target, .. } => Self::database_call(target).is_some(),
             ExprKind::Call { function, args } => match self.bindings.get(&function.name) {
                 Some(Binding::Function(def)) => self.function_is_tabular(def),
                 _ => {
@@ -503,7 +504,55 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
+    /// `database('name')` or `database()`: the database's name argument (`None` inside for
+    /// `database()`); `None` for anything else.
+    fn database_call(expr: &KExpr) -> Option<Option<&KExpr>> {
+        let ExprKind::Call { function, args } = &expr.kind else {
+            return None;
+        };
+        if function.name != "database" || args.len() > 1 {
+            return None;
+        }
+        Some(args.first())
+    }
+
+    /// `database('name').T`: table `T` when `name` is the query's own database.
+    fn database_member(
+        &mut self,
+        database: Option<&KExpr>,
+        table: &trawl_kql::ast::Ident,
+        span: Span,
+    ) -> Result<Tabular, TrawlError> {
+        let name = match database.map(|d| &d.kind) {
+            None => None,
+            Some(ExprKind::Literal(trawl_kql::ast::Literal::String(name))) => Some(name.clone()),
+            Some(_) => {
+                return Err(self.error(
+                    ErrorCode::BadRequest,
+                    span,
+                    "database() takes a database name in quotes",
+                ));
+            }
+        };
+        match name {
+            Some(name) if !name.eq_ignore_ascii_case(&self.options.database) => Err(self.error(
+                ErrorCode::UnknownTable,
+                span,
+                format!(
+                    "database('{name}'): a query reads its own database ('{}') only",
+                    self.options.database
+                ),
+            )),
+            _ => self.table_reference(&table.name, table.span),
+        }
+    }
+
     fn tabular_unbounded(&mut self, expr: &KExpr) -> Result<Tabular, TrawlError> {
+        if let ExprKind::Member { target, member } = &expr.kind
+            && let Some(database) = Self::database_call(target)
+        {
+            return self.database_member(database, member, expr.span);
+        }
         let called = match &expr.kind {
             ExprKind::Call { function, .. } => Some(function),
             ExprKind::Member { target, .. } | ExprKind::Index { target, .. } => match &target.kind {
