@@ -213,7 +213,7 @@ impl<'a> Planner<'a> {
     /// Plans every statement; each tabular expression statement is one result.
     pub fn plan_statements(&mut self, statements: &[Statement]) -> Result<Vec<PlannedResult>, TrawlError> {
         let mut results = Vec::new();
-        for statement in statements {
+        for (index, statement) in statements.iter().enumerate() {
             match &statement.kind {
                 StatementKind::Let(binding) => {
                     let value = match &binding.value {
@@ -258,7 +258,7 @@ impl<'a> Planner<'a> {
                             self.preview(source, before, evaluate)?
                         }
                         Some((_, _, OperatorKind::GraphToTable(table))) if table.parts.len() > 1 => {
-                            let last = std::ptr::eq(statement, statements.last().unwrap_or(statement));
+                            let last = index + 1 == statements.len();
                             self.graph_tables(expr, table, last, statement.span)?
                         }
                         _ => vec![(None, self.tabular(expr)?)],

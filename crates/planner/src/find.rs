@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use trawl_common::{ErrorCode, KqlType, TrawlError};
-use trawl_kql::ast::{ExprKind, Find, StatementKind};
+use trawl_kql::ast::{ExprKind, Find};
 use trawl_kql::span::Span;
 
 use crate::context::{Planner, Tabular, internal};
@@ -76,14 +76,10 @@ impl Planner<'_> {
         Ok(operands)
     }
 
-    /// Plans KQL text built here (its last statement).
+    /// Plans KQL text built here.
     fn planned_text(&mut self, what: &str, text: &str, span: Span) -> Result<Tabular, TrawlError> {
-        let query = trawl_kql::parse(text)
-            .map_err(|e| self.error(ErrorCode::BadRequest, span, format!("{what} could not be lowered: {e}")))?;
-        let Some(StatementKind::Expr(expr)) = query.statements.last().map(|s| &s.kind) else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("{what} could not be lowered")));
-        };
-        self.tabular(expr)
+        let expr = self.parse_lowered(what, text, span)?;
+        self.tabular(&expr)
     }
 
     pub fn find(&mut self, find: &Find, span: Span) -> Result<Tabular, TrawlError> {

@@ -46,6 +46,7 @@ mod shredded;
 mod sources;
 mod subqueries;
 mod suggest;
+mod summarize;
 mod summarize_hints;
 #[cfg(test)]
 mod testing;

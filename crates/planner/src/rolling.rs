@@ -88,6 +88,21 @@ impl Planner<'_> {
         self.lowered(input, "rolling_percentile", &text, span)
     }
 
+    /// The tabular expression of `text`, a query generated for `plugin` (its last statement).
+    pub(crate) fn parse_lowered(&self, plugin: &str, text: &str, span: Span) -> Result<KExpr, TrawlError> {
+        let query = trawl_kql::parse(text).map_err(|e| {
+            self.error(
+                ErrorCode::BadRequest,
+                span,
+                format!("{plugin} could not be lowered: {e}"),
+            )
+        })?;
+        match query.statements.into_iter().last().map(|s| s.kind) {
+            Some(StatementKind::Expr(lowered)) => Ok(lowered),
+            _ => Err(self.error(ErrorCode::BadRequest, span, format!("{plugin} could not be lowered"))),
+        }
+    }
+
     /// Plans `text`, a query generated for a plugin that reads its input as [`INPUT`].
     pub(crate) fn lowered(
         &mut self,
@@ -96,18 +111,9 @@ impl Planner<'_> {
         text: &str,
         span: Span,
     ) -> Result<Tabular, TrawlError> {
-        let query = trawl_kql::parse(text).map_err(|e| {
-            self.error(
-                ErrorCode::BadRequest,
-                span,
-                format!("{plugin} could not be lowered: {e}"),
-            )
-        })?;
-        let Some(StatementKind::Expr(lowered)) = query.statements.last().map(|s| &s.kind) else {
-            return Err(self.error(ErrorCode::BadRequest, span, format!("{plugin} could not be lowered")));
-        };
+        let lowered = self.parse_lowered(plugin, text, span)?;
         // Spans of the lowered text do not point into the user's query: report errors at the call.
-        self.with_input(INPUT, input, |planner| planner.tabular(lowered))
+        self.with_input(INPUT, input, |planner| planner.tabular(&lowered))
             .map_err(|e| TrawlError::new(e.code, format!("in {plugin}: {}", e.message)))
     }
 
