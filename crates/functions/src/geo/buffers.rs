@@ -6,7 +6,7 @@ use std::f64::consts::TAU;
 
 use datafusion::common::Result;
 
-use super::overlay::{self, Combined, Loop, Loops, Vertex};
+use super::overlay::{self, Loop, Loops, Vertex};
 use super::shape::{self, Ll, Polygon};
 use super::sphere::{EARTH_RADIUS, V3, add, angle, cross, interpolate, scale, unit};
 use crate::rowfn::{Out, Val, arg};
@@ -113,13 +113,7 @@ fn pieces(paths: &[(Vec<Ll>, bool)], rho: f64, tol: f64) -> Option<Vec<Loops>> {
 }
 
 fn area_out(region: Loops) -> Out {
-    shape::out(
-        Combined {
-            region,
-            ..Combined::default()
-        }
-        .to_shape(),
-    )
+    shape::out(region.to_shape())
 }
 
 /// `geo_line_buffer(line, radius, tolerance = 10)`: the region within `radius` meters of the

@@ -75,6 +75,15 @@ impl Loops {
         self.polygons.iter().flatten()
     }
 
+    /// The region as GeoJSON: a Polygon or MultiPolygon, an empty GeometryCollection when empty.
+    pub fn to_shape(&self) -> Shape {
+        if self.is_empty() {
+            super::shape::empty_collection()
+        } else {
+            super::shape::polygon_shape(self.to_polygons())
+        }
+    }
+
     /// The GeoJSON polygons: rings closed with their first vertex.
     pub fn to_polygons(&self) -> Vec<Polygon> {
         self.polygons
@@ -187,7 +196,7 @@ impl Combined {
             kinds.push(super::shape::line_shape(lines));
         }
         if !self.region.is_empty() {
-            kinds.push(super::shape::polygon_shape(self.region.to_polygons()));
+            kinds.push(self.region.to_shape());
         }
         if kinds.len() == 1 {
             kinds.remove(0)

@@ -33,11 +33,7 @@ const P3: &str = r#"{"type":"Polygon","coordinates":[[[-73.97335,40.77274],[-73.
 #[test]
 fn union_of_two_follows_the_documented_vertex_order() {
     let u = union_all(vec![region(P1), region(P2)]).unwrap_or_default();
-    let shape = Combined {
-        region: u,
-        ..Combined::default()
-    }
-    .to_shape();
+    let shape = u.to_shape();
     let expected = [
         (-73.9495, 40.7969),
         (-73.95807, 40.80068),
@@ -58,11 +54,7 @@ fn union_of_two_follows_the_documented_vertex_order() {
 #[test]
 fn union_of_three_merges_the_smallest_first() {
     let u = union_all(vec![region(P1), region(P2), region(P3)]).unwrap_or_default();
-    let shape = Combined {
-        region: u,
-        ..Combined::default()
-    }
-    .to_shape();
+    let shape = u.to_shape();
     let expected = [
         (-73.972599326729608, 40.765330371902991),
         (-73.960302383706178, 40.782140794645024),

@@ -5,7 +5,7 @@ use datafusion::common::Result;
 use serde_json::Value;
 
 use super::lines::tolerance;
-use super::overlay::{self, Combined, Loops, Op};
+use super::overlay::{self, Loops, Op};
 use super::shape::{self, Ll, Polygon, Shape};
 use super::sphere::{EARTH_RADIUS, simplify, vecs};
 use crate::rowfn::{Out, Val, arg};
@@ -38,18 +38,10 @@ fn union_of_array(v: Val) -> Option<Loops> {
     overlay::union_all(parts?)
 }
 
-fn area_shape(region: Loops) -> Shape {
-    Combined {
-        region,
-        ..Combined::default()
-    }
-    .to_shape()
-}
-
 /// `geo_union_polygons_array(polygons)`: a Polygon or MultiPolygon (an empty
 /// GeometryCollection for an empty array).
 pub fn geo_union_polygons_array(args: &[Val]) -> Result<Out> {
-    Ok(shape::out_opt(union_of_array(arg(args, 0)).map(area_shape)))
+    Ok(shape::out_opt(union_of_array(arg(args, 0)).map(|u| u.to_shape())))
 }
 
 /// `geo_intersection_2polygons(polygon1, polygon2)`: the shared area, and the points and lines
