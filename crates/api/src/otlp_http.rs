@@ -62,7 +62,13 @@ impl Mapped {
 /// Decodes and maps one export request of `signal`.
 pub fn map_request(signal: Signal, body: &[u8], format: PayloadFormat, now: i64) -> Result<Mapped, TrawlError> {
     Ok(match signal {
+        Signal::Logs if format == PayloadFormat::Protobuf => {
+            Mapped::Columns(otlp::logs_protobuf_to_columns(body, now)?)
+        }
         Signal::Logs => Mapped::Columns(otlp::logs_to_columns(&otlp::decode_logs(body, format)?, now)),
+        Signal::Traces if format == PayloadFormat::Protobuf => {
+            Mapped::Columns(otlp::traces_protobuf_to_columns(body, now)?)
+        }
         Signal::Traces => Mapped::Columns(otlp::traces_to_columns(&otlp::decode_traces(body, format)?, now)),
         Signal::Metrics => Mapped::Rows(otlp::metrics_to_rows(&otlp::decode_metrics(body, format)?, now)),
     })

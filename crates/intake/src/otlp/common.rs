@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Number, Value as Json};
 use trawl_common::{Row, Value};
-use trawl_proto::otlp::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use trawl_proto::otlp::common::v1::{AnyValue, ArrayValue, InstrumentationScope, KeyValue, KeyValueList, any_value};
 use trawl_proto::otlp::resource::v1::Resource;
 
 use crate::IntakeOutput;
@@ -93,17 +93,88 @@ fn write_attributes(out: &mut String, attributes: &[KeyValue]) {
     write_attributes_noting(out, attributes, &mut |_, _| {});
 }
 
+/// A key-value pair the mapping writes into a bag: prost's `KeyValue`, or a view of its bytes
+/// in the request ([`crate::otlp::wire`]).
+pub(crate) trait Attribute {
+    fn key(&self) -> &str;
+    fn value(&self) -> Option<ValueRef<'_>>;
+    /// The pair as prost's message (the rare path of a repeated key).
+    fn to_key_value(&self) -> KeyValue;
+}
+
+impl Attribute for KeyValue {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn value(&self) -> Option<ValueRef<'_>> {
+        self.value.as_ref().map(ValueRef::of)
+    }
+
+    fn to_key_value(&self) -> KeyValue {
+        self.clone()
+    }
+}
+
+/// An `AnyValue` by reference: into prost's message, or (scalars only) into a request's bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ValueRef<'a> {
+    /// An `AnyValue` without a value.
+    Unset,
+    Str(&'a str),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Bytes(&'a [u8]),
+    Strindex(i32),
+    Array(&'a ArrayValue),
+    Kvlist(&'a KeyValueList),
+}
+
+impl<'a> ValueRef<'a> {
+    pub(crate) fn of(value: &'a AnyValue) -> ValueRef<'a> {
+        match &value.value {
+            None => ValueRef::Unset,
+            Some(any_value::Value::StringValue(text)) => ValueRef::Str(text),
+            Some(any_value::Value::BoolValue(flag)) => ValueRef::Bool(*flag),
+            Some(any_value::Value::IntValue(number)) => ValueRef::Int(*number),
+            Some(any_value::Value::DoubleValue(number)) => ValueRef::Double(*number),
+            Some(any_value::Value::ArrayValue(array)) => ValueRef::Array(array),
+            Some(any_value::Value::KvlistValue(list)) => ValueRef::Kvlist(list),
+            Some(any_value::Value::BytesValue(bytes)) => ValueRef::Bytes(bytes),
+            Some(any_value::Value::StringValueStrindex(index)) => ValueRef::Strindex(*index),
+        }
+    }
+
+    pub(crate) fn to_any_value(self) -> AnyValue {
+        AnyValue {
+            value: match self {
+                ValueRef::Unset => None,
+                ValueRef::Str(text) => Some(any_value::Value::StringValue(text.to_owned())),
+                ValueRef::Bool(flag) => Some(any_value::Value::BoolValue(flag)),
+                ValueRef::Int(number) => Some(any_value::Value::IntValue(number)),
+                ValueRef::Double(number) => Some(any_value::Value::DoubleValue(number)),
+                ValueRef::Bytes(bytes) => Some(any_value::Value::BytesValue(bytes.to_vec())),
+                ValueRef::Strindex(index) => Some(any_value::Value::StringValueStrindex(index)),
+                ValueRef::Array(array) => Some(any_value::Value::ArrayValue(array.clone())),
+                ValueRef::Kvlist(list) => Some(any_value::Value::KvlistValue(list.clone())),
+            },
+        }
+    }
+}
+
 /// [`write_attributes`], calling `note` with each key and where its value's JSON text is in
 /// `out`. Returns false (and notes nothing) when a key repeats: the text then comes from
 /// [`attributes_to_json`]'s map, which keeps one value per key.
-pub(crate) fn write_attributes_noting(
+pub(crate) fn write_attributes_noting<A: Attribute>(
     out: &mut String,
-    attributes: &[KeyValue],
+    attributes: &[A],
     note: &mut dyn FnMut(&str, std::ops::Range<usize>),
 ) -> bool {
     if has_repeated_key(attributes) {
         // Rare: let the map settle which position and value a repeated key keeps.
-        out.push_str(&Json::Object(attributes_to_json(attributes)).to_string());
+        let owned: Vec<KeyValue> = attributes.iter().map(Attribute::to_key_value).collect();
+        out.push_str(&Json::Object(attributes_to_json(&owned)).to_string());
         return false;
     }
     out.push('{');
@@ -111,48 +182,51 @@ pub(crate) fn write_attributes_noting(
         if index > 0 {
             out.push(',');
         }
-        write_json_string(out, &attribute.key);
+        write_json_string(out, attribute.key());
         out.push(':');
         let start = out.len();
-        match &attribute.value {
-            Some(value) => write_any_value(out, value),
+        match attribute.value() {
+            Some(value) => write_value(out, value),
             None => out.push_str("null"),
         }
-        note(&attribute.key, start..out.len());
+        note(attribute.key(), start..out.len());
     }
     out.push('}');
     true
 }
 
-fn has_repeated_key(attributes: &[KeyValue]) -> bool {
+fn has_repeated_key<A: Attribute>(attributes: &[A]) -> bool {
     if attributes.len() <= 32 {
-        return attributes
-            .iter()
-            .enumerate()
-            .any(|(index, attribute)| attributes[..index].iter().any(|earlier| earlier.key == attribute.key));
+        return attributes.iter().enumerate().any(|(index, attribute)| {
+            attributes[..index]
+                .iter()
+                .any(|earlier| earlier.key() == attribute.key())
+        });
     }
     let mut seen = std::collections::HashSet::with_capacity(attributes.len());
-    !attributes.iter().all(|attribute| seen.insert(attribute.key.as_str()))
+    !attributes.iter().all(|attribute| seen.insert(attribute.key()))
 }
 
 pub(crate) fn write_any_value(out: &mut String, value: &AnyValue) {
-    let Some(value) = &value.value else {
-        out.push_str("null");
-        return;
-    };
+    write_value(out, ValueRef::of(value));
+}
+
+/// Appends a value as the JSON text of [`any_value_to_json`]'s value.
+pub(crate) fn write_value(out: &mut String, value: ValueRef<'_>) {
     match value {
-        any_value::Value::StringValue(text) => write_json_string(out, text),
-        any_value::Value::BoolValue(flag) => out.push_str(if *flag { "true" } else { "false" }),
-        any_value::Value::IntValue(number) => {
+        ValueRef::Unset | ValueRef::Strindex(_) => out.push_str("null"),
+        ValueRef::Str(text) => write_json_string(out, text),
+        ValueRef::Bool(flag) => out.push_str(if flag { "true" } else { "false" }),
+        ValueRef::Int(number) => {
             let _ = write!(out, "{number}");
         }
-        any_value::Value::DoubleValue(number) => match Number::from_f64(*number) {
+        ValueRef::Double(number) => match Number::from_f64(number) {
             Some(number) => {
                 let _ = write!(out, "{number}");
             }
-            None => write_json_string(out, non_finite_name(*number)),
+            None => write_json_string(out, non_finite_name(number)),
         },
-        any_value::Value::ArrayValue(array) => {
+        ValueRef::Array(array) => {
             out.push('[');
             for (index, item) in array.values.iter().enumerate() {
                 if index > 0 {
@@ -162,9 +236,8 @@ pub(crate) fn write_any_value(out: &mut String, value: &AnyValue) {
             }
             out.push(']');
         }
-        any_value::Value::KvlistValue(list) => write_attributes(out, &list.values),
-        any_value::Value::BytesValue(bytes) => write_json_string(out, &base64::encode(bytes)),
-        any_value::Value::StringValueStrindex(_) => out.push_str("null"),
+        ValueRef::Kvlist(list) => write_attributes(out, &list.values),
+        ValueRef::Bytes(bytes) => write_json_string(out, &base64::encode(bytes)),
     }
 }
 

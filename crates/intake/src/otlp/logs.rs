@@ -3,13 +3,16 @@
 use trawl_common::KqlType;
 use trawl_common::columns::ColumnsBuilder;
 use trawl_proto::otlp::collector::logs::v1::ExportLogsServiceRequest;
+use trawl_proto::otlp::common::v1::KeyValue;
 use trawl_proto::otlp::logs::v1::LogRecord;
 
 use crate::otlp::common::{
-    HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, hex_into, timestamp_nanos, write_any_value,
+    Attribute, HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, ValueRef, hex_into, timestamp_nanos, write_value,
 };
+use crate::otlp::decode::{PayloadFormat, decode_logs};
 use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
-use crate::{ColumnsOutput, IntakeOutput};
+use crate::otlp::wire::{self, Fields, KeyView, Unusual};
+use crate::{ColumnsOutput, IntakeError, IntakeOutput};
 
 /// Maps every log record of `request` to a row. A record is rejected, not stored, when its trace
 /// id is neither empty nor 16 bytes, its span id neither empty nor 8 bytes, or a time is past
@@ -73,31 +76,153 @@ impl<S: Copy> LogSlots<S> {
 fn map_logs<K: Sink>(request: &ExportLogsServiceRequest, ingest_time_nanos: i64, sink: &mut K) -> Rejections {
     let slots = LogSlots::declare(sink);
     let mut rejections = Rejections::new("log record", "log records");
-    let mut scratch = Scratch {
-        attributes: BagText::for_column("attributes"),
-        body: String::new(),
-    };
+    let mut scratch = Scratch::default();
     for (resource_index, resource_logs) in request.resource_logs.iter().enumerate() {
         let mut shared = SharedBags::for_resource(resource_logs.resource.as_ref());
         for (scope_index, scope_logs) in resource_logs.scope_logs.iter().enumerate() {
             shared.set_scope(scope_logs.scope.as_ref());
             for (record_index, record) in scope_logs.log_records.iter().enumerate() {
-                match log_row(record, &shared, ingest_time_nanos, sink, &slots, &mut scratch) {
-                    Ok(()) => {}
-                    Err(reason) => rejections.reject(
-                        || {
-                            format!(
-                                "resource_logs[{resource_index}].scope_logs[{scope_index}]\
-                                 .log_records[{record_index}]"
-                            )
-                        },
-                        reason,
-                    ),
+                let fields = LogFields::of(record);
+                if let Err(reason) = log_row(&fields, &shared, ingest_time_nanos, sink, &slots, &mut scratch) {
+                    rejections.reject(|| location(resource_index, scope_index, record_index), reason);
                 }
             }
         }
     }
     rejections
+}
+
+fn location(resource_index: usize, scope_index: usize, record_index: usize) -> String {
+    format!("resource_logs[{resource_index}].scope_logs[{scope_index}].log_records[{record_index}]")
+}
+
+/// An OTLP/HTTP protobuf body of logs straight to columns: keys, strings and ids are read in
+/// place ([`wire`]) rather than decoded into a message per record first. A body the reader
+/// leaves to prost is decoded and mapped as [`logs_to_columns`] does, errors included.
+pub fn logs_protobuf_to_columns(body: &[u8], ingest_time_nanos: i64) -> Result<ColumnsOutput, IntakeError> {
+    match logs_from_wire(body, ingest_time_nanos) {
+        Ok(output) => Ok(output),
+        Err(Unusual) => Ok(logs_to_columns(
+            &decode_logs(body, PayloadFormat::Protobuf)?,
+            ingest_time_nanos,
+        )),
+    }
+}
+
+pub(crate) fn logs_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<ColumnsOutput, Unusual> {
+    let mut sink = ColumnsBuilder::with_rows(wire::count_items(body)?);
+    let slots = LogSlots::declare(&mut sink);
+    let mut rejections = Rejections::new("log record", "log records");
+    let mut scratch = Scratch::default();
+    let mut record = RecordView::default();
+    wire::each_item(body, |shared, bytes, [resource, scope, index]| {
+        record.read(bytes)?;
+        if let Err(reason) = log_row(
+            &record.fields(),
+            shared,
+            ingest_time_nanos,
+            &mut sink,
+            &slots,
+            &mut scratch,
+        ) {
+            rejections.reject(|| location(resource, scope, index), reason);
+        }
+        Ok(())
+    })?;
+    Ok(rejections.into_columns(sink.finish()))
+}
+
+/// A log record's fields as the mapping reads them, from prost's message or from the body.
+struct LogFields<'r, A> {
+    time_unix_nano: u64,
+    observed_time_unix_nano: u64,
+    trace_id: &'r [u8],
+    span_id: &'r [u8],
+    severity_number: i32,
+    severity_text: &'r str,
+    body: Option<ValueRef<'r>>,
+    flags: u32,
+    attributes: &'r [A],
+    dropped_attributes_count: u32,
+}
+
+impl<'r> LogFields<'r, KeyValue> {
+    fn of(record: &'r LogRecord) -> LogFields<'r, KeyValue> {
+        LogFields {
+            time_unix_nano: record.time_unix_nano,
+            observed_time_unix_nano: record.observed_time_unix_nano,
+            trace_id: &record.trace_id,
+            span_id: &record.span_id,
+            severity_number: record.severity_number,
+            severity_text: &record.severity_text,
+            body: record.body.as_ref().map(ValueRef::of),
+            flags: record.flags,
+            attributes: &record.attributes,
+            dropped_attributes_count: record.dropped_attributes_count,
+        }
+    }
+}
+
+/// An encoded `LogRecord` read in place; its attribute list is reused from record to record.
+#[derive(Default)]
+struct RecordView<'a> {
+    time_unix_nano: u64,
+    observed_time_unix_nano: u64,
+    trace_id: &'a [u8],
+    span_id: &'a [u8],
+    severity_number: i32,
+    severity_text: &'a str,
+    body: Option<ValueRef<'a>>,
+    flags: u32,
+    attributes: Vec<KeyView<'a>>,
+    dropped_attributes_count: u32,
+}
+
+impl<'a> RecordView<'a> {
+    fn read(&mut self, message: &'a [u8]) -> Result<(), Unusual> {
+        let mut attributes = std::mem::take(&mut self.attributes);
+        attributes.clear();
+        *self = RecordView {
+            attributes,
+            ..RecordView::default()
+        };
+        let mut fields = Fields::new(message);
+        while let Some((number, wire)) = fields.next_field()? {
+            match number {
+                1 => self.time_unix_nano = wire.fixed64()?,
+                2 => self.severity_number = wire.varint()? as i32,
+                3 => self.severity_text = wire.text()?,
+                5 if self.body.is_none() => self.body = Some(wire::any_value(wire.bytes()?)?),
+                5 => return Err(Unusual), // twice: prost merges
+                6 => self.attributes.push(wire::key_value(wire.bytes()?)?),
+                7 => self.dropped_attributes_count = wire.varint()? as u32,
+                8 => self.flags = wire.fixed32()?,
+                9 => self.trace_id = wire.bytes()?,
+                10 => self.span_id = wire.bytes()?,
+                11 => self.observed_time_unix_nano = wire.fixed64()?,
+                12 => {
+                    wire.text()?; // event_name: not stored, but prost checks it
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn fields(&self) -> LogFields<'_, KeyView<'a>> {
+        LogFields {
+            time_unix_nano: self.time_unix_nano,
+            observed_time_unix_nano: self.observed_time_unix_nano,
+            trace_id: self.trace_id,
+            span_id: self.span_id,
+            severity_number: self.severity_number,
+            severity_text: self.severity_text,
+            body: self.body,
+            flags: self.flags,
+            attributes: &self.attributes,
+            dropped_attributes_count: self.dropped_attributes_count,
+        }
+    }
 }
 
 /// Buffers reused from record to record.
@@ -106,8 +231,17 @@ struct Scratch {
     body: String,
 }
 
-fn log_row<K: Sink>(
-    record: &LogRecord,
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch {
+            attributes: BagText::for_column("attributes"),
+            body: String::new(),
+        }
+    }
+}
+
+fn log_row<K: Sink, A: Attribute>(
+    record: &LogFields<'_, A>,
     shared: &SharedBags,
     ingest_time_nanos: i64,
     sink: &mut K,
@@ -118,8 +252,8 @@ fn log_row<K: Sink>(
     let time = timestamp_nanos(record.time_unix_nano, "time_unix_nano")?;
     let observed = timestamp_nanos(record.observed_time_unix_nano, "observed_time_unix_nano")?;
     let (mut trace_hex, mut span_hex) = (HexBuffer::default(), HexBuffer::default());
-    let trace_id = hex_into(&record.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?;
-    let span_id = hex_into(&record.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?;
+    let trace_id = hex_into(record.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?;
+    let span_id = hex_into(record.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?;
 
     let timestamp = [time, observed].into_iter().find(|nanos| *nanos != 0);
     sink.set_integer(slots.timestamp, timestamp.unwrap_or(ingest_time_nanos));
@@ -136,15 +270,15 @@ fn log_row<K: Sink>(
     if (1..=24).contains(&record.severity_number) {
         sink.set_integer(slots.severity_number, i64::from(record.severity_number));
     }
-    set_non_empty(sink, slots.severity_text, &record.severity_text);
-    if let Some(body) = record.body.as_ref().filter(|body| body.value.is_some()) {
+    set_non_empty(sink, slots.severity_text, record.severity_text);
+    if let Some(body) = record.body.filter(|body| !matches!(body, ValueRef::Unset)) {
         scratch.body.clear();
-        write_any_value(&mut scratch.body, body);
+        write_value(&mut scratch.body, body);
         sink.set_text(slots.body, &scratch.body);
     }
     set_flags(sink, slots.sampled, slots.flags, record.flags);
     if !record.attributes.is_empty() {
-        scratch.attributes.write(&record.attributes);
+        scratch.attributes.write(record.attributes);
         sink.set_bag(slots.attributes, &scratch.attributes);
     }
     set_count(sink, slots.dropped_attributes_count, record.dropped_attributes_count);

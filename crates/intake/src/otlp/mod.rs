@@ -16,11 +16,14 @@ mod logs;
 mod metrics;
 mod sink;
 mod traces;
+mod wire;
 
+#[cfg(test)]
+mod arbitrary;
 #[cfg(test)]
 mod fixtures;
 
 pub use decode::{PayloadFormat, decode_logs, decode_metrics, decode_traces};
-pub use logs::{logs_to_columns, logs_to_rows};
+pub use logs::{logs_protobuf_to_columns, logs_to_columns, logs_to_rows};
 pub use metrics::metrics_to_rows;
-pub use traces::{traces_to_columns, traces_to_rows};
+pub use traces::{traces_protobuf_to_columns, traces_to_columns, traces_to_rows};

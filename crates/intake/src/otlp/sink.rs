@@ -12,7 +12,7 @@ use trawl_common::{KqlType, Row, Value};
 use trawl_proto::otlp::common::v1::{InstrumentationScope, KeyValue};
 use trawl_proto::otlp::resource::v1::Resource;
 
-use crate::otlp::common::{split_flags, write_attributes_noting};
+use crate::otlp::common::{Attribute, split_flags, write_attributes_noting};
 
 /// The most shredded keys a bag column has (`trawl_common::shred::SHREDDED_KEYS`).
 pub(crate) const MAX_SHREDDED_KEYS: usize = 8;
@@ -122,7 +122,7 @@ impl BagText {
     }
 
     /// Writes `attributes` as the bag (an empty list: no bag).
-    pub(crate) fn write(&mut self, attributes: &[KeyValue]) {
+    pub(crate) fn write<A: Attribute>(&mut self, attributes: &[A]) {
         self.text.clear();
         self.ranges = Default::default();
         self.owned = Default::default();
@@ -237,7 +237,7 @@ impl SharedBags {
     pub(crate) fn set_scope(&mut self, scope: Option<&InstrumentationScope>) {
         self.scope_name.clear();
         self.scope_version.clear();
-        self.scope.write(&[]);
+        self.scope.write::<KeyValue>(&[]);
         self.dropped_scope = 0;
         if let Some(scope) = scope {
             self.scope_name.push_str(&scope.name);

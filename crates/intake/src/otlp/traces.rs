@@ -5,16 +5,19 @@ use trawl_common::KqlType;
 use trawl_common::columns::ColumnsBuilder;
 use trawl_common::time::format_datetime;
 use trawl_proto::otlp::collector::trace::v1::ExportTraceServiceRequest;
+use trawl_proto::otlp::common::v1::KeyValue;
 use trawl_proto::otlp::trace::v1::Span;
 use trawl_proto::otlp::trace::v1::span::{Event, Link, SpanKind};
 use trawl_proto::otlp::trace::v1::status::StatusCode;
 
 use crate::otlp::common::{
-    FLAG_BIT_0, HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, attributes_to_json, hex_into, required_hex_id,
-    required_hex_into, timestamp_nanos,
+    Attribute, FLAG_BIT_0, HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, attributes_to_json, hex_into,
+    required_hex_id, required_hex_into, timestamp_nanos,
 };
+use crate::otlp::decode::{PayloadFormat, decode_traces};
 use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
-use crate::{ColumnsOutput, IntakeOutput};
+use crate::otlp::wire::{self, Fields, KeyView, Unusual};
+use crate::{ColumnsOutput, IntakeError, IntakeOutput};
 
 /// Link flag bit 8: the sender knows whether the linked context is remote.
 const LINK_HAS_IS_REMOTE: u32 = 0x100;
@@ -107,17 +110,9 @@ fn map_spans<K: Sink>(request: &ExportTraceServiceRequest, ingest_time_nanos: i6
         for (scope_index, scope_spans) in resource_spans.scope_spans.iter().enumerate() {
             shared.set_scope(scope_spans.scope.as_ref());
             for (span_index, span) in scope_spans.spans.iter().enumerate() {
-                match span_row(span, &shared, ingest_time_nanos, sink, &slots, &mut attributes) {
-                    Ok(()) => {}
-                    Err(reason) => rejections.reject(
-                        || {
-                            format!(
-                                "resource_spans[{resource_index}].scope_spans[{scope_index}]\
-                                 .spans[{span_index}]"
-                            )
-                        },
-                        reason,
-                    ),
+                let fields = SpanFields::of(span);
+                if let Err(reason) = span_row(&fields, &shared, ingest_time_nanos, sink, &slots, &mut attributes) {
+                    rejections.reject(|| location(resource_index, scope_index, span_index), reason);
                 }
             }
         }
@@ -125,8 +120,227 @@ fn map_spans<K: Sink>(request: &ExportTraceServiceRequest, ingest_time_nanos: i6
     rejections
 }
 
-fn span_row<K: Sink>(
-    span: &Span,
+fn location(resource_index: usize, scope_index: usize, span_index: usize) -> String {
+    format!("resource_spans[{resource_index}].scope_spans[{scope_index}].spans[{span_index}]")
+}
+
+/// An OTLP/HTTP protobuf body of spans straight to columns, read in place as
+/// [`crate::otlp::logs_protobuf_to_columns`] reads logs; a body the reader leaves to prost is
+/// decoded and mapped as [`traces_to_columns`] does, errors included.
+pub fn traces_protobuf_to_columns(body: &[u8], ingest_time_nanos: i64) -> Result<ColumnsOutput, IntakeError> {
+    match traces_from_wire(body, ingest_time_nanos) {
+        Ok(output) => Ok(output),
+        Err(Unusual) => Ok(traces_to_columns(
+            &decode_traces(body, PayloadFormat::Protobuf)?,
+            ingest_time_nanos,
+        )),
+    }
+}
+
+pub(crate) fn traces_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<ColumnsOutput, Unusual> {
+    let mut sink = ColumnsBuilder::with_rows(wire::count_items(body)?);
+    let slots = SpanSlots::declare(&mut sink);
+    let mut rejections = Rejections::new("span", "spans");
+    let mut attributes = BagText::for_column("attributes");
+    let mut span = SpanView::default();
+    wire::each_item(body, |shared, bytes, [resource, scope, index]| {
+        span.read(bytes)?;
+        if let Err(reason) = span_row(
+            &span.fields(),
+            shared,
+            ingest_time_nanos,
+            &mut sink,
+            &slots,
+            &mut attributes,
+        ) {
+            rejections.reject(|| location(resource, scope, index), reason);
+        }
+        Ok(())
+    })?;
+    Ok(rejections.into_columns(sink.finish()))
+}
+
+/// A span's fields as the mapping reads them, from prost's message or from the body.
+struct SpanFields<'r, A> {
+    trace_id: &'r [u8],
+    span_id: &'r [u8],
+    trace_state: &'r str,
+    parent_span_id: &'r [u8],
+    flags: u32,
+    name: &'r str,
+    kind: i32,
+    start_time_unix_nano: u64,
+    end_time_unix_nano: u64,
+    attributes: &'r [A],
+    dropped_attributes_count: u32,
+    events: &'r [Event],
+    dropped_events_count: u32,
+    links: &'r [Link],
+    dropped_links_count: u32,
+    /// The status's message and code.
+    status: Option<(&'r str, i32)>,
+}
+
+impl<'r> SpanFields<'r, KeyValue> {
+    fn of(span: &'r Span) -> SpanFields<'r, KeyValue> {
+        SpanFields {
+            trace_id: &span.trace_id,
+            span_id: &span.span_id,
+            trace_state: &span.trace_state,
+            parent_span_id: &span.parent_span_id,
+            flags: span.flags,
+            name: &span.name,
+            kind: span.kind,
+            start_time_unix_nano: span.start_time_unix_nano,
+            end_time_unix_nano: span.end_time_unix_nano,
+            attributes: &span.attributes,
+            dropped_attributes_count: span.dropped_attributes_count,
+            events: &span.events,
+            dropped_events_count: span.dropped_events_count,
+            links: &span.links,
+            dropped_links_count: span.dropped_links_count,
+            status: span
+                .status
+                .as_ref()
+                .map(|status| (status.message.as_str(), status.code)),
+        }
+    }
+}
+
+/// An encoded `Span` read in place. Its attributes are borrowed; its events and links (few, and
+/// written as JSON values) are made into prost's messages.
+#[derive(Default)]
+struct SpanView<'a> {
+    trace_id: &'a [u8],
+    span_id: &'a [u8],
+    trace_state: &'a str,
+    parent_span_id: &'a [u8],
+    flags: u32,
+    name: &'a str,
+    kind: i32,
+    start_time_unix_nano: u64,
+    end_time_unix_nano: u64,
+    attributes: Vec<KeyView<'a>>,
+    dropped_attributes_count: u32,
+    events: Vec<Event>,
+    dropped_events_count: u32,
+    links: Vec<Link>,
+    dropped_links_count: u32,
+    status: Option<(&'a str, i32)>,
+}
+
+impl<'a> SpanView<'a> {
+    fn read(&mut self, message: &'a [u8]) -> Result<(), Unusual> {
+        let (mut attributes, mut events, mut links) = (
+            std::mem::take(&mut self.attributes),
+            std::mem::take(&mut self.events),
+            std::mem::take(&mut self.links),
+        );
+        attributes.clear();
+        events.clear();
+        links.clear();
+        *self = SpanView {
+            attributes,
+            events,
+            links,
+            ..SpanView::default()
+        };
+        let mut fields = Fields::new(message);
+        while let Some((number, wire)) = fields.next_field()? {
+            match number {
+                1 => self.trace_id = wire.bytes()?,
+                2 => self.span_id = wire.bytes()?,
+                3 => self.trace_state = wire.text()?,
+                4 => self.parent_span_id = wire.bytes()?,
+                5 => self.name = wire.text()?,
+                6 => self.kind = wire.varint()? as i32,
+                7 => self.start_time_unix_nano = wire.fixed64()?,
+                8 => self.end_time_unix_nano = wire.fixed64()?,
+                9 => self.attributes.push(wire::key_value(wire.bytes()?)?),
+                10 => self.dropped_attributes_count = wire.varint()? as u32,
+                11 => self.events.push(event(wire.bytes()?)?),
+                12 => self.dropped_events_count = wire.varint()? as u32,
+                13 => self.links.push(link(wire.bytes()?)?),
+                14 => self.dropped_links_count = wire.varint()? as u32,
+                15 if self.status.is_none() => self.status = Some(status(wire.bytes()?)?),
+                15 => return Err(Unusual), // twice: prost merges
+                16 => self.flags = wire.fixed32()?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn fields(&self) -> SpanFields<'_, KeyView<'a>> {
+        SpanFields {
+            trace_id: self.trace_id,
+            span_id: self.span_id,
+            trace_state: self.trace_state,
+            parent_span_id: self.parent_span_id,
+            flags: self.flags,
+            name: self.name,
+            kind: self.kind,
+            start_time_unix_nano: self.start_time_unix_nano,
+            end_time_unix_nano: self.end_time_unix_nano,
+            attributes: &self.attributes,
+            dropped_attributes_count: self.dropped_attributes_count,
+            events: &self.events,
+            dropped_events_count: self.dropped_events_count,
+            links: &self.links,
+            dropped_links_count: self.dropped_links_count,
+            status: self.status,
+        }
+    }
+}
+
+fn event(message: &[u8]) -> Result<Event, Unusual> {
+    let mut event = Event::default();
+    let mut fields = Fields::new(message);
+    while let Some((number, wire)) = fields.next_field()? {
+        match number {
+            1 => event.time_unix_nano = wire.fixed64()?,
+            2 => wire.text()?.clone_into(&mut event.name),
+            3 => event.attributes.push(wire::key_value(wire.bytes()?)?.to_key_value()),
+            4 => event.dropped_attributes_count = wire.varint()? as u32,
+            _ => {}
+        }
+    }
+    Ok(event)
+}
+
+fn link(message: &[u8]) -> Result<Link, Unusual> {
+    let mut link = Link::default();
+    let mut fields = Fields::new(message);
+    while let Some((number, wire)) = fields.next_field()? {
+        match number {
+            1 => wire.bytes()?.clone_into(&mut link.trace_id),
+            2 => wire.bytes()?.clone_into(&mut link.span_id),
+            3 => wire.text()?.clone_into(&mut link.trace_state),
+            4 => link.attributes.push(wire::key_value(wire.bytes()?)?.to_key_value()),
+            5 => link.dropped_attributes_count = wire.varint()? as u32,
+            6 => link.flags = wire.fixed32()?,
+            _ => {}
+        }
+    }
+    Ok(link)
+}
+
+/// A status's message and code.
+fn status(message: &[u8]) -> Result<(&str, i32), Unusual> {
+    let (mut text, mut code) = ("", 0);
+    let mut fields = Fields::new(message);
+    while let Some((number, wire)) = fields.next_field()? {
+        match number {
+            2 => text = wire.text()?,
+            3 => code = wire.varint()? as i32,
+            _ => {}
+        }
+    }
+    Ok((text, code))
+}
+
+fn span_row<K: Sink, A: Attribute>(
+    span: &SpanFields<'_, A>,
     shared: &SharedBags,
     ingest_time_nanos: i64,
     sink: &mut K,
@@ -136,13 +350,13 @@ fn span_row<K: Sink>(
     // Everything that can refuse the span comes before its first cell.
     let (mut trace_hex, mut span_hex, mut parent_hex) =
         (HexBuffer::default(), HexBuffer::default(), HexBuffer::default());
-    let trace_id = required_hex_into(&span.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?;
-    let span_id = required_hex_into(&span.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?;
-    let parent_span_id = hex_into(&span.parent_span_id, SPAN_ID_BYTES, "parent_span_id", &mut parent_hex)?;
+    let trace_id = required_hex_into(span.trace_id, TRACE_ID_BYTES, "trace_id", &mut trace_hex)?;
+    let span_id = required_hex_into(span.span_id, SPAN_ID_BYTES, "span_id", &mut span_hex)?;
+    let parent_span_id = hex_into(span.parent_span_id, SPAN_ID_BYTES, "parent_span_id", &mut parent_hex)?;
     let start = timestamp_nanos(span.start_time_unix_nano, "start_time_unix_nano")?;
     let end = timestamp_nanos(span.end_time_unix_nano, "end_time_unix_nano")?;
-    let events = events_json(&span.events)?;
-    let links = links_json(&span.links)?;
+    let events = events_json(span.events)?;
+    let links = links_json(span.links)?;
 
     let timestamp = [end, start].into_iter().find(|nanos| *nanos != 0);
     sink.set_integer(slots.timestamp, timestamp.unwrap_or(ingest_time_nanos));
@@ -161,20 +375,19 @@ fn span_row<K: Sink>(
     if let Some(parent_span_id) = parent_span_id {
         sink.set_text(slots.parent_span_id, parent_span_id);
     }
-    set_non_empty(sink, slots.span_name, &span.name);
+    set_non_empty(sink, slots.span_name, span.name);
     if let Some(kind) = span_kind_name(span.kind) {
         sink.set_text(slots.span_kind, kind);
     }
-    set_non_empty(sink, slots.trace_state, &span.trace_state);
-    let status = span.status.as_ref();
-    let status_code = status.map_or(StatusCode::Unset as i32, |status| status.code);
+    set_non_empty(sink, slots.trace_state, span.trace_state);
+    let status_code = span.status.map_or(StatusCode::Unset as i32, |(_, code)| code);
     sink.set_text(slots.status_code, status_code_name(status_code));
-    if let Some(status) = status {
-        set_non_empty(sink, slots.status_description, &status.message);
+    if let Some((message, _)) = span.status {
+        set_non_empty(sink, slots.status_description, message);
     }
     set_flags(sink, slots.sampled, slots.flags, span.flags);
     if !span.attributes.is_empty() {
-        attributes.write(&span.attributes);
+        attributes.write(span.attributes);
         sink.set_bag(slots.attributes, attributes);
     }
     if !events.is_empty() {
