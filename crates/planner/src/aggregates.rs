@@ -173,6 +173,23 @@ impl Planner<'_> {
         }
     }
 
+    /// The one output of an aggregate `item` where only one fits (in an expression of
+    /// `summarize`, `make-series`, `top-nested`); a 400 at `span` with `message` when it has
+    /// several.
+    pub fn one_aggregate_output(
+        &mut self,
+        item: &NamedExpr,
+        input: &Tabular,
+        group_names: &[String],
+        (span, message): (trawl_kql::span::Span, &str),
+    ) -> Result<AggregateOutput, TrawlError> {
+        let mut produced = self.aggregate_outputs(item, input, group_names)?;
+        if produced.len() != 1 {
+            return Err(self.error(ErrorCode::BadRequest, span, message));
+        }
+        Ok(produced.remove(0))
+    }
+
     /// Lowers the aggregate item `item` (`[name =] agg(...)`).
     pub fn aggregate_outputs(
         &mut self,

@@ -160,15 +160,12 @@ impl Planner<'_> {
                     span: item.span,
                 },
             };
-            let mut produced = self.aggregate_outputs(&named, &input, &group_names)?;
-            if produced.len() != 1 {
-                return Err(self.error(
-                    ErrorCode::BadRequest,
-                    item.span,
-                    "make-series takes aggregates with one result",
-                ));
-            }
-            let output = produced.remove(0);
+            let output = self.one_aggregate_output(
+                &named,
+                &input,
+                &group_names,
+                (item.span, "make-series takes aggregates with one result"),
+            )?;
             let default = match &item.default {
                 Some(default) => {
                     let value = self.scalar(default, &empty)?;

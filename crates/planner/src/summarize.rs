@@ -96,15 +96,13 @@ impl Planner<'_> {
                     expr: call,
                     span: item.span,
                 };
-                let mut produced = self.aggregate_outputs(&named, &input, &group_names)?;
-                if produced.len() != 1 {
-                    return Err(self.error(
-                        ErrorCode::BadRequest,
-                        item.span,
-                        "this aggregate cannot be used inside an expression",
-                    ));
-                }
-                internals.add(produced.remove(0), Some(internal_name));
+                let output = self.one_aggregate_output(
+                    &named,
+                    &input,
+                    &group_names,
+                    (item.span, "this aggregate cannot be used inside an expression"),
+                )?;
+                internals.add(output, Some(internal_name));
             }
             let name = item
                 .name()

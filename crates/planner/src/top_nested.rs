@@ -51,15 +51,12 @@ impl Planner<'_> {
                 expr: level.by.expr.clone(),
                 span: level.by.span,
             };
-            let mut outputs = self.aggregate_outputs(&by, &input, &[])?;
-            if outputs.len() != 1 {
-                return Err(self.error(
-                    ErrorCode::BadRequest,
-                    level.by.span,
-                    "top-nested needs an aggregate with one result",
-                ));
-            }
-            let output = outputs.remove(0);
+            let output = self.one_aggregate_output(
+                &by,
+                &input,
+                &[],
+                (level.by.span, "top-nested needs an aggregate with one result"),
+            )?;
             // This level: aggregate by all keys so far.
             let group: Vec<Expr> = keys.iter().map(|(n, _, e)| e.clone().alias(n)).collect();
             let aggregated = input
