@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder, new_null_array};
-use datafusion::arrow::compute::{cast, concat, interleave};
+use datafusion::arrow::compute::{cast, interleave};
 use datafusion::arrow::datatypes::{
     DataType, DurationNanosecondType, Float64Type, Int64Type, Schema, TimestampNanosecondType,
 };
@@ -20,9 +20,40 @@ use crate::schema::{field, segment_arrow_type};
 use crate::shred::Shredder;
 use crate::{Result, StorageError};
 
-/// One batch holding the rows of all `parts`, ordered by `timestamp` (rows of equal time keep
-/// the order of their parts and within them).
-pub fn combine_by_time(mut parts: Vec<RowsBatch>) -> Result<RowsBatch> {
+/// The rows of one buffer in time order, as the batches to encode one after the other.
+#[derive(Debug)]
+pub struct Combined {
+    /// All of one schema; together they hold the rows ordered by time.
+    pub batches: Vec<RecordBatch>,
+    pub columns: Vec<ColumnInfo>,
+    pub min_time: i64,
+    pub max_time: i64,
+}
+
+impl Combined {
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+impl From<RowsBatch> for Combined {
+    /// A batch already in time order.
+    fn from(sorted: RowsBatch) -> Combined {
+        Combined {
+            batches: vec![sorted.batch],
+            columns: sorted.columns,
+            min_time: sorted.min_time,
+            max_time: sorted.max_time,
+        }
+    }
+}
+
+/// The rows of all `parts`, ordered by `timestamp` (rows of equal time keep the order of their
+/// parts and within them). Parts that are sorted and do not overlap in time (one sender's
+/// requests, a backfill, requests that arrive out of order) are passed on as they are, in time
+/// order: no row is copied. Otherwise the rows are interleaved into one batch.
+pub fn combine_by_time(mut parts: Vec<RowsBatch>) -> Result<Combined> {
     if parts.is_empty() {
         return Err(StorageError::Invalid("no rows to write".into()));
     }
@@ -31,6 +62,7 @@ pub fn combine_by_time(mut parts: Vec<RowsBatch>) -> Result<RowsBatch> {
     {
         return parts
             .pop()
+            .map(Combined::from)
             .ok_or_else(|| StorageError::Invalid("no rows to write".into()));
     }
     let min_time = parts.iter().map(|p| p.min_time).min().unwrap_or(i64::MIN);
@@ -66,28 +98,31 @@ pub fn combine_by_time(mut parts: Vec<RowsBatch>) -> Result<RowsBatch> {
         laid_out.push(lay_out(part, &united, &schema)?);
     }
 
-    let arrays: Vec<ArrayRef> = match time_order(&parts)? {
-        None => (0..schema.fields().len())
-            .map(|c| {
-                let pieces: Vec<&dyn Array> = laid_out.iter().map(|p| p[c].as_ref()).collect();
-                concat(&pieces)
-            })
-            .collect::<std::result::Result<_, _>>()?,
-        Some(order) => (0..schema.fields().len())
-            .map(|c| {
-                let pieces: Vec<&dyn Array> = laid_out.iter().map(|p| p[c].as_ref()).collect();
-                interleave(&pieces, &order)
-            })
-            .collect::<std::result::Result<_, _>>()?,
+    let batches = match time_order(&parts)? {
+        Order::Parts(order) => {
+            let mut laid_out: Vec<Option<Vec<ArrayRef>>> = laid_out.into_iter().map(Some).collect();
+            order
+                .into_iter()
+                .filter_map(|p| laid_out.get_mut(p).and_then(Option::take))
+                .map(|arrays| RecordBatch::try_new(Arc::clone(&schema), arrays))
+                .collect::<std::result::Result<Vec<_>, _>>()?
+        }
+        Order::Rows(order) => {
+            let arrays = (0..schema.fields().len())
+                .map(|c| {
+                    let pieces: Vec<&dyn Array> = laid_out.iter().map(|p| p[c].as_ref()).collect();
+                    interleave(&pieces, &order)
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            drop(laid_out);
+            vec![RecordBatch::try_new(schema, arrays)?]
+        }
     };
-    drop(laid_out);
-    let batch = RecordBatch::try_new(schema, arrays)?;
-    Ok(RowsBatch {
-        batch,
+    Ok(Combined {
+        batches,
         columns,
         min_time,
         max_time,
-        sorted: true,
     })
 }
 
@@ -128,19 +163,35 @@ fn lay_out(part: &RowsBatch, united: &[ColumnInfo], schema: &Schema) -> Result<V
     Ok(arrays)
 }
 
-/// The `(part, row)` order of the rows by time; `None` when the parts are sorted and follow
-/// each other in time already (or there is no time column), so concatenating them keeps the
-/// order.
-fn time_order(parts: &[RowsBatch]) -> Result<Option<Vec<(usize, usize)>>> {
-    let in_sequence = parts.iter().all(|p| p.sorted) && parts.windows(2).all(|w| w[0].max_time <= w[1].min_time);
-    if in_sequence {
-        return Ok(None);
+/// How the rows of the parts come in time order.
+#[derive(Debug, PartialEq)]
+enum Order {
+    /// Whole parts, in this order (each sorted, none overlapping the next).
+    Parts(Vec<usize>),
+    /// `(part, row)` by row.
+    Rows(Vec<(usize, usize)>),
+}
+
+/// The time order of the parts' rows. Whole parts when each is sorted and, ordered by their
+/// first time, each ends before the next begins (or at the same time, when it came first), or
+/// when there is no time column; else row by row.
+fn time_order(parts: &[RowsBatch]) -> Result<Order> {
+    if parts.iter().all(|p| p.sorted) {
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by_key(|&p| (parts[p].min_time, parts[p].max_time)); // stable
+        let follows = |a: usize, b: usize| {
+            let (a_end, b_start) = (parts[a].max_time, parts[b].min_time);
+            a_end < b_start || (a_end == b_start && a < b)
+        };
+        if order.windows(2).all(|w| follows(w[0], w[1])) {
+            return Ok(Order::Parts(order));
+        }
     }
     let total: usize = parts.iter().map(|p| p.batch.num_rows()).sum();
     let mut keyed: Vec<(i64, u32, u32)> = Vec::with_capacity(total);
     for (p, part) in parts.iter().enumerate() {
         let Some(times) = times_of(&part.batch) else {
-            return Ok(None);
+            return Ok(Order::Parts((0..parts.len()).collect()));
         };
         let p = u32::try_from(p).map_err(|_| StorageError::Invalid("too many parts".into()))?;
         for row in 0..times.len() {
@@ -151,7 +202,7 @@ fn time_order(parts: &[RowsBatch]) -> Result<Option<Vec<(usize, usize)>>> {
     }
     // Stable: equal times keep the order of their parts and rows.
     keyed.sort_by_key(|&(time, _, _)| time);
-    Ok(Some(
+    Ok(Order::Rows(
         keyed
             .into_iter()
             .map(|(_, p, row)| (p as usize, row as usize))

@@ -6,7 +6,7 @@ use trawl_common::shred::{is_hidden_column, shredded_column};
 use trawl_common::{KqlType, Row, TIME_COLUMN, Value};
 
 use super::*;
-use crate::batch::{columns_to_batch, rows_to_batch};
+use crate::batch::{columns_to_batch, rows_to_batch, time_at, times_of};
 
 /// A small deterministic generator (xorshift64*).
 struct Random(u64);
@@ -76,6 +76,25 @@ fn by_name(batch: &RecordBatch) -> Vec<(String, Vec<String>)> {
     columns
 }
 
+/// The combined batches as one.
+fn one_batch(combined: &Combined) -> Result<RecordBatch> {
+    let schema = combined.batches.first().ok_or("no batches").map(|b| b.schema());
+    let schema = schema.map_err(|e| StorageError::Invalid(e.into()))?;
+    Ok(datafusion::arrow::compute::concat_batches(&schema, &combined.batches)?)
+}
+
+/// The times of the combined rows, in order.
+fn times(combined: &Combined) -> Vec<i64> {
+    combined
+        .batches
+        .iter()
+        .flat_map(|b| {
+            let times = times_of(b);
+            (0..b.num_rows()).map(move |row| time_at(times, row))
+        })
+        .collect()
+}
+
 #[test]
 fn combined_parts_equal_the_batch_of_all_their_rows() -> Result<()> {
     let mut random = Random(0x5eed);
@@ -93,7 +112,7 @@ fn combined_parts_equal_the_batch_of_all_their_rows() -> Result<()> {
             rest = tail;
         }
         let combined = combine_by_time(parts)?;
-        assert_eq!(by_name(&combined.batch), by_name(&whole.batch), "round {round}");
+        assert_eq!(by_name(&one_batch(&combined)?), by_name(&whole.batch), "round {round}");
         assert_eq!((combined.min_time, combined.max_time), (whole.min_time, whole.max_time));
         let mut a: Vec<_> = combined.columns.iter().map(|c| (c.name.clone(), c.kql_type)).collect();
         let mut b: Vec<_> = whole.columns.iter().map(|c| (c.name.clone(), c.kql_type)).collect();
@@ -103,7 +122,7 @@ fn combined_parts_equal_the_batch_of_all_their_rows() -> Result<()> {
         // Hidden columns come after all others, as the shredder lays them out.
         let names: Vec<bool> = combined.columns.iter().map(|c| is_hidden_column(&c.name)).collect();
         assert!(names.windows(2).all(|w| w[0] <= w[1]), "round {round}: {names:?}");
-        for (field, info) in combined.batch.schema().fields().iter().zip(&combined.columns) {
+        for (field, info) in one_batch(&combined)?.schema().fields().iter().zip(&combined.columns) {
             assert_eq!(field.name(), &info.name);
         }
     }
@@ -140,6 +159,14 @@ fn columns_equal_the_rows_they_were_written_as() -> Result<()> {
     assert!(!unsorted.sorted);
     // Sorted when combined, as a flush does.
     let from_columns = combine_by_time(vec![unsorted])?;
+    assert_eq!(from_columns.batches.len(), 1);
+    let from_columns = RowsBatch {
+        batch: one_batch(&from_columns)?,
+        columns: from_columns.columns,
+        min_time: from_columns.min_time,
+        max_time: from_columns.max_time,
+        sorted: true,
+    };
     // The same columns and values; the order is the one the columns were declared in (the
     // rows' is the order in which the time-sorted rows first show them).
     assert_eq!(by_name(&from_columns.batch), by_name(&from_rows.batch));
@@ -155,5 +182,60 @@ fn columns_equal_the_rows_they_were_written_as() -> Result<()> {
         .column_by_name(&shredded_column("resource", "host.name"))
         .map(|a| a.as_string::<i32>().value(0).to_string());
     assert_eq!(host.as_deref(), Some("1"));
+    Ok(())
+}
+
+#[test]
+fn sorted_parts_apart_in_time_are_passed_on_whole_in_time_order() -> std::result::Result<(), Box<dyn std::error::Error>>
+{
+    let part = |times: &[i64], tag: &str| -> Result<RowsBatch> {
+        let rows = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let mut row = Row::default();
+                row.push(TIME_COLUMN, Value::DateTime(t));
+                row.push("tag", Value::String(format!("{tag}{i}")));
+                if tag == "c" {
+                    row.push("extra", Value::Long(i as i64));
+                }
+                row
+            })
+            .collect();
+        rows_to_batch(rows)
+    };
+    // Arrival order c, a, b; time order a, b, c. `b` starts when `a` ends, and came after it.
+    let combined = combine_by_time(vec![
+        part(&[50, 60], "c")?,
+        part(&[1, 5, 9], "a")?,
+        part(&[9, 20], "b")?,
+    ])?;
+    assert_eq!(combined.batches.len(), 3, "passed on whole, not copied into one batch");
+    assert_eq!(times(&combined), [1, 5, 9, 9, 20, 50, 60]);
+    let batch = one_batch(&combined)?;
+    let tags = batch.column_by_name("tag").ok_or("no tag")?.as_string::<i32>();
+    let tags: Vec<&str> = tags.iter().flatten().collect();
+    assert_eq!(tags, ["a0", "a1", "a2", "b0", "b1", "c0", "c1"]);
+    // A column only one part has is null in the others.
+    assert_eq!(batch.column_by_name("extra").ok_or("no extra")?.null_count(), 5);
+    assert_eq!((combined.min_time, combined.max_time), (1, 60));
+
+    // Touching at the same time in the other arrival order, or overlapping: one
+    // interleaved batch, equal times in arrival order.
+    for parts in [
+        vec![part(&[9, 20], "b")?, part(&[1, 9], "a")?],
+        vec![part(&[1, 30], "a")?, part(&[9, 20], "b")?],
+    ] {
+        let combined = combine_by_time(parts)?;
+        assert_eq!(combined.batches.len(), 1);
+        let times = times(&combined);
+        assert!(times.is_sorted(), "{times:?}");
+        let batch = one_batch(&combined)?;
+        let tags = batch.column_by_name("tag").ok_or("no tag")?.as_string::<i32>();
+        let tags: Vec<&str> = tags.iter().flatten().collect();
+        if times == [1, 9, 9, 20] {
+            assert_eq!(tags, ["a0", "b0", "a1", "b1"]);
+        }
+    }
     Ok(())
 }

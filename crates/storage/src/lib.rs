@@ -37,7 +37,7 @@ pub mod tokens;
 
 pub use batch::{RowsBatch, columns_to_batch, rows_to_batch};
 pub use checked::SegmentDamage;
-pub use combine::combine_by_time;
+pub use combine::{Combined, combine_by_time};
 pub use live_scans::ScanTotals;
 pub use location::{S3Settings, StoreLocation};
 pub use merge::{MergePolicy, Merger};

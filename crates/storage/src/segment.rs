@@ -15,7 +15,7 @@ use trawl_catalog::{ColumnInfo, SegmentMeta, SegmentState};
 use trawl_common::Row;
 
 use crate::batch::{RowsBatch, rows_to_batch};
-use crate::combine::combine_by_time;
+use crate::combine::{Combined, combine_by_time};
 use crate::store::SegmentStore;
 use crate::tokens::{INDEX_KEY, TokenIndexBuilder};
 use crate::{Result, StorageError};
@@ -114,7 +114,7 @@ pub struct Encoded {
 
 /// Sorts and encodes `rows` as one segment's Parquet bytes (on a blocking thread).
 pub async fn encode_rows(rows: Vec<Row>) -> Result<Encoded> {
-    encode_with(move || rows_to_batch(rows)).await
+    encode_with(move || rows_to_batch(rows).map(Combined::from)).await
 }
 
 /// Combines the batches of one buffer ([`combine_by_time`]) and encodes them as one segment's
@@ -123,11 +123,11 @@ pub async fn encode_parts(parts: Vec<RowsBatch>) -> Result<Encoded> {
     encode_with(move || combine_by_time(parts)).await
 }
 
-async fn encode_with(build: impl FnOnce() -> Result<RowsBatch> + Send + 'static) -> Result<Encoded> {
+async fn encode_with(build: impl FnOnce() -> Result<Combined> + Send + 'static) -> Result<Encoded> {
     tokio::task::spawn_blocking(move || {
         let built = build()?;
-        let rows = built.batch.num_rows() as u64;
-        let bytes = encode_parquet(&[built.batch])?;
+        let rows = built.rows() as u64;
+        let bytes = encode_parquet(&built.batches)?;
         Ok::<_, StorageError>(Encoded {
             bytes,
             columns: built.columns,

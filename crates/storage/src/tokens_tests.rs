@@ -252,3 +252,32 @@ fn every_term_of_every_row_is_in_its_block() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn filters_have_the_bits_parquet_would_set() -> TestResult {
+    // Terms with repeats, as a block of bodies has them; sizes from one term to many.
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    for count in [1usize, 2, 31, 500, 4000, 20000] {
+        let terms: Vec<Vec<u8>> = (0..count)
+            .map(|_| format!("t{}", next() % (count as u64 / 3 + 1)).into_bytes())
+            .collect();
+        let hashes: Vec<u64> = terms.iter().map(|t| write::term_hash(t)).collect();
+        let ours = write::filter_of(&hashes, FPP)?;
+
+        let mut parquet = Sbbf::new_with_ndv_fpp(count as u64, FPP)?;
+        for term in &terms {
+            parquet.insert(&term[..]);
+        }
+        parquet.fold_to_target_fpp(FPP);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        ours.write_bitset(&mut a)?;
+        parquet.write_bitset(&mut b)?;
+        assert_eq!(a, b, "{count} terms");
+        assert!(terms.iter().all(|t| ours.check(&t[..])));
+    }
+    Ok(())
+}

@@ -427,6 +427,17 @@ impl SharedCells {
     }
 }
 
+/// The time a row of an item will have (its time, else its observed time, else the ingest
+/// time), as the key that orders a request's items before they are mapped: rows leave the
+/// intake in time order, so a flush can pass requests on without sorting their rows again.
+/// Times past the year 2262 (refused when mapped) sort last.
+pub(crate) fn time_key(time_unix_nano: u64, observed_time_unix_nano: u64, ingest_time_nanos: i64) -> u64 {
+    [time_unix_nano, observed_time_unix_nano]
+        .into_iter()
+        .find(|nanos| *nanos != 0)
+        .unwrap_or(ingest_time_nanos.max(0) as u64)
+}
+
 /// Counts refused items (spans, log records, data points) and keeps the first reason, for the
 /// partial-success part of the response.
 #[derive(Debug)]
@@ -435,6 +446,8 @@ pub(crate) struct Rejections {
     plural: &'static str,
     count: i64,
     first_reason: Option<String>,
+    /// Where the first reason's item is, for [`Rejections::reject_at`].
+    first_at: Option<[usize; 3]>,
 }
 
 impl Rejections {
@@ -444,6 +457,7 @@ impl Rejections {
             plural,
             count: 0,
             first_reason: None,
+            first_at: None,
         }
     }
 
@@ -451,6 +465,16 @@ impl Rejections {
     pub(crate) fn reject(&mut self, location: impl FnOnce() -> String, reason: String) {
         self.count += 1;
         if self.first_reason.is_none() {
+            self.first_reason = Some(format!("{}: {reason}", location()));
+        }
+    }
+
+    /// Counts one refused item at position `at` (resource, scope, item) of the request. The
+    /// message names the first one in the request's order, whatever order items are mapped in.
+    pub(crate) fn reject_at(&mut self, at: [usize; 3], location: impl FnOnce() -> String, reason: String) {
+        self.count += 1;
+        if self.first_at.is_none_or(|first| at < first) {
+            self.first_at = Some(at);
             self.first_reason = Some(format!("{}: {reason}", location()));
         }
     }
@@ -673,6 +697,7 @@ mod tests {
             plural: rejections.plural,
             count: rejections.count,
             first_reason: rejections.first_reason.clone(),
+            first_at: rejections.first_at,
         };
         let output = snapshot.into_output(Vec::new());
         (output.rejected, output.error_message)

@@ -7,7 +7,8 @@ use trawl_proto::otlp::common::v1::KeyValue;
 use trawl_proto::otlp::logs::v1::LogRecord;
 
 use crate::otlp::common::{
-    Attribute, HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, ValueRef, hex_into, timestamp_nanos, write_value,
+    Attribute, HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, ValueRef, hex_into, time_key, timestamp_nanos,
+    write_value,
 };
 use crate::otlp::decode::{PayloadFormat, decode_logs};
 use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
@@ -73,26 +74,37 @@ impl<S: Copy> LogSlots<S> {
     }
 }
 
+/// Maps the records in time order ([`time_key`]; equal times keep the request's order).
 fn map_logs<K: Sink>(request: &ExportLogsServiceRequest, ingest_time_nanos: i64, sink: &mut K) -> Rejections {
     let slots = LogSlots::declare(sink);
     let mut rejections = Rejections::new("log record", "log records");
     let mut scratch = Scratch::default();
+    let mut shared_bags = Vec::new();
+    let mut records = Vec::new();
     for (resource_index, resource_logs) in request.resource_logs.iter().enumerate() {
         let mut shared = SharedBags::for_resource(resource_logs.resource.as_ref());
         for (scope_index, scope_logs) in resource_logs.scope_logs.iter().enumerate() {
             shared.set_scope(scope_logs.scope.as_ref());
+            shared_bags.push(shared.clone());
             for (record_index, record) in scope_logs.log_records.iter().enumerate() {
-                let fields = LogFields::of(record);
-                if let Err(reason) = log_row(&fields, &shared, ingest_time_nanos, sink, &slots, &mut scratch) {
-                    rejections.reject(|| location(resource_index, scope_index, record_index), reason);
-                }
+                let key = time_key(record.time_unix_nano, record.observed_time_unix_nano, ingest_time_nanos);
+                let at = [resource_index, scope_index, record_index];
+                records.push((key, shared_bags.len() - 1, at, record));
             }
+        }
+    }
+    records.sort_by_key(|(key, ..)| *key);
+    for (_, shared, at, record) in records {
+        let fields = LogFields::of(record);
+        let shared = &shared_bags[shared];
+        if let Err(reason) = log_row(&fields, shared, ingest_time_nanos, sink, &slots, &mut scratch) {
+            rejections.reject_at(at, || location(at), reason);
         }
     }
     rejections
 }
 
-fn location(resource_index: usize, scope_index: usize, record_index: usize) -> String {
+fn location([resource_index, scope_index, record_index]: [usize; 3]) -> String {
     format!("resource_logs[{resource_index}].scope_logs[{scope_index}].log_records[{record_index}]")
 }
 
@@ -110,25 +122,40 @@ pub fn logs_protobuf_to_columns(body: &[u8], ingest_time_nanos: i64) -> Result<C
 }
 
 pub(crate) fn logs_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<ColumnsOutput, Unusual> {
-    let mut sink = ColumnsBuilder::with_rows(wire::count_items(body)?);
+    let count = wire::count_items(body)?;
+    let mut sink = ColumnsBuilder::with_rows(count);
     let slots = LogSlots::declare(&mut sink);
     let mut rejections = Rejections::new("log record", "log records");
     let mut scratch = Scratch::default();
-    let mut record = RecordView::default();
-    wire::each_item(body, |shared, bytes, [resource, scope, index]| {
-        record.read(bytes)?;
+    // Every record is read first (its attributes into one list), then mapped in time order,
+    // as `map_logs` does.
+    let mut attributes = Vec::new();
+    let mut shared_bags: Vec<SharedBags> = Vec::new();
+    let mut records: Vec<(u64, usize, [usize; 3], RecordView<'_>)> = Vec::with_capacity(count);
+    let mut scope_list = None;
+    wire::each_item(body, |shared, bytes, at @ [resource, scope, _]| {
+        if scope_list != Some([resource, scope]) {
+            scope_list = Some([resource, scope]);
+            shared_bags.push(shared.clone());
+        }
+        let record = RecordView::read(bytes, &mut attributes)?;
+        let key = time_key(record.time_unix_nano, record.observed_time_unix_nano, ingest_time_nanos);
+        records.push((key, shared_bags.len() - 1, at, record));
+        Ok(())
+    })?;
+    records.sort_by_key(|(key, ..)| *key);
+    for (_, shared, at, record) in &records {
         if let Err(reason) = log_row(
-            &record.fields(),
-            shared,
+            &record.fields(&attributes),
+            &shared_bags[*shared],
             ingest_time_nanos,
             &mut sink,
             &slots,
             &mut scratch,
         ) {
-            rejections.reject(|| location(resource, scope, index), reason);
+            rejections.reject_at(*at, || location(*at), reason);
         }
-        Ok(())
-    })?;
+    }
     Ok(rejections.into_columns(sink.finish()))
 }
 
@@ -163,7 +190,8 @@ impl<'r> LogFields<'r, KeyValue> {
     }
 }
 
-/// An encoded `LogRecord` read in place; its attribute list is reused from record to record.
+/// An encoded `LogRecord` read in place; its attributes are a range of a list shared by the
+/// records of a request.
 #[derive(Default)]
 struct RecordView<'a> {
     time_unix_nano: u64,
@@ -174,42 +202,41 @@ struct RecordView<'a> {
     severity_text: &'a str,
     body: Option<ValueRef<'a>>,
     flags: u32,
-    attributes: Vec<KeyView<'a>>,
+    attributes: std::ops::Range<usize>,
     dropped_attributes_count: u32,
 }
 
 impl<'a> RecordView<'a> {
-    fn read(&mut self, message: &'a [u8]) -> Result<(), Unusual> {
-        let mut attributes = std::mem::take(&mut self.attributes);
-        attributes.clear();
-        *self = RecordView {
-            attributes,
-            ..RecordView::default()
-        };
+    /// Reads `message`, its attributes appended to `attributes`.
+    fn read(message: &'a [u8], attributes: &mut Vec<KeyView<'a>>) -> Result<RecordView<'a>, Unusual> {
+        let mut view = RecordView::default();
+        let first = attributes.len();
         let mut fields = Fields::new(message);
         while let Some((number, wire)) = fields.next_field()? {
             match number {
-                1 => self.time_unix_nano = wire.fixed64()?,
-                2 => self.severity_number = wire.varint()? as i32,
-                3 => self.severity_text = wire.text()?,
-                5 if self.body.is_none() => self.body = Some(wire::any_value(wire.bytes()?)?),
+                1 => view.time_unix_nano = wire.fixed64()?,
+                2 => view.severity_number = wire.varint()? as i32,
+                3 => view.severity_text = wire.text()?,
+                5 if view.body.is_none() => view.body = Some(wire::any_value(wire.bytes()?)?),
                 5 => return Err(Unusual), // twice: prost merges
-                6 => self.attributes.push(wire::key_value(wire.bytes()?)?),
-                7 => self.dropped_attributes_count = wire.varint()? as u32,
-                8 => self.flags = wire.fixed32()?,
-                9 => self.trace_id = wire.bytes()?,
-                10 => self.span_id = wire.bytes()?,
-                11 => self.observed_time_unix_nano = wire.fixed64()?,
+                6 => attributes.push(wire::key_value(wire.bytes()?)?),
+                7 => view.dropped_attributes_count = wire.varint()? as u32,
+                8 => view.flags = wire.fixed32()?,
+                9 => view.trace_id = wire.bytes()?,
+                10 => view.span_id = wire.bytes()?,
+                11 => view.observed_time_unix_nano = wire.fixed64()?,
                 12 => {
                     wire.text()?; // event_name: not stored, but prost checks it
                 }
                 _ => {}
             }
         }
-        Ok(())
+        view.attributes = first..attributes.len();
+        Ok(view)
     }
 
-    fn fields(&self) -> LogFields<'_, KeyView<'a>> {
+    /// The fields, with the attributes from the list [`RecordView::read`] appended them to.
+    fn fields<'s>(&'s self, attributes: &'s [KeyView<'a>]) -> LogFields<'s, KeyView<'a>> {
         LogFields {
             time_unix_nano: self.time_unix_nano,
             observed_time_unix_nano: self.observed_time_unix_nano,
@@ -219,7 +246,7 @@ impl<'a> RecordView<'a> {
             severity_text: self.severity_text,
             body: self.body,
             flags: self.flags,
-            attributes: &self.attributes,
+            attributes: attributes.get(self.attributes.clone()).unwrap_or_default(),
             dropped_attributes_count: self.dropped_attributes_count,
         }
     }

@@ -1,5 +1,7 @@
 //! Spans to span rows (SPEC "Span rows"): one row per span.
 
+use std::ops::Range;
+
 use serde_json::{Map, Value as Json};
 use trawl_common::KqlType;
 use trawl_common::columns::ColumnsBuilder;
@@ -12,7 +14,7 @@ use trawl_proto::otlp::trace::v1::status::StatusCode;
 
 use crate::otlp::common::{
     Attribute, FLAG_BIT_0, HexBuffer, Rejections, SPAN_ID_BYTES, TRACE_ID_BYTES, attributes_to_json, hex_into,
-    required_hex_id, required_hex_into, timestamp_nanos,
+    required_hex_id, required_hex_into, time_key, timestamp_nanos,
 };
 use crate::otlp::decode::{PayloadFormat, decode_traces};
 use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
@@ -101,26 +103,37 @@ impl<S: Copy> SpanSlots<S> {
     }
 }
 
+/// Maps the spans in time order ([`time_key`]; equal times keep the request's order).
 fn map_spans<K: Sink>(request: &ExportTraceServiceRequest, ingest_time_nanos: i64, sink: &mut K) -> Rejections {
     let slots = SpanSlots::declare(sink);
     let mut rejections = Rejections::new("span", "spans");
     let mut attributes = BagText::for_column("attributes");
+    let mut shared_bags = Vec::new();
+    let mut spans = Vec::new();
     for (resource_index, resource_spans) in request.resource_spans.iter().enumerate() {
         let mut shared = SharedBags::for_resource(resource_spans.resource.as_ref());
         for (scope_index, scope_spans) in resource_spans.scope_spans.iter().enumerate() {
             shared.set_scope(scope_spans.scope.as_ref());
+            shared_bags.push(shared.clone());
             for (span_index, span) in scope_spans.spans.iter().enumerate() {
-                let fields = SpanFields::of(span);
-                if let Err(reason) = span_row(&fields, &shared, ingest_time_nanos, sink, &slots, &mut attributes) {
-                    rejections.reject(|| location(resource_index, scope_index, span_index), reason);
-                }
+                let key = time_key(span.end_time_unix_nano, span.start_time_unix_nano, ingest_time_nanos);
+                let at = [resource_index, scope_index, span_index];
+                spans.push((key, shared_bags.len() - 1, at, span));
             }
+        }
+    }
+    spans.sort_by_key(|(key, ..)| *key);
+    for (_, shared, at, span) in spans {
+        let fields = SpanFields::of(span);
+        let shared = &shared_bags[shared];
+        if let Err(reason) = span_row(&fields, shared, ingest_time_nanos, sink, &slots, &mut attributes) {
+            rejections.reject_at(at, || location(at), reason);
         }
     }
     rejections
 }
 
-fn location(resource_index: usize, scope_index: usize, span_index: usize) -> String {
+fn location([resource_index, scope_index, span_index]: [usize; 3]) -> String {
     format!("resource_spans[{resource_index}].scope_spans[{scope_index}].spans[{span_index}]")
 }
 
@@ -138,25 +151,40 @@ pub fn traces_protobuf_to_columns(body: &[u8], ingest_time_nanos: i64) -> Result
 }
 
 pub(crate) fn traces_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<ColumnsOutput, Unusual> {
-    let mut sink = ColumnsBuilder::with_rows(wire::count_items(body)?);
+    let count = wire::count_items(body)?;
+    let mut sink = ColumnsBuilder::with_rows(count);
     let slots = SpanSlots::declare(&mut sink);
     let mut rejections = Rejections::new("span", "spans");
     let mut attributes = BagText::for_column("attributes");
-    let mut span = SpanView::default();
-    wire::each_item(body, |shared, bytes, [resource, scope, index]| {
-        span.read(bytes)?;
+    // Every span is read first (its lists into lists shared by the request), then mapped in
+    // time order, as `map_spans` does.
+    let mut lists = SpanLists::default();
+    let mut shared_bags: Vec<SharedBags> = Vec::new();
+    let mut spans: Vec<(u64, usize, [usize; 3], SpanView<'_>)> = Vec::with_capacity(count);
+    let mut scope_list = None;
+    wire::each_item(body, |shared, bytes, at @ [resource, scope, _]| {
+        if scope_list != Some([resource, scope]) {
+            scope_list = Some([resource, scope]);
+            shared_bags.push(shared.clone());
+        }
+        let span = SpanView::read(bytes, &mut lists)?;
+        let key = time_key(span.end_time_unix_nano, span.start_time_unix_nano, ingest_time_nanos);
+        spans.push((key, shared_bags.len() - 1, at, span));
+        Ok(())
+    })?;
+    spans.sort_by_key(|(key, ..)| *key);
+    for (_, shared, at, span) in &spans {
         if let Err(reason) = span_row(
-            &span.fields(),
-            shared,
+            &span.fields(&lists),
+            &shared_bags[*shared],
             ingest_time_nanos,
             &mut sink,
             &slots,
             &mut attributes,
         ) {
-            rejections.reject(|| location(resource, scope, index), reason);
+            rejections.reject_at(*at, || location(*at), reason);
         }
-        Ok(())
-    })?;
+    }
     Ok(rejections.into_columns(sink.finish()))
 }
 
@@ -207,6 +235,15 @@ impl<'r> SpanFields<'r, KeyValue> {
     }
 }
 
+/// The attributes, events and links of a request's spans, one list each; a [`SpanView`] holds
+/// ranges of them.
+#[derive(Default)]
+struct SpanLists<'a> {
+    attributes: Vec<KeyView<'a>>,
+    events: Vec<Event>,
+    links: Vec<Link>,
+}
+
 /// An encoded `Span` read in place. Its attributes are borrowed; its events and links (few, and
 /// written as JSON values) are made into prost's messages.
 #[derive(Default)]
@@ -220,58 +257,51 @@ struct SpanView<'a> {
     kind: i32,
     start_time_unix_nano: u64,
     end_time_unix_nano: u64,
-    attributes: Vec<KeyView<'a>>,
+    attributes: Range<usize>,
     dropped_attributes_count: u32,
-    events: Vec<Event>,
+    events: Range<usize>,
     dropped_events_count: u32,
-    links: Vec<Link>,
+    links: Range<usize>,
     dropped_links_count: u32,
     status: Option<(&'a str, i32)>,
 }
 
 impl<'a> SpanView<'a> {
-    fn read(&mut self, message: &'a [u8]) -> Result<(), Unusual> {
-        let (mut attributes, mut events, mut links) = (
-            std::mem::take(&mut self.attributes),
-            std::mem::take(&mut self.events),
-            std::mem::take(&mut self.links),
-        );
-        attributes.clear();
-        events.clear();
-        links.clear();
-        *self = SpanView {
-            attributes,
-            events,
-            links,
-            ..SpanView::default()
-        };
+    /// Reads `message`, its attributes, events and links appended to `lists`.
+    fn read(message: &'a [u8], lists: &mut SpanLists<'a>) -> Result<SpanView<'a>, Unusual> {
+        let mut view = SpanView::default();
+        let (attributes, events, links) = (lists.attributes.len(), lists.events.len(), lists.links.len());
         let mut fields = Fields::new(message);
         while let Some((number, wire)) = fields.next_field()? {
             match number {
-                1 => self.trace_id = wire.bytes()?,
-                2 => self.span_id = wire.bytes()?,
-                3 => self.trace_state = wire.text()?,
-                4 => self.parent_span_id = wire.bytes()?,
-                5 => self.name = wire.text()?,
-                6 => self.kind = wire.varint()? as i32,
-                7 => self.start_time_unix_nano = wire.fixed64()?,
-                8 => self.end_time_unix_nano = wire.fixed64()?,
-                9 => self.attributes.push(wire::key_value(wire.bytes()?)?),
-                10 => self.dropped_attributes_count = wire.varint()? as u32,
-                11 => self.events.push(event(wire.bytes()?)?),
-                12 => self.dropped_events_count = wire.varint()? as u32,
-                13 => self.links.push(link(wire.bytes()?)?),
-                14 => self.dropped_links_count = wire.varint()? as u32,
-                15 if self.status.is_none() => self.status = Some(status(wire.bytes()?)?),
+                1 => view.trace_id = wire.bytes()?,
+                2 => view.span_id = wire.bytes()?,
+                3 => view.trace_state = wire.text()?,
+                4 => view.parent_span_id = wire.bytes()?,
+                5 => view.name = wire.text()?,
+                6 => view.kind = wire.varint()? as i32,
+                7 => view.start_time_unix_nano = wire.fixed64()?,
+                8 => view.end_time_unix_nano = wire.fixed64()?,
+                9 => lists.attributes.push(wire::key_value(wire.bytes()?)?),
+                10 => view.dropped_attributes_count = wire.varint()? as u32,
+                11 => lists.events.push(event(wire.bytes()?)?),
+                12 => view.dropped_events_count = wire.varint()? as u32,
+                13 => lists.links.push(link(wire.bytes()?)?),
+                14 => view.dropped_links_count = wire.varint()? as u32,
+                15 if view.status.is_none() => view.status = Some(status(wire.bytes()?)?),
                 15 => return Err(Unusual), // twice: prost merges
-                16 => self.flags = wire.fixed32()?,
+                16 => view.flags = wire.fixed32()?,
                 _ => {}
             }
         }
-        Ok(())
+        view.attributes = attributes..lists.attributes.len();
+        view.events = events..lists.events.len();
+        view.links = links..lists.links.len();
+        Ok(view)
     }
 
-    fn fields(&self) -> SpanFields<'_, KeyView<'a>> {
+    /// The fields, with the lists from the ones [`SpanView::read`] appended them to.
+    fn fields<'s>(&'s self, lists: &'s SpanLists<'a>) -> SpanFields<'s, KeyView<'a>> {
         SpanFields {
             trace_id: self.trace_id,
             span_id: self.span_id,
@@ -282,11 +312,11 @@ impl<'a> SpanView<'a> {
             kind: self.kind,
             start_time_unix_nano: self.start_time_unix_nano,
             end_time_unix_nano: self.end_time_unix_nano,
-            attributes: &self.attributes,
+            attributes: lists.attributes.get(self.attributes.clone()).unwrap_or_default(),
             dropped_attributes_count: self.dropped_attributes_count,
-            events: &self.events,
+            events: lists.events.get(self.events.clone()).unwrap_or_default(),
             dropped_events_count: self.dropped_events_count,
-            links: &self.links,
+            links: lists.links.get(self.links.clone()).unwrap_or_default(),
             dropped_links_count: self.dropped_links_count,
             status: self.status,
         }

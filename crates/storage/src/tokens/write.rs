@@ -31,9 +31,10 @@ struct ColumnBuilder {
     /// The finished blocks, serialized: per block a `u32` length, then the filter's bitset.
     blocks: Vec<u8>,
     block_count: u32,
-    /// The current block's terms, ASCII-lowercased, back to back; `ends` marks where each ends.
-    terms: Vec<u8>,
-    ends: Vec<usize>,
+    /// The hashes of the current block's terms (ASCII-lowercased), repeats included.
+    hashes: Vec<u64>,
+    /// A term being lowercased.
+    term: Vec<u8>,
     /// The previous value of the block: repeats (the resource of one request) add nothing.
     last: Option<Vec<u8>>,
     /// Values of the block already indexed, while the column repeats itself.
@@ -66,8 +67,8 @@ impl TokenIndexBuilder {
                 name: field.name().clone(),
                 blocks: Vec::new(),
                 block_count: 0,
-                terms: Vec::new(),
-                ends: Vec::new(),
+                hashes: Vec::new(),
+                term: Vec::new(),
                 last: None,
                 seen: Seen::default(),
                 probe: (kql_type_of(field) == KqlType::Dynamic).then_some((0, 0)),
@@ -190,40 +191,64 @@ impl ColumnBuilder {
 
     fn push_terms(&mut self, text: &str) {
         for term in terms(text) {
-            self.terms.extend(term.bytes().map(|b| b.to_ascii_lowercase()));
-            self.ends.push(self.terms.len());
+            self.term.clear();
+            self.term.extend(term.bytes().map(|b| b.to_ascii_lowercase()));
+            self.hashes.push(term_hash(&self.term));
         }
     }
 
     fn finish_block(&mut self) -> crate::Result<()> {
-        if self.ends.is_empty() {
+        if self.hashes.is_empty() {
             self.blocks.extend_from_slice(&0u32.to_le_bytes());
         } else {
-            // Terms repeat within a block (the same words in many bodies): each distinct one
-            // is hashed into the filter once, and the filter is sized for the distinct ones.
-            let mut distinct: FastSet<&[u8]> = FastSet::with_capacity(self.ends.len());
-            let mut begin = 0;
-            for &end in &self.ends {
-                distinct.insert(&self.terms[begin..end]);
-                begin = end;
-            }
-            let mut filter = Sbbf::new_with_ndv_fpp(distinct.len() as u64, FPP)?;
-            for term in distinct {
-                filter.insert(term);
-            }
-            filter.fold_to_target_fpp(FPP);
+            // Terms repeat within a block (the same words in many bodies). Setting a term's
+            // bits again changes nothing, so there is no need to find the distinct ones: the
+            // filter is sized for every term, repeats included, then folded down to the size
+            // its fill says the target rate needs.
+            let filter = filter_of(&self.hashes, FPP)?;
             let bytes = filter.num_blocks() * 32;
             self.blocks.extend_from_slice(&(bytes as u32).to_le_bytes());
             filter.write_bitset(&mut self.blocks)?;
         }
         self.block_count += 1;
-        self.terms.clear();
-        self.ends.clear();
+        self.hashes.clear();
         self.last = None;
         self.seen = Seen::default();
         Ok(())
     }
 }
+
+/// A term's hash as Parquet's [`Sbbf`] computes it (xxHash64, seed 0): the reader checks
+/// terms with [`Sbbf::check`].
+pub(crate) fn term_hash(term: &[u8]) -> u64 {
+    twox_hash::XxHash64::oneshot(0, term)
+}
+
+/// The filter of a block whose terms hash to `hashes` (repeats allowed), folded to `fpp`: the
+/// bits [`Sbbf::insert`] would set for the same terms in a filter sized for `hashes.len()`
+/// values. Parquet keeps inserting a hash private, so the bits are set here, in Parquet's
+/// layout: the upper 32 bits of the hash pick a 256-bit block, the lower 32 one bit in each of
+/// its eight words.
+pub(crate) fn filter_of(hashes: &[u64], fpp: f64) -> crate::Result<Sbbf> {
+    let blocks = Sbbf::new_with_ndv_fpp(hashes.len() as u64, fpp)?.num_blocks();
+    let mut words = vec![0u32; blocks * 8];
+    for &hash in hashes {
+        let block = (((hash >> 32) * blocks as u64) >> 32) as usize;
+        for (i, salt) in SALT.iter().enumerate() {
+            let bit = (hash as u32).wrapping_mul(*salt) >> 27;
+            words[block * 8 + i] |= 1 << bit;
+        }
+    }
+    let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+    let mut filter = Sbbf::new(&bytes);
+    filter.fold_to_target_fpp(fpp);
+    Ok(filter)
+}
+
+/// The split-block bloom filter's salts (Parquet's format specification).
+const SALT: [u32; 8] = [
+    0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31,
+];
 
 /// The distinct values of a block, kept while most values repeat one already seen (a level,
 /// a service name, a route): a repeat adds no term, so it is not tokenized again. A column

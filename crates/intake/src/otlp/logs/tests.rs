@@ -259,3 +259,57 @@ fn schema_urls_and_event_names_are_not_stored() {
             .any(|column| column.contains("schema") || column.contains("event"))
     );
 }
+
+#[test]
+fn records_leave_in_time_order_and_rejections_name_the_first_in_the_request() -> Result<(), Box<dyn std::error::Error>>
+{
+    use prost::Message;
+    let at = |seconds: u64, service: &str| LogRecord {
+        time_unix_nano: TIME + seconds * 1_000_000_000,
+        body: Some(any_string(service)),
+        ..Default::default()
+    };
+    let bad = |seconds: u64, length: usize| LogRecord {
+        span_id: vec![1; length],
+        ..at(seconds, "bad")
+    };
+    // Two resources, each holding records in its own time order, interleaved in time; the
+    // first refused record (in the request) comes after a later refused one in time.
+    let mut request = request(vec![at(30, "checkout"), bad(40, 3), at(10, "checkout")]);
+    let mut second = request.resource_logs[0].clone();
+    second.resource = Some(resource(vec![key_value("service.name", any_string("cart"))]));
+    second.scope_logs[0].log_records = vec![bad(5, 4), at(20, "cart"), LogRecord::default()];
+    request.resource_logs.push(second);
+
+    let output = logs_to_rows(&request, INGEST_NANOS);
+    let rows: Vec<(Option<Value>, Value)> = output
+        .rows
+        .iter()
+        .map(|row| (row.get("body").cloned(), cell(row, "resource").clone()))
+        .collect();
+    let row = |body: &str, service: &str| {
+        let resource = Value::Dynamic(json!({"service.name": service}));
+        (Some(Value::Dynamic(json!(body))), resource)
+    };
+    // The record without a time gets the ingest time, later than the others here.
+    assert_eq!(
+        rows,
+        [
+            row("checkout", "checkout"),
+            row("cart", "cart"),
+            row("checkout", "checkout"),
+            (None, Value::Dynamic(json!({"service.name": "cart"})))
+        ]
+    );
+    let message = "rejected 2 log records; first: resource_logs[0].scope_logs[0].log_records[1]: \
+                   expected span_id of 8 bytes, found 3 bytes";
+    assert_eq!((output.rejected, output.error_message.as_str()), (2, message));
+
+    // Read in place: the same message, and rows in time order.
+    let wire = logs_protobuf_to_columns(&request.encode_to_vec(), INGEST_NANOS)?;
+    assert_eq!((wire.rejected, wire.error_message.as_str()), (2, message));
+    let batch = trawl_storage::columns_to_batch(wire.columns)?;
+    assert!(batch.sorted);
+    assert_eq!(batch.batch.num_rows(), 4);
+    Ok(())
+}

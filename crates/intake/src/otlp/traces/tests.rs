@@ -363,3 +363,58 @@ fn an_empty_request_gives_no_rows_and_no_rejections() {
     let output = traces_to_rows(&ExportTraceServiceRequest::default(), INGEST_NANOS);
     assert_eq!(output, IntakeOutput::default());
 }
+
+#[test]
+fn spans_leave_in_time_order_and_rejections_name_the_first_in_the_request() -> Result<(), Box<dyn std::error::Error>> {
+    use prost::Message;
+    let ending = |seconds: u64, name: &str| Span {
+        name: name.into(),
+        end_time_unix_nano: END + seconds * 1_000_000_000,
+        events: vec![Event {
+            name: format!("{name} event"),
+            ..Default::default()
+        }],
+        ..minimal_span()
+    };
+    let bad = |seconds: u64, length: usize| Span {
+        span_id: vec![1; length],
+        ..ending(seconds, "bad")
+    };
+    let mut request = request(vec![ending(30, "c"), bad(40, 3), ending(10, "a")]);
+    let mut second = request.resource_spans[0].clone();
+    second.resource = Some(resource(vec![key_value("service.name", any_string("cart"))]));
+    second.scope_spans[0].spans = vec![bad(5, 4), ending(20, "b")];
+    request.resource_spans.push(second);
+
+    let output = traces_to_rows(&request, INGEST_NANOS);
+    let rows: Vec<(Value, Value)> = output
+        .rows
+        .iter()
+        .map(|row| (cell(row, "span_name").clone(), cell(row, "resource").clone()))
+        .collect();
+    let row = |name: &str, service: &str| {
+        let resource = Value::Dynamic(json!({"service.name": service}));
+        (Value::String(name.into()), resource)
+    };
+    assert_eq!(rows, [row("a", "frontend"), row("b", "cart"), row("c", "frontend")]);
+    // Each span keeps its own events.
+    for row in &output.rows {
+        let Value::String(name) = cell(row, "span_name") else {
+            panic!("a span name");
+        };
+        let events = format!("{:?}", cell(row, "events"));
+        assert!(events.contains(&format!("{name} event")), "{name}: {events}");
+    }
+    let message = "rejected 2 spans; first: resource_spans[0].scope_spans[0].spans[1]: expected span_id \
+                   of 8 bytes, found 3 bytes";
+    assert_eq!((output.rejected, output.error_message.as_str()), (2, message));
+
+    // Read in place: the same rows (events with their own spans) and message.
+    let wire = traces_protobuf_to_columns(&request.encode_to_vec(), INGEST_NANOS)?;
+    assert_eq!((wire.rejected, wire.error_message.as_str()), (2, message));
+    let prost = traces_to_columns(&request, INGEST_NANOS);
+    assert_eq!(format!("{:?}", wire.columns), format!("{:?}", prost.columns));
+    let batch = trawl_storage::columns_to_batch(wire.columns)?;
+    assert!(batch.sorted);
+    Ok(())
+}
