@@ -11,7 +11,9 @@ use crate::otlp::common::{
     write_value,
 };
 use crate::otlp::decode::{PayloadFormat, decode_logs};
-use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
+use crate::otlp::sink::{
+    BagText, RowSink, SharedBags, SharedSlots, Sink, TimeOrder, set_count, set_flags, set_non_empty,
+};
 use crate::otlp::wire::{self, Fields, KeyView, Unusual};
 use crate::{ColumnsOutput, IntakeError, IntakeOutput};
 
@@ -74,33 +76,34 @@ impl<S: Copy> LogSlots<S> {
     }
 }
 
-/// Maps the records in time order ([`time_key`]; equal times keep the request's order).
+/// Maps the records in time order ([`TimeOrder`]).
 fn map_logs<K: Sink>(request: &ExportLogsServiceRequest, ingest_time_nanos: i64, sink: &mut K) -> Rejections {
     let slots = LogSlots::declare(sink);
     let mut rejections = Rejections::new("log record", "log records");
     let mut scratch = Scratch::default();
-    let mut shared_bags = Vec::new();
-    let mut records = Vec::new();
+    let mut order = TimeOrder::with_capacity(0);
     for (resource_index, resource_logs) in request.resource_logs.iter().enumerate() {
         let mut shared = SharedBags::for_resource(resource_logs.resource.as_ref());
         for (scope_index, scope_logs) in resource_logs.scope_logs.iter().enumerate() {
             shared.set_scope(scope_logs.scope.as_ref());
-            shared_bags.push(shared.clone());
             for (record_index, record) in scope_logs.log_records.iter().enumerate() {
                 let key = time_key(record.time_unix_nano, record.observed_time_unix_nano, ingest_time_nanos);
-                let at = [resource_index, scope_index, record_index];
-                records.push((key, shared_bags.len() - 1, at, record));
+                order.push(&shared, [resource_index, scope_index, record_index], key, record);
             }
         }
     }
-    records.sort_by_key(|(key, ..)| *key);
-    for (_, shared, at, record) in records {
-        let fields = LogFields::of(record);
-        let shared = &shared_bags[shared];
-        if let Err(reason) = log_row(&fields, shared, ingest_time_nanos, sink, &slots, &mut scratch) {
+    order.map(|shared, at, record| {
+        if let Err(reason) = log_row(
+            &LogFields::of(record),
+            shared,
+            ingest_time_nanos,
+            sink,
+            &slots,
+            &mut scratch,
+        ) {
             rejections.reject_at(at, || location(at), reason);
         }
-    }
+    });
     rejections
 }
 
@@ -130,32 +133,19 @@ pub(crate) fn logs_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<Colu
     // Every record is read first (its attributes into one list), then mapped in time order,
     // as `map_logs` does.
     let mut attributes = Vec::new();
-    let mut shared_bags: Vec<SharedBags> = Vec::new();
-    let mut records: Vec<(u64, usize, [usize; 3], RecordView<'_>)> = Vec::with_capacity(count);
-    let mut scope_list = None;
-    wire::each_item(body, |shared, bytes, at @ [resource, scope, _]| {
-        if scope_list != Some([resource, scope]) {
-            scope_list = Some([resource, scope]);
-            shared_bags.push(shared.clone());
-        }
+    let mut order = TimeOrder::with_capacity(count);
+    wire::each_item(body, |shared, bytes, at| {
         let record = RecordView::read(bytes, &mut attributes)?;
         let key = time_key(record.time_unix_nano, record.observed_time_unix_nano, ingest_time_nanos);
-        records.push((key, shared_bags.len() - 1, at, record));
+        order.push(shared, at, key, record);
         Ok(())
     })?;
-    records.sort_by_key(|(key, ..)| *key);
-    for (_, shared, at, record) in &records {
-        if let Err(reason) = log_row(
-            &record.fields(&attributes),
-            &shared_bags[*shared],
-            ingest_time_nanos,
-            &mut sink,
-            &slots,
-            &mut scratch,
-        ) {
-            rejections.reject_at(*at, || location(*at), reason);
+    order.map(|shared, at, record| {
+        let fields = record.fields(&attributes);
+        if let Err(reason) = log_row(&fields, shared, ingest_time_nanos, &mut sink, &slots, &mut scratch) {
+            rejections.reject_at(at, || location(at), reason);
         }
-    }
+    });
     Ok(rejections.into_columns(sink.finish()))
 }
 

@@ -281,6 +281,48 @@ pub(crate) fn set_flags<K: Sink>(sink: &mut K, bit_0: K::Slot, flags: K::Slot, v
     }
 }
 
+/// The items (log records, spans) of one request, gathered with the [`SharedBags`] of their
+/// scope lists and mapped in time order: by the key each is added with ([`time_key`]), equal
+/// keys in the request's order.
+///
+/// [`time_key`]: crate::otlp::common::time_key
+pub(crate) struct TimeOrder<T> {
+    shared: Vec<SharedBags>,
+    /// Key, index into `shared`, position in the request (resource, scope, item), item.
+    items: Vec<(u64, usize, [usize; 3], T)>,
+}
+
+impl<T> TimeOrder<T> {
+    pub(crate) fn with_capacity(items: usize) -> TimeOrder<T> {
+        TimeOrder {
+            shared: Vec::new(),
+            items: Vec::with_capacity(items),
+        }
+    }
+
+    /// Adds `item`, at `at` in the request, of the scope list whose cells are `shared`.
+    pub(crate) fn push(&mut self, shared: &SharedBags, at: [usize; 3], key: u64, item: T) {
+        let same_list = self
+            .items
+            .last()
+            .is_some_and(|&(_, _, [resource, scope, _], _)| [resource, scope] == [at[0], at[1]]);
+        if !same_list {
+            self.shared.push(shared.clone());
+        }
+        self.items.push((key, self.shared.len() - 1, at, item));
+    }
+
+    /// Calls `map` with each item in time order, its scope list's cells and its position.
+    pub(crate) fn map(mut self, mut map: impl FnMut(&SharedBags, [usize; 3], T)) {
+        self.items.sort_by_key(|&(key, ..)| key);
+        for (_, shared, at, item) in self.items {
+            if let Some(shared) = self.shared.get(shared) {
+                map(shared, at, item);
+            }
+        }
+    }
+}
+
 /// Sets a dropped-items count unless it is 0.
 pub(crate) fn set_count<K: Sink>(sink: &mut K, slot: K::Slot, count: u32) {
     if count > 0 {

@@ -17,7 +17,9 @@ use crate::otlp::common::{
     required_hex_id, required_hex_into, time_key, timestamp_nanos,
 };
 use crate::otlp::decode::{PayloadFormat, decode_traces};
-use crate::otlp::sink::{BagText, RowSink, SharedBags, SharedSlots, Sink, set_count, set_flags, set_non_empty};
+use crate::otlp::sink::{
+    BagText, RowSink, SharedBags, SharedSlots, Sink, TimeOrder, set_count, set_flags, set_non_empty,
+};
 use crate::otlp::wire::{self, Fields, KeyView, Unusual};
 use crate::{ColumnsOutput, IntakeError, IntakeOutput};
 
@@ -103,33 +105,34 @@ impl<S: Copy> SpanSlots<S> {
     }
 }
 
-/// Maps the spans in time order ([`time_key`]; equal times keep the request's order).
+/// Maps the spans in time order ([`TimeOrder`]).
 fn map_spans<K: Sink>(request: &ExportTraceServiceRequest, ingest_time_nanos: i64, sink: &mut K) -> Rejections {
     let slots = SpanSlots::declare(sink);
     let mut rejections = Rejections::new("span", "spans");
     let mut attributes = BagText::for_column("attributes");
-    let mut shared_bags = Vec::new();
-    let mut spans = Vec::new();
+    let mut order = TimeOrder::with_capacity(0);
     for (resource_index, resource_spans) in request.resource_spans.iter().enumerate() {
         let mut shared = SharedBags::for_resource(resource_spans.resource.as_ref());
         for (scope_index, scope_spans) in resource_spans.scope_spans.iter().enumerate() {
             shared.set_scope(scope_spans.scope.as_ref());
-            shared_bags.push(shared.clone());
             for (span_index, span) in scope_spans.spans.iter().enumerate() {
                 let key = time_key(span.end_time_unix_nano, span.start_time_unix_nano, ingest_time_nanos);
-                let at = [resource_index, scope_index, span_index];
-                spans.push((key, shared_bags.len() - 1, at, span));
+                order.push(&shared, [resource_index, scope_index, span_index], key, span);
             }
         }
     }
-    spans.sort_by_key(|(key, ..)| *key);
-    for (_, shared, at, span) in spans {
-        let fields = SpanFields::of(span);
-        let shared = &shared_bags[shared];
-        if let Err(reason) = span_row(&fields, shared, ingest_time_nanos, sink, &slots, &mut attributes) {
+    order.map(|shared, at, span| {
+        if let Err(reason) = span_row(
+            &SpanFields::of(span),
+            shared,
+            ingest_time_nanos,
+            sink,
+            &slots,
+            &mut attributes,
+        ) {
             rejections.reject_at(at, || location(at), reason);
         }
-    }
+    });
     rejections
 }
 
@@ -159,32 +162,19 @@ pub(crate) fn traces_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<Co
     // Every span is read first (its lists into lists shared by the request), then mapped in
     // time order, as `map_spans` does.
     let mut lists = SpanLists::default();
-    let mut shared_bags: Vec<SharedBags> = Vec::new();
-    let mut spans: Vec<(u64, usize, [usize; 3], SpanView<'_>)> = Vec::with_capacity(count);
-    let mut scope_list = None;
-    wire::each_item(body, |shared, bytes, at @ [resource, scope, _]| {
-        if scope_list != Some([resource, scope]) {
-            scope_list = Some([resource, scope]);
-            shared_bags.push(shared.clone());
-        }
+    let mut order = TimeOrder::with_capacity(count);
+    wire::each_item(body, |shared, bytes, at| {
         let span = SpanView::read(bytes, &mut lists)?;
         let key = time_key(span.end_time_unix_nano, span.start_time_unix_nano, ingest_time_nanos);
-        spans.push((key, shared_bags.len() - 1, at, span));
+        order.push(shared, at, key, span);
         Ok(())
     })?;
-    spans.sort_by_key(|(key, ..)| *key);
-    for (_, shared, at, span) in &spans {
-        if let Err(reason) = span_row(
-            &span.fields(&lists),
-            &shared_bags[*shared],
-            ingest_time_nanos,
-            &mut sink,
-            &slots,
-            &mut attributes,
-        ) {
-            rejections.reject_at(*at, || location(*at), reason);
+    order.map(|shared, at, span| {
+        let fields = span.fields(&lists);
+        if let Err(reason) = span_row(&fields, shared, ingest_time_nanos, &mut sink, &slots, &mut attributes) {
+            rejections.reject_at(at, || location(at), reason);
         }
-    }
+    });
     Ok(rejections.into_columns(sink.finish()))
 }
 
