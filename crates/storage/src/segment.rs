@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use chrono::{DateTime, Datelike, Utc};
+use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::parquet::arrow::ArrowWriter;
@@ -173,6 +174,16 @@ pub fn encode_parquet(batches: &[RecordBatch]) -> Result<Bytes> {
     };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     let mut encoder = SegmentEncoder::new(first.schema(), rows)?;
+    // Requests passed on whole: the first may not look like the rest (a column it lacks is
+    // all null there), so how columns are written is decided from rows of every batch.
+    if batches.len() > 1 && first.num_rows() < SAMPLE_ROWS {
+        let per_batch = SAMPLE_ROWS.div_ceil(batches.len());
+        let slices: Vec<RecordBatch> = batches
+            .iter()
+            .map(|batch| batch.slice(0, batch.num_rows().min(per_batch)))
+            .collect();
+        encoder.sample(&concat_batches(&first.schema(), &slices)?)?;
+    }
     for batch in batches {
         encoder.write(batch)?;
     }
@@ -364,6 +375,13 @@ impl SegmentEncoder {
         self
     }
 
+    /// Decides how each column is written from `sample` (rows like the ones to come) instead
+    /// of from the first batch written.
+    pub fn sample(&mut self, sample: &RecordBatch) -> Result<()> {
+        self.writer(Some(sample))?;
+        Ok(())
+    }
+
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.tokens.add(batch)?;
         Ok(self.writer(Some(batch))?.write(batch)?)
@@ -456,6 +474,40 @@ mod tests {
         let codecs: Vec<Compression> = (0..4).map(|c| group.column(c).compression()).collect();
         assert!(matches!(codecs[0], Compression::ZSTD(_)), "{codecs:?}");
         assert_eq!(codecs[1..], [Compression::UNCOMPRESSED; 3], "{codecs:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn batches_passed_on_whole_are_sampled_all() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        use datafusion::arrow::array::StringArray;
+        use datafusion::arrow::datatypes::Schema;
+        use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+        use trawl_common::KqlType;
+
+        let schema = Arc::new(Schema::new(vec![crate::schema::field(
+            "note",
+            KqlType::String,
+            DataType::Utf8,
+        )]));
+        // The first request lacks the column; the next ones have free text in it.
+        let mut batches = vec![RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec![None::<&str>; 1000]))],
+        )?];
+        for part in 0..8 {
+            let notes: Vec<String> = (0..1000).map(|i| format!("note {part}-{i} of a longer text")).collect();
+            batches.push(RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(StringArray::from(notes))],
+            )?);
+        }
+        let reader = SerializedFileReader::new(encode_parquet(&batches)?)?;
+        let column = reader.metadata().row_group(0).column(0);
+        assert!(
+            column.dictionary_page_offset().is_none(),
+            "free text is not dictionary-encoded"
+        );
+        assert!(matches!(column.compression(), Compression::ZSTD(_)));
         Ok(())
     }
 
