@@ -3,7 +3,8 @@
 `trawl` (module scope) is one running server; `trawl_factory` (function scope) makes
 servers on demand, for tests that kill and restart them. Every server is stopped with
 SIGTERM at the end and must exit 0 within SHUTDOWN_TIMEOUT (the clean-shutdown check).
-When a test fails, the log of every server it used is added to the report.
+When a test fails, the log of every server it used is added to the report, and the warnings,
+errors and last lines of every process of a cluster that is up.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from trawl_e2e import ALL, CURRENT, PostgresServer, TrawlServer, stop_all
+from trawl_e2e import ALL, CLUSTER_DIRS, CURRENT, PostgresServer, TrawlServer, cluster_log_notes, stop_all
 
 
 def trawl_binary() -> Path:
@@ -70,6 +71,9 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         for server in CURRENT:
             report.sections.append((f"trawl server log: {server.name} ({server.workdir})", server.log_tail()))
+        for directory in CLUSTER_DIRS:
+            for process, notes in cluster_log_notes(directory):
+                report.sections.append((f"cluster log: {process} ({directory})", notes))
 
 
 @atexit.register

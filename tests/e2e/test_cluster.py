@@ -22,7 +22,7 @@ import pytest
 import requests
 from azure.kusto.data import KustoClient, KustoConnectionStringBuilder
 
-from trawl_e2e import PostgresServer, S3Server, TrawlServer, cli, free_ports, http_request, operator_gauges
+from trawl_e2e import CLUSTER_DIRS, PostgresServer, S3Server, TrawlServer, cli, free_ports, http_request, operator_gauges
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "cluster.sh"
@@ -70,9 +70,12 @@ class Cluster:
         self.operators = dict(item.split("=", 1) for item in self.env["OPERATOR_URLS"].split())
         # The CLI reads the admin token from meta's bootstrap file.
         self.data_dir = self.dir / "meta"
+        CLUSTER_DIRS.append(self.dir)
         return self
 
     def down(self) -> None:
+        if self.dir in CLUSTER_DIRS:
+            CLUSTER_DIRS.remove(self.dir)
         self.script("down", timeout=120)
 
     @property

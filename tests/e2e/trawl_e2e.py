@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import re
 import shutil
 import socket
 import subprocess
@@ -31,6 +32,24 @@ LOG_TAIL_LINES = 200
 CURRENT: list["TrawlServer"] = []
 # Every server of the session (the ones still running are killed at exit, just in case).
 ALL: list["TrawlServer"] = []
+# The directories of the clusters (`scripts/cluster.sh`) that are up: their processes' logs
+# go into the report of a test that fails.
+CLUSTER_DIRS: list[Path] = []
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def cluster_log_notes(directory: Path, lines: int = 25) -> list[tuple[str, str]]:
+    """(process, its last warnings and errors, then its last lines) for each log of a cluster."""
+    notes = []
+    for log in sorted(directory.glob("*.log")):
+        text = ANSI.sub("", log.read_text(errors="replace")).splitlines()
+        flagged = [line for line in text if " WARN " in line or " ERROR " in line]
+        body = "\n".join(
+            [f"-- last warnings and errors ({len(flagged)} in all):", *flagged[-lines:], "-- last lines:", *text[-lines:]]
+        )
+        notes.append((log.stem, body))
+    return notes
 
 
 def free_ports(n: int) -> list[int]:

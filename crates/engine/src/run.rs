@@ -417,6 +417,9 @@ impl Engine {
                     && distribution.lost_a_node(&error).await
                 {
                     lost_nodes += 1;
+                    tracing::warn!(attempt = lost_nodes, %error, "a distributed query lost a query node before any row went out: it runs again");
+                    // A node being restarted is given a moment to listen again.
+                    run.ticking(tokio::time::sleep(LOST_NODE_PAUSE * lost_nodes)).await?;
                     continue;
                 }
                 // A summarize over its memory budget (its budgeted aggregate says so), before
@@ -445,6 +448,7 @@ impl Engine {
                         return Err(Stop::Failed(crate::budget::too_large(&error)));
                     }
                     None if placement.is_distributed() => {
+                        tracing::warn!(rows_sent = sent.rows, runs = lost_nodes + 1, %error, "a distributed query failed");
                         return Err(Stop::Failed(crate::distributed::distributed_error(error)));
                     }
                     None => return Err(Stop::Failed(execution_error(error))),
@@ -723,6 +727,8 @@ impl Engine {
 
 /// Times a query runs again after a node it was spread over could not be reached.
 const MAX_LOST_NODE_RETRIES: u32 = 3;
+/// The pause before a query runs again after it lost a node, times the runs so far.
+const LOST_NODE_PAUSE: Duration = Duration::from_millis(250);
 
 /// The first `n` rows of `batches` (all without `n`).
 fn first_rows(batches: &[RecordBatch], n: Option<usize>) -> Vec<RecordBatch> {
