@@ -44,10 +44,13 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 
 use crate::checked::{CheckedReader, checked_footer};
+use crate::read_ahead::ReadAhead;
 use object_store::path::Path as ObjectPath;
 
 /// Rows per batch when counting: only small integers are decoded.
 const COUNT_BATCH_ROWS: usize = 64 * 1024;
+/// Most bytes of a column fetched at once (several chunks' worth of a low-cardinality column).
+const READ_AHEAD_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The rule; see the module documentation.
 #[derive(Debug, Default)]
@@ -201,8 +204,7 @@ async fn count_file(
     #[allow(deprecated)] // the object_store reader of parquet 59; DataFusion 55 reads the same way
     let reader = ParquetObjectReader::new(Arc::clone(store), ObjectPath::from(file.object_meta.location.as_ref()))
         .with_file_size(file.object_meta.size);
-    let reader = CheckedReader::with_footer(Box::new(reader), file.object_meta.clone(), &footer);
-    let metadata = ArrowReaderMetadata::try_new(footer, ArrowReaderOptions::new())?;
+    let metadata = ArrowReaderMetadata::try_new(Arc::clone(&footer), ArrowReaderOptions::new())?;
     // The chunks this file part reads: those of its access plan, and when the scan split the
     // file into byte ranges, those starting in its range (as DataFusion's reader decides).
     let groups = metadata.metadata().row_groups();
@@ -248,6 +250,22 @@ async fn count_file(
             Field::new(field.name(), data_type, field.is_nullable())
         })
         .collect();
+    // The column's bytes in the chunks read, fetched several chunks at a time.
+    let leaves = metadata.metadata().file_metadata().schema_descr();
+    let leaves: Vec<usize> = (0..leaves.num_columns())
+        .filter(|&leaf| leaves.get_column_root_idx(leaf) == index)
+        .collect();
+    let ranges = chunks
+        .iter()
+        .filter_map(|&chunk| groups.get(chunk))
+        .flat_map(|group| leaves.iter().filter_map(|&leaf| group.columns().get(leaf)))
+        .map(|column| {
+            let (start, length) = column.byte_range();
+            start..start.saturating_add(length)
+        })
+        .collect();
+    let reader = ReadAhead::new(Box::new(reader), ranges, READ_AHEAD_BYTES);
+    let reader = CheckedReader::with_footer(Box::new(reader), file.object_meta.clone(), &footer);
     let options = ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields)));
     let metadata = ArrowReaderMetadata::try_new(Arc::clone(metadata.metadata()), options)?;
     let mask = ProjectionMask::roots(metadata.parquet_schema(), [index]);

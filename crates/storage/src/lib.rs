@@ -25,6 +25,7 @@ mod merge;
 pub mod observed;
 mod probe;
 pub mod progress;
+mod read_ahead;
 pub mod schema;
 mod segment;
 pub mod segment_scan;
