@@ -6,7 +6,6 @@
 //! [`checked_footer`]. Both share DataFusion's footer cache, so a footer is fetched and checked
 //! once, and a scan after planning finds it there.
 
-use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -172,7 +171,7 @@ pub(crate) struct CheckedReader {
     object: ObjectMeta,
     cache: Option<Arc<FileMetadataCache>>,
     /// Where column chunks and pages start, known once the footer is.
-    page_starts: Option<HashSet<u64>>,
+    page_starts: Option<Vec<u64>>,
     /// The scan reads row selections: the footer comes with the page index.
     selective: bool,
 }
@@ -199,7 +198,7 @@ impl CheckedReader {
             return Ok(());
         };
         for (range, bytes) in ranges.iter().zip(bytes) {
-            if starts.contains(&range.start) {
+            if starts.binary_search(&range.start).is_ok() {
                 thrift_check::check_page_headers(range.start, bytes).map_err(|message| {
                     ParquetError::External(Box::new(SegmentDamage(format!(
                         "segment {} cannot be read: {message}",
@@ -212,22 +211,26 @@ impl CheckedReader {
     }
 }
 
-/// The offsets at which a column chunk or a page (by the offset index) starts.
-fn page_starts(footer: &ParquetMetaData) -> HashSet<u64> {
-    let mut starts = HashSet::new();
-    for group in footer.row_groups() {
-        for column in group.columns() {
+/// The offsets at which a column chunk or a page (by the offset index) starts, sorted.
+///
+/// Made on every open of a segment, so made cheaply: listed chunk by chunk, a valid file's
+/// starts come out in order already, which the sort only confirms. (A hash set of them, its
+/// inserts and rehashes, was 4-9 % of the CPU of a needle search, which opens every segment.)
+fn page_starts(footer: &ParquetMetaData) -> Vec<u64> {
+    let pages = footer.offset_index();
+    let mut starts = Vec::new();
+    for (g, group) in footer.row_groups().iter().enumerate() {
+        for (c, column) in group.columns().iter().enumerate() {
             let start = column.dictionary_page_offset().unwrap_or(column.data_page_offset());
             starts.extend(u64::try_from(start).ok());
-        }
-    }
-    for group in footer.offset_index().into_iter().flatten() {
-        for column in group {
-            for page in column.page_locations() {
+            let locations = pages.and_then(|p| p.get(g)).and_then(|group| group.get(c));
+            for page in locations.into_iter().flat_map(|index| index.page_locations()) {
                 starts.extend(u64::try_from(page.offset).ok());
             }
         }
     }
+    starts.sort_unstable();
+    starts.dedup();
     starts
 }
 

@@ -26,6 +26,7 @@ pub mod observed;
 mod probe;
 pub mod progress;
 mod read_ahead;
+pub mod row_filter;
 pub mod schema;
 mod segment;
 pub mod segment_scan;
