@@ -96,6 +96,24 @@ def ingest_rows(directory: Path) -> list[str]:
     return lines
 
 
+def stage_rows(directory: Path) -> list[str]:
+    runs = {name: load(directory, f"stages-{name}.json") for name in ("logs", "traces")}
+    lines = [
+        f"| ingest CPU per record, one thread (`ingest-stages`, fastest of {runs['logs'].get('runs', '?')}) "
+        "| map µs | batch µs | encode µs | all µs | one core, records/s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, title in (("logs", "logs"), ("traces", "spans")):
+        run = runs[name]
+        title = f"{title}, {run['records']:,} in {run.get('per_segment', '?')}-request segments"
+        total = run["total_us"]
+        lines.append(
+            f"| {title} | {run['map_us']:.2f} | {run['batch_us']:.2f} | {run['encode_us']:.2f} | {total:.2f} "
+            f"| {thousands(1e6 / total) if total > 0 else '–'} |"
+        )
+    return lines
+
+
 def query_rows(queries: dict) -> list[str]:
     lines = [
         "| id | question | Trawl ms | DuckDB ms | chdb ms | Trawl/DuckDB | Trawl/chdb | Trawl/best | same answers |",
@@ -156,7 +174,7 @@ def report(directory: Path) -> str:
         f"chdb {queries.get('chdb_version')}. Ratios: Trawl's time over the peer's (lower is better).",
     ]
     cold = load(directory, "cold.json")
-    sections = [header, ingest_rows(directory), query_rows(queries), cold_rows(cold), storage_rows(gen, live, tokens)]
+    sections = [header, ingest_rows(directory), stage_rows(directory), query_rows(queries), cold_rows(cold), storage_rows(gen, live, tokens)]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
 
 

@@ -269,7 +269,7 @@ fn sized_for(builder: &mut StringBuilder, rows: usize, first_value_bytes: usize)
 }
 
 /// The finished columns of a [`ColumnsBuilder`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Columns {
     pub rows: usize,
     pub columns: Vec<Column>,
@@ -277,7 +277,7 @@ pub struct Columns {
 
 /// One finished column: datetimes and timespans as `Int64` nanoseconds, strings and dynamic
 /// values as `Utf8`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Column {
     pub name: &'static str,
     pub kql_type: KqlType,

@@ -118,7 +118,22 @@ pub fn batch_by_table(route: &IngestRoute, batch: RowsBatch) -> Result<Vec<(Stri
         .and_then(|c| c.as_string_opt::<i32>());
     let chosen: Vec<Option<String>> = match resources {
         Some(resources) if route.allow_table_override => {
-            resources.iter().map(|text| text.and_then(table_in_text)).collect()
+            // The rows of one resource repeat its text: look into each distinct run once.
+            let mut last: Option<(&str, Option<String>)> = None;
+            resources
+                .iter()
+                .map(|text| {
+                    let text = text?;
+                    match &last {
+                        Some((previous, table)) if *previous == text => table.clone(),
+                        _ => {
+                            let table = table_in_text(text);
+                            last = Some((text, table.clone()));
+                            table
+                        }
+                    }
+                })
+                .collect()
         }
         _ => Vec::new(),
     };

@@ -218,6 +218,8 @@ struct Choice {
     dictionary: bool,
     /// Mean length in bytes of the distinct sampled values.
     mean_bytes: usize,
+    /// Most sampled values are bags (JSON objects or arrays: attributes, resources).
+    bags: bool,
 }
 
 /// Values at most this long on average, dictionary-encoded, are stored uncompressed.
@@ -255,15 +257,17 @@ fn choose(array: &dyn datafusion::arrow::array::Array) -> Option<Choice> {
 /// the mean length of the distinct ones.
 fn distinct<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> Choice {
     let mut distinct: datafusion::common::HashSet<&[u8]> = datafusion::common::HashSet::with_capacity(SAMPLE_ROWS);
-    let mut count = 0usize;
+    let (mut count, mut bags) = (0usize, 0usize);
     for value in values.flatten() {
         count += 1;
+        bags += usize::from(matches!(value.first(), Some(b'{' | b'[')));
         distinct.insert(value);
     }
     let bytes: usize = distinct.iter().map(|value| value.len()).sum();
     Choice {
         dictionary: count < 64 || distinct.len() * 2 <= count,
         mean_bytes: bytes / distinct.len().max(1),
+        bags: count > 0 && bags * 2 > count,
     }
 }
 
@@ -337,7 +341,10 @@ impl SegmentEncoder {
         for column in BLOOM_COLUMNS {
             if schema.column_with_name(column).is_some() {
                 let path = ColumnPath::from(*column);
+                // Random ids: their minimum and maximum prune nothing (the bloom filter and
+                // the token index find one), and finding them compares every value.
                 properties = properties
+                    .set_column_statistics_enabled(path.clone(), EnabledStatistics::None)
                     .set_column_bloom_filter_enabled(path.clone(), true)
                     .set_column_bloom_filter_fpp(path.clone(), 0.01)
                     .set_column_bloom_filter_max_ndv(path, expected_rows.clamp(1, CHUNK_ROWS) as u64);
@@ -357,6 +364,12 @@ impl SegmentEncoder {
             };
             if uncompressed(choice, field.data_type()) {
                 properties = properties.set_column_compression(path.clone(), Compression::UNCOMPRESSED);
+            }
+            if choice.bags {
+                // The minimum and maximum of JSON text prune nothing a query asks (a bag's
+                // keys are read through its shredded columns), and finding them compares
+                // every value: 1-2% of the ingest CPU for the attributes of logs.
+                properties = properties.set_column_statistics_enabled(path.clone(), EnabledStatistics::None);
             }
             if !choice.dictionary {
                 properties = properties.set_column_dictionary_enabled(path.clone(), false);
@@ -411,6 +424,64 @@ impl SegmentEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bags_and_ids_have_no_statistics_and_other_columns_do() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        use datafusion::arrow::array::StringArray;
+        use datafusion::arrow::datatypes::Schema;
+        use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+        use trawl_common::KqlType;
+
+        let names = ["body", "attributes", "resource", "trace_id", "severity_text"];
+        let types = [
+            KqlType::String,
+            KqlType::Dynamic,
+            KqlType::Dynamic,
+            KqlType::String,
+            KqlType::String,
+        ];
+        let schema = Arc::new(Schema::new(
+            names
+                .iter()
+                .zip(types)
+                .map(|(name, kql_type)| crate::schema::field(name, kql_type, DataType::Utf8))
+                .collect::<Vec<_>>(),
+        ));
+        let rows = 5_000;
+        let column = |value: &dyn Fn(usize) -> String| {
+            Arc::new(StringArray::from_iter_values((0..rows).map(value))) as datafusion::arrow::array::ArrayRef
+        };
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                column(&|i| format!("request {i} done")),
+                column(&|i| format!(r#"{{"http.route":"/r/{}","n":{i}}}"#, i % 7)),
+                column(&|i| format!(r#"{{"service.name":"s{}"}}"#, i % 3)),
+                column(&|i| {
+                    format!(
+                        "{:032x}",
+                        (i as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
+                    )
+                }),
+                column(&|i| ["INFO", "ERROR"][i % 2].to_string()),
+            ],
+        )?;
+        let mut encoder = SegmentEncoder::new(schema, rows)?;
+        encoder.write(&batch)?;
+        let reader = SerializedFileReader::new(encoder.finish()?)?;
+        let group = reader.metadata().row_group(0);
+        let with_statistics: Vec<bool> = (0..names.len())
+            .map(|c| group.column(c).statistics().is_some())
+            .collect();
+        // Free text and short values keep their chunk statistics (`isnotempty(body)` is
+        // answered from them); bags (dictionary-encoded or not) and ids do not.
+        assert_eq!(with_statistics, [true, false, false, false, true], "{names:?}");
+        assert!(
+            group.column(3).bloom_filter_offset().is_some(),
+            "ids keep their bloom filter"
+        );
+        Ok(())
+    }
 
     #[test]
     fn free_text_gets_no_dictionary_and_few_values_do() -> std::result::Result<(), Box<dyn std::error::Error>> {

@@ -228,7 +228,7 @@ fn every_term_of_every_row_is_in_its_block() -> TestResult {
         values.push([
             ["INFO", "WARN error", "DEBUG"][next(3) as usize].to_string(),
             format!("route/{} GET", next(if i < BLOCK_ROWS { 40 } else { 400 })),
-            format!("line {i} word{} id-{}", next(50), next(1_000_000)),
+            format!("line {i} Word{} ÜBER-id-{} café.MiXeD", next(50), next(1_000_000)),
         ]);
     }
     let columns: Vec<ArrayRef> = (0..3)

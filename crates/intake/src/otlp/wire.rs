@@ -110,7 +110,20 @@ impl<'a> Fields<'a> {
     }
 
     /// A base-128 varint of at most ten bytes, the tenth at most 1 (as prost reads them).
+    #[inline]
     fn varint(&mut self) -> Result<u64, Unusual> {
+        // Keys, lengths and small numbers take one or two bytes: most varints of a request.
+        match *self.rest {
+            [first, ref rest @ ..] if first < 0x80 => {
+                self.rest = rest;
+                return Ok(u64::from(first));
+            }
+            [first, second, ref rest @ ..] if second < 0x80 => {
+                self.rest = rest;
+                return Ok(u64::from(first & 0x7f) | (u64::from(second) << 7));
+            }
+            _ => {}
+        }
         let mut value = 0u64;
         for (index, &byte) in self.rest.iter().enumerate().take(10) {
             if index == 9 && byte > 1 {

@@ -273,3 +273,33 @@ fn encodings_prost_accepts_but_never_writes_read_the_same() {
         assert_eq!(LOGS.check(&body, name), read_in_place, "{name}");
     }
 }
+
+#[test]
+fn varints_read_as_prost_reads_them() {
+    let values = [0, 1, 127, 128, 255, 300, 16_383, 16_384, 2_097_151, 1 << 35, u64::MAX];
+    for value in values {
+        let mut bytes = Vec::new();
+        encode_varint(&mut bytes, value);
+        bytes.push(0x2a); // the next field's key stays unread
+        let mut fields = Fields::new(&bytes);
+        assert_eq!(fields.varint(), Ok(value), "{value}");
+        assert_eq!(fields.rest, [0x2a], "{value}");
+        let mut prost_bytes = &bytes[..];
+        assert_eq!(
+            trawl_proto::prost::encoding::decode_varint(&mut prost_bytes).ok(),
+            Some(value)
+        );
+    }
+    // Cut short, and an eleventh byte or a tenth above 1: refused, as prost refuses them.
+    for bad in [&[0x80][..], &[0xff, 0xff], &[0xff; 10], &[0xff; 11]] {
+        assert_eq!(Fields::new(bad).varint(), Err(Unusual), "{bad:?}");
+        let mut prost_bytes = bad;
+        assert!(
+            trawl_proto::prost::encoding::decode_varint(&mut prost_bytes).is_err(),
+            "{bad:?}"
+        );
+    }
+    // Non-minimal encodings (a value padded with continuation bytes) read as the value.
+    assert_eq!(Fields::new(&[0x81, 0x00]).varint(), Ok(1));
+    assert_eq!(Fields::new(&[0x81, 0x80, 0x00]).varint(), Ok(1));
+}

@@ -10,7 +10,7 @@ use datafusion::common::HashSet as FastSet;
 use datafusion::parquet::bloom_filter::Sbbf;
 use trawl_common::KqlType;
 use trawl_functions::dynamic::unquote_json_string;
-use trawl_functions::tokenizer::terms;
+use trawl_functions::tokenizer::is_term_byte;
 
 use super::{BLOCK_ROWS, FPP, MAGIC, VERSION};
 use crate::schema::kql_type_of;
@@ -189,11 +189,33 @@ impl ColumnBuilder {
         }
     }
 
+    /// The hashes of `text`'s terms ([`trawl_functions::tokenizer::terms`]) ASCII-lowercased, in one pass over its bytes:
+    /// a term without capitals is hashed where it lies, the others once lowercased.
     fn push_terms(&mut self, text: &str) {
-        for term in terms(text) {
-            self.term.clear();
-            self.term.extend(term.bytes().map(|b| b.to_ascii_lowercase()));
-            self.hashes.push(term_hash(&self.term));
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        loop {
+            while at < bytes.len() && !is_term_byte(bytes[at]) {
+                at += 1;
+            }
+            if at == bytes.len() {
+                return;
+            }
+            let start = at;
+            let mut capitals = false;
+            while at < bytes.len() && is_term_byte(bytes[at]) {
+                capitals |= bytes[at].is_ascii_uppercase();
+                at += 1;
+            }
+            let term = &bytes[start..at];
+            let hash = if capitals {
+                self.term.clear();
+                self.term.extend(term.iter().map(u8::to_ascii_lowercase));
+                term_hash(&self.term)
+            } else {
+                term_hash(term)
+            };
+            self.hashes.push(hash);
         }
     }
 
