@@ -84,8 +84,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-heap",
         ],
     ),
-    // Benchmarks drive the public faces, and read segment files (the token index report)
-    // with storage's own reader.
+    // Benchmarks drive the public faces, read segment files (the token index report) with
+    // storage's own reader, and time the ingest stages (intake's mapping, storage's encoder)
+    // with the server's allocator.
     (
         "trawl-bench",
         &[
@@ -94,6 +95,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trawl-functions",
             "trawl-client",
             "trawl-storage",
+            "trawl-intake",
+            "trawl-heap",
         ],
     ),
 ];
