@@ -10,7 +10,7 @@ use datafusion::common::HashSet as FastSet;
 use datafusion::parquet::bloom_filter::Sbbf;
 use trawl_common::KqlType;
 use trawl_functions::dynamic::unquote_json_string;
-use trawl_functions::tokenizer::is_term_byte;
+use trawl_functions::tokenizer::terms;
 
 use super::{BLOCK_ROWS, FPP, MAGIC, VERSION};
 use crate::schema::kql_type_of;
@@ -189,26 +189,11 @@ impl ColumnBuilder {
         }
     }
 
-    /// The hashes of `text`'s terms ([`trawl_functions::tokenizer::terms`]) ASCII-lowercased, in one pass over its bytes:
-    /// a term without capitals is hashed where it lies, the others once lowercased.
+    /// The hashes of `text`'s terms, ASCII-lowercased: a term without capitals is hashed
+    /// where it lies, the others once lowercased.
     fn push_terms(&mut self, text: &str) {
-        let bytes = text.as_bytes();
-        let mut at = 0;
-        loop {
-            while at < bytes.len() && !is_term_byte(bytes[at]) {
-                at += 1;
-            }
-            if at == bytes.len() {
-                return;
-            }
-            let start = at;
-            let mut capitals = false;
-            while at < bytes.len() && is_term_byte(bytes[at]) {
-                capitals |= bytes[at].is_ascii_uppercase();
-                at += 1;
-            }
-            let term = &bytes[start..at];
-            let hash = if capitals {
+        for term in terms(text).map(str::as_bytes) {
+            let hash = if term.iter().any(u8::is_ascii_uppercase) {
                 self.term.clear();
                 self.term.extend(term.iter().map(u8::to_ascii_lowercase));
                 term_hash(&self.term)
