@@ -14,6 +14,7 @@ mod faulty;
 pub mod library;
 mod model;
 pub mod objects;
+mod remembered;
 mod sql;
 mod sql_directory;
 mod sql_objects;

@@ -13,6 +13,7 @@
 //! [`Dialect`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sqlx::any::AnyPoolOptions;
@@ -20,6 +21,7 @@ use sqlx::{Any, Executor as _, Pool, Row as _, Transaction};
 use trawl_common::KqlType;
 
 use crate::model::{ColumnInfo, SegmentMeta, SegmentState, TableInfo, TimeRange};
+use crate::remembered::{Area, Remembered};
 use crate::{Catalog, CatalogError, Result};
 
 const SCHEMA: &[&str] = &[
@@ -101,6 +103,8 @@ pub fn is_postgres_url(url: &str) -> bool {
 pub struct SqlCatalog {
     pub(crate) pool: Pool<Any>,
     pub(crate) dialect: Dialect,
+    /// Answers kept until this process writes (see `remembered.rs`).
+    pub(crate) remembered: Arc<Remembered>,
 }
 
 impl SqlCatalog {
@@ -138,7 +142,7 @@ impl SqlCatalog {
             })
             .connect(&url)
             .await?;
-        SqlCatalog::ready(pool, Dialect::Sqlite).await
+        SqlCatalog::ready(pool, Dialect::Sqlite, Remembered::for_file(path)).await
     }
 
     /// An in-memory SQLite catalog, for tests.
@@ -155,7 +159,7 @@ impl SqlCatalog {
             })
             .connect("sqlite::memory:")
             .await?;
-        SqlCatalog::ready(pool, Dialect::Sqlite).await
+        SqlCatalog::ready(pool, Dialect::Sqlite, Remembered::private()).await
     }
 
     /// Connects to the PostgreSQL database at `url` and creates the catalog's tables there if
@@ -167,7 +171,8 @@ impl SqlCatalog {
             .acquire_timeout(std::time::Duration::from_secs(10))
             .connect(url)
             .await?;
-        SqlCatalog::ready(pool, Dialect::Postgres).await
+        // Other processes of the cluster write it: nothing is remembered.
+        SqlCatalog::ready(pool, Dialect::Postgres, Remembered::nothing()).await
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -184,8 +189,12 @@ impl SqlCatalog {
         })
     }
 
-    async fn ready(pool: Pool<Any>, dialect: Dialect) -> Result<SqlCatalog> {
-        let catalog = SqlCatalog { pool, dialect };
+    async fn ready(pool: Pool<Any>, dialect: Dialect, remembered: Remembered) -> Result<SqlCatalog> {
+        let catalog = SqlCatalog {
+            pool,
+            dialect,
+            remembered: Arc::new(remembered),
+        };
         catalog.migrate().await?;
         Ok(catalog)
     }
@@ -228,6 +237,57 @@ impl SqlCatalog {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Live tables of a database with their column sets, from the database.
+    async fn query_tables(&self, database: &str) -> Result<Vec<TableInfo>> {
+        // One query for the tables and their columns: every query asks for them.
+        let rows = sqlx::query(
+            "SELECT t.name AS table_name, c.name AS column_name, c.kql_type AS kql_type
+               FROM tables t LEFT JOIN table_columns c ON c.database = t.database AND c.table_name = t.name
+              WHERE t.database = $1 AND t.deleted_at IS NULL
+                AND $2 NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
+              ORDER BY t.name, c.ordinal",
+        )
+        .bind(database)
+        .bind(database)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut tables: Vec<TableInfo> = Vec::new();
+        for row in &rows {
+            let name: String = row.try_get("table_name")?;
+            if tables.last().is_none_or(|last| last.name != name) {
+                tables.push(TableInfo {
+                    database: database.to_string(),
+                    name,
+                    columns: Vec::new(),
+                });
+            }
+            let column: Option<String> = row.try_get("column_name")?;
+            let kql_type: Option<String> = row.try_get("kql_type")?;
+            if let (Some(column), Some(kql_type), Some(table)) = (column, kql_type, tables.last_mut()) {
+                table.columns.push(ColumnInfo {
+                    name: column,
+                    kql_type: parse_type(&kql_type)?,
+                });
+            }
+        }
+        Ok(tables)
+    }
+
+    /// The live segments of a table overlapping `min..=max`, by start time.
+    async fn query_live_segments(&self, database: &str, table: &str, min: i64, max: i64) -> Result<Vec<SegmentMeta>> {
+        let rows = sqlx::query(
+            "SELECT * FROM segments WHERE database = $1 AND table_name = $2 AND state = 'live'
+             AND max_time >= $3 AND min_time <= $4 ORDER BY min_time, id",
+        )
+        .bind(database)
+        .bind(table)
+        .bind(min)
+        .bind(max)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(segment_from_row).collect()
     }
 
     /// Registers `added` (their tables and columns too) inside `tx`.
@@ -396,6 +456,7 @@ fn segment_from_row(row: &sqlx::any::AnyRow) -> Result<SegmentMeta> {
 #[async_trait]
 impl Catalog for SqlCatalog {
     async fn commit_segments(&self, added: &[SegmentMeta], tombstoned: &[String]) -> Result<()> {
+        let _writing = self.remembered.writing(Area::Objects);
         let mut tx = self.begin_write().await?;
         let now = trawl_common::time::now_nanos();
         self.insert_segments(&mut tx, added, now).await?;
@@ -417,6 +478,7 @@ impl Catalog for SqlCatalog {
     }
 
     async fn commit_ingest(&self, segment: &SegmentMeta, requests: &[String]) -> Result<()> {
+        let _writing = self.remembered.writing(Area::Objects);
         let mut tx = self.begin_write().await?;
         // A retried commit whose first attempt went through finds its segment, or (once a
         // merge replaced and forgot it) its requests.
@@ -471,21 +533,30 @@ impl Catalog for SqlCatalog {
     }
 
     async fn live_segments(&self, database: &str, table: &str, range: Option<TimeRange>) -> Result<Vec<SegmentMeta>> {
-        let (min, max) = range.map_or((i64::MIN, i64::MAX), |r| (r.min, r.max));
-        let rows = sqlx::query(
-            "SELECT * FROM segments WHERE database = $1 AND table_name = $2 AND state = 'live'
-             AND max_time >= $3 AND min_time <= $4 ORDER BY min_time, id",
-        )
-        .bind(database)
-        .bind(table)
-        .bind(min)
-        .bind(max)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(segment_from_row).collect()
+        let Some(generation) = self.remembered.generation(Area::Objects) else {
+            // A shared catalog: the database picks the segments of the range.
+            let (min, max) = range.map_or((i64::MIN, i64::MAX), |r| (r.min, r.max));
+            return self.query_live_segments(database, table, min, max).await;
+        };
+        // All of the table's live segments are remembered; a range picks from them.
+        let all = match self.remembered.segments(database, table) {
+            Some(all) => all,
+            None => {
+                let all = Arc::new(self.query_live_segments(database, table, i64::MIN, i64::MAX).await?);
+                self.remembered
+                    .keep_segments(database, table, all.clone(), Some(generation));
+                all
+            }
+        };
+        Ok(all
+            .iter()
+            .filter(|s| range.is_none_or(|r| s.max_time >= r.min && s.min_time <= r.max))
+            .cloned()
+            .collect())
     }
 
     async fn ensure_table(&self, database: &str, table: &str, columns: &[ColumnInfo]) -> Result<()> {
+        let _writing = self.remembered.writing(Area::Objects);
         let mut tx = self.begin_write().await?;
         sqlx::query("INSERT INTO tables (database, name, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
             .bind(database)
@@ -510,37 +581,13 @@ impl Catalog for SqlCatalog {
     }
 
     async fn tables(&self, database: &str) -> Result<Vec<TableInfo>> {
-        // One query for the tables and their columns: every query asks for them.
-        let rows = sqlx::query(
-            "SELECT t.name AS table_name, c.name AS column_name, c.kql_type AS kql_type
-               FROM tables t LEFT JOIN table_columns c ON c.database = t.database AND c.table_name = t.name
-              WHERE t.database = $1 AND t.deleted_at IS NULL
-                AND $2 NOT IN (SELECT name FROM databases WHERE deleted_at IS NOT NULL)
-              ORDER BY t.name, c.ordinal",
-        )
-        .bind(database)
-        .bind(database)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut tables: Vec<TableInfo> = Vec::new();
-        for row in &rows {
-            let name: String = row.try_get("table_name")?;
-            if tables.last().is_none_or(|last| last.name != name) {
-                tables.push(TableInfo {
-                    database: database.to_string(),
-                    name,
-                    columns: Vec::new(),
-                });
-            }
-            let column: Option<String> = row.try_get("column_name")?;
-            let kql_type: Option<String> = row.try_get("kql_type")?;
-            if let (Some(column), Some(kql_type), Some(table)) = (column, kql_type, tables.last_mut()) {
-                table.columns.push(ColumnInfo {
-                    name: column,
-                    kql_type: parse_type(&kql_type)?,
-                });
-            }
+        if let Some(tables) = self.remembered.tables(database) {
+            return Ok(tables.as_ref().clone());
         }
+        let generation = self.remembered.generation(Area::Objects);
+        let tables = self.query_tables(database).await?;
+        self.remembered
+            .keep_tables(database, Arc::new(tables.clone()), generation);
         Ok(tables)
     }
 
@@ -564,7 +611,14 @@ impl Catalog for SqlCatalog {
     }
 
     async fn views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>> {
-        self.live_views(database).await
+        if let Some(views) = self.remembered.views(database) {
+            return Ok(views.as_ref().clone());
+        }
+        let generation = self.remembered.generation(Area::Objects);
+        let views = self.live_views(database).await?;
+        self.remembered
+            .keep_views(database, Arc::new(views.clone()), generation);
+        Ok(views)
     }
 
     async fn tombstoned_before(&self, before_nanos: i64) -> Result<Vec<SegmentMeta>> {
@@ -576,6 +630,7 @@ impl Catalog for SqlCatalog {
     }
 
     async fn forget_segments(&self, ids: &[String]) -> Result<()> {
+        let _writing = self.remembered.writing(Area::Objects);
         let mut tx = self.begin_write().await?;
         for id in ids {
             sqlx::query("DELETE FROM segments WHERE id = $1 AND state = 'tombstoned'")

@@ -172,6 +172,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn revoke_access_token(&self, id: &str, at: i64) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query("UPDATE access_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(id)
@@ -190,6 +191,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn add_principal(&self, p: &Principal) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query(
             "INSERT INTO principals (id, name, kind, role, password_hash, sso_subject, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -208,13 +210,21 @@ impl Directory for SqlCatalog {
     }
 
     async fn principal(&self, id: &str) -> Result<Option<Principal>> {
-        sqlx::query("SELECT * FROM principals WHERE id = $1")
+        if let Some(known) = self.remembered.principal(id) {
+            return Ok(Some(known));
+        }
+        let generation = self.remembered.generation(crate::remembered::Area::Accounts);
+        let found = sqlx::query("SELECT * FROM principals WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
             .as_ref()
             .map(principal)
-            .transpose()
+            .transpose()?;
+        if let Some(found) = &found {
+            self.remembered.keep_principal(found, generation);
+        }
+        Ok(found)
     }
 
     async fn principal_by_name(&self, name: &str) -> Result<Option<Principal>> {
@@ -237,6 +247,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn set_role(&self, id: &str, role: Role) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query("UPDATE principals SET role = $1 WHERE id = $2")
             .bind(role.as_str())
             .bind(id)
@@ -246,6 +257,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn set_password_hash(&self, id: &str, hash: &str) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query("UPDATE principals SET password_hash = $1 WHERE id = $2 AND kind = 'user'")
             .bind(hash)
             .bind(id)
@@ -255,6 +267,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn switch_to_sso(&self, id: &str) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query("UPDATE principals SET password_hash = NULL WHERE id = $1 AND kind = 'user'")
             .bind(id)
             .execute(&self.pool)
@@ -263,6 +276,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn set_sso_subject(&self, id: &str, subject: &str) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query(
             "UPDATE principals SET sso_subject = $1 WHERE id = $2 AND kind = 'user' AND password_hash IS NULL",
         )
@@ -306,6 +320,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn add_access_token(&self, token: &AccessTokenRecord) -> Result<()> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         sqlx::query(
             "INSERT INTO access_tokens (id, principal_id, secret_hash, expires_at, created_at, revoked_at)
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -322,7 +337,11 @@ impl Directory for SqlCatalog {
     }
 
     async fn access_token(&self, id: &str) -> Result<Option<AccessTokenRecord>> {
-        sqlx::query(
+        if let Some(known) = self.remembered.token(id) {
+            return Ok(Some(known));
+        }
+        let generation = self.remembered.generation(crate::remembered::Area::Accounts);
+        let found = sqlx::query(
             "SELECT id, principal_id, secret_hash, expires_at, created_at, revoked_at FROM access_tokens WHERE id = $1",
         )
         .bind(id)
@@ -330,7 +349,11 @@ impl Directory for SqlCatalog {
         .await?
         .as_ref()
         .map(access_token)
-        .transpose()
+        .transpose()?;
+        if let Some(found) = &found {
+            self.remembered.keep_token(found, generation);
+        }
+        Ok(found)
     }
 
     async fn access_tokens_of(&self, principal_id: &str) -> Result<Vec<AccessTokenRecord>> {

@@ -118,6 +118,7 @@ impl SqlCatalog {
 #[async_trait]
 impl Objects for SqlCatalog {
     async fn create_database(&self, name: &str, now: i64) -> Result<Change> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         match self.database_state(name).await? {
             Some(deleted) => {
                 // An implicit database (tables, no row) gets its row now.
@@ -142,6 +143,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn create_table(&self, database: &str, name: &str, retention_nanos: Option<i64>, now: i64) -> Result<Change> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         if let Some(refused) = self.refused_in_deleted(database).await? {
             return Ok(refused);
         }
@@ -171,6 +173,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn create_view(&self, database: &str, name: &str, members: &[String], now: i64) -> Result<Change> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         if let Some(refused) = self.refused_in_deleted(database).await? {
             return Ok(refused);
         }
@@ -203,6 +206,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn set_retention(&self, database: &str, table: &str, retention_nanos: Option<i64>) -> Result<Change> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         let done = sqlx::query(
             "UPDATE tables SET retention_nanos = $1 WHERE database = $2 AND name = $3 AND deleted_at IS NULL",
         )
@@ -298,6 +302,7 @@ impl Objects for SqlCatalog {
         cascade: bool,
         now: i64,
     ) -> Result<Change> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         match kind {
             ObjectKind::Database => {
                 let target = if name.is_empty() { database } else { name };
@@ -378,6 +383,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn restore_object(&self, kind: ObjectKind, database: &str, name: &str, not_before: i64) -> Result<Change> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         let too_late = |at: i64| at < not_before;
         let late = || Change::Refused("it was deleted before the restore window began; it is gone".into());
         match kind {
@@ -464,6 +470,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn purge_deleted(&self, before: i64, now: i64) -> Result<Vec<String>> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         let mut tx = self.begin_write().await?;
         let tables = sqlx::query("SELECT database, name FROM tables WHERE deleted_at < $1")
             .bind(before)
@@ -521,6 +528,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn apply_retention(&self, now: i64) -> Result<u64> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
         let done = sqlx::query(
             "UPDATE segments SET state = 'tombstoned', tombstoned_at = $1
              WHERE state = 'live' AND EXISTS (

@@ -13,3 +13,4 @@ mod plugins;
 mod shredded;
 mod telemetry;
 mod tokens;
+mod warm;

@@ -17,5 +17,5 @@ pub mod session;
 pub mod sso;
 pub mod upstreams;
 
-pub use server::{Gateway, GatewayConfig};
+pub use server::{Gateway, GatewayConfig, WARM_UP_LIMIT, WARM_UP_USER};
 pub use upstreams::Upstreams;

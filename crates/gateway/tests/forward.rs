@@ -281,6 +281,87 @@ async fn a_query_node_that_cannot_be_reached_is_passed_over() -> TestResult {
     Ok(())
 }
 
+#[tokio::test]
+async fn the_first_readiness_waits_for_a_signed_warm_up_query_to_each_query_node() -> TestResult {
+    let directory = with_ann().await?;
+    // Query nodes that record what reaches them.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        let seen = seen.clone();
+        let record = move |request: Request| {
+            let seen = seen.clone();
+            async move {
+                let Json(echoed) = echo(request).await;
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push(echoed.clone());
+                }
+                Json(echoed)
+            }
+        };
+        nodes.push(serve(Router::new().fallback(any(record))).await?);
+    }
+    let key = GatewayKey::from_seed([5; 32]);
+    let gateway = Gateway::new(
+        directory.clone(),
+        key.clone(),
+        GatewayConfig {
+            upstream: trawl_gateway::Upstreams::fixed(nodes.clone()),
+            meta_upstream: nodes[0].clone(),
+            max_body_bytes: 1 << 20,
+            version: "test".into(),
+            commit: "test".into(),
+            session_secret: None,
+        },
+    );
+    gateway.set_ready(true);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gateway.is_ready() {
+        assert!(std::time::Instant::now() < deadline, "the gateway never became ready");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let seen = seen.lock().map(|seen| seen.clone()).unwrap_or_default();
+    assert_eq!(seen.len(), 2, "one warm-up query per node: {seen:?}");
+    let public = auth::parse_public_key(&key.public_key());
+    for echoed in &seen {
+        assert_eq!(echoed["path"], "/v2/rest/query");
+        let body = echoed["body"].as_str().unwrap_or_default();
+        let request: serde_json::Value = serde_json::from_str(body)?;
+        assert!(
+            request["csl"].as_str().is_some_and(|csl| csl.starts_with("print")),
+            "{request}"
+        );
+        // Signed like any forwarded request, for the warm-up identity.
+        let headers = &echoed["headers"];
+        assert_eq!(headers["x-svc-username"], trawl_gateway::WARM_UP_USER);
+        let identity = Identity {
+            username: trawl_gateway::WARM_UP_USER.into(),
+            client: headers["x-svc-client-name"].as_str().unwrap_or_default().into(),
+            role: headers["x-svc-role"].as_str().unwrap_or_default().into(),
+        };
+        let issued_at: i64 = headers["x-svc-issued-at"].as_str().unwrap_or_default().parse()?;
+        let canonical = auth::canonical_request(
+            "POST",
+            "/v2/rest/query",
+            &identity,
+            issued_at,
+            headers["x-svc-nonce"].as_str().unwrap_or_default(),
+            &auth::body_digest(body.as_bytes()),
+        );
+        let signature = headers["x-svc-signature"].as_str().unwrap_or_default();
+        assert_eq!(
+            auth::verify(public.as_ref(), &canonical, signature, issued_at, issued_at),
+            Ok(())
+        );
+    }
+    // Later changes of readiness take effect at once, with no second warm-up.
+    gateway.set_ready(false);
+    assert!(!gateway.is_ready());
+    gateway.set_ready(true);
+    assert!(gateway.is_ready());
+    Ok(())
+}
+
 /// A minimal HTTP/1 client on hyper, so the test needs no other HTTP stack.
 mod reqwest_free {
     use http_body_util::{BodyExt, Full};

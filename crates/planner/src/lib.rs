@@ -65,6 +65,7 @@ use trawl_common::error::Location;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 
 pub use context::Tabular;
+pub use names::bracketed;
 
 /// The functions the planner builds itself with fixed settings (beside the registries of
 /// `trawl_functions`): registered by name on every query node, so plans that call them can

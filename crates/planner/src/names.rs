@@ -271,7 +271,7 @@ pub fn expand_multi_array_sorts(items: &[trawl_kql::ast::NamedExpr]) -> Vec<traw
 }
 
 /// `name` as a bracketed column name for generated KQL text (`['a b']`).
-pub(crate) fn bracketed(name: &str) -> String {
+pub fn bracketed(name: &str) -> String {
     format!("['{}']", name.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 

@@ -410,6 +410,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         if args.warm_up_secs > 0 {
             let limit = Duration::from_secs(args.warm_up_secs);
+            let began = tokio::time::Instant::now();
             match tokio::time::timeout(limit, engine.warm_footers()).await {
                 Ok(Ok(_)) => {}
                 Ok(Err(error)) => {
@@ -419,6 +420,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     seconds = args.warm_up_secs,
                     "footer cache warm-up stopped at its time limit"
                 ),
+            }
+            // Then the query path itself, in what is left of the time.
+            let left = limit.saturating_sub(began.elapsed());
+            match tokio::time::timeout(left, engine.warm_queries()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "cannot warm the query path"),
+                Err(_) => tracing::info!(seconds = args.warm_up_secs, "query warm-up stopped at its time limit"),
             }
         }
         let query_state = QueryState {
