@@ -132,21 +132,22 @@ def query_rows(queries: dict) -> list[str]:
 
 
 def cold_rows(cold: dict) -> list[str]:
-    pause = next((r["pause_secs"] for r in cold["results"] if "pause_secs" in r), None)
-    after = f"{pause:g} s idle" if pause is not None else "a pause"
-    lines = [
-        f"| cold start (restarted server, page cache dropped, first run after {after}) | first run ms "
-        f"| warm median ms | cold/warm | warm median after {after} ms | cold/paused warm |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    pause = max((r.get("pause_secs", 0) for r in cold["results"]), default=0)
+    paused = pause > 0
+    title = "cold start (restarted server, page cache dropped)"
+    head = f"| {title} | first run ms | warm median ms | cold/warm |"
+    rule = "|---|---:|---:|---:|"
+    if paused:
+        head = (f"| {title}, first run after {pause:g} s idle | first run ms | warm median ms | cold/warm "
+                f"| warm median after {pause:g} s idle ms | cold/paused warm |")
+        rule += "---:|---:|"
+    lines = [head, rule]
     for result in cold["results"]:
         kept = "" if result.get("page_cache_dropped") else " (page cache kept)"
-        paused = result.get("paused_warm_ms")
-        paused_cells = f"{ms(paused)} | {result['paused_ratio']:.2f}" if paused is not None else "– | –"
-        lines.append(
-            f"| {result['id']}{kept} | {ms(result['cold_ms'])} | {ms(result['warm_ms'])} | {result['ratio']:.2f} "
-            f"| {paused_cells} |"
-        )
+        row = f"| {result['id']}{kept} | {ms(result['cold_ms'])} | {ms(result['warm_ms'])} | {result['ratio']:.2f} |"
+        if paused:
+            row += f" {ms(result['paused_warm_ms'])} | {result['paused_ratio']:.2f} |"
+        lines.append(row)
     return lines
 
 def storage_rows(gen: dict, live: dict, tokens: dict) -> list[str]:

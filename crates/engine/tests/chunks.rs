@@ -173,3 +173,44 @@ async fn count_by_a_string_column_counts_dictionary_indices() -> TestResult {
     assert!(text.contains("|               | 1 |"), "{text}");
     Ok(())
 }
+
+#[tokio::test]
+async fn segments_of_one_column_set_are_classified_together_and_each_keeps_its_own_chunks() -> TestResult {
+    let f = Fixture::new().await?;
+    // Same columns in each: all INFO (full for INFO), all ERROR (skipped for INFO), both
+    // (filtered), all INFO again.
+    f.segment(vec![log(0, "INFO", "a", "s", None), log(1, "INFO", "b", "s", None)])
+        .await?;
+    f.segment(vec![log(2, "ERROR", "c", "s", None), log(3, "ERROR", "d", "s", None)])
+        .await?;
+    f.segment(vec![log(4, "INFO", "e", "s", None), log(5, "ERROR", "f", "s", None)])
+        .await?;
+    f.segment(vec![log(6, "INFO", "g", "s", None)]).await?;
+    let (plan, count) = plan_and_count(&f, "SELECT count(*) FROM t WHERE severity_text = 'INFO'").await?;
+    assert_eq!(count, 4);
+    assert_eq!(
+        plan.matches("FilterExec").count(),
+        1,
+        "only the mixed segment is filtered: {plan}"
+    );
+    let (_, count) = plan_and_count(&f, "SELECT count(*) FROM t WHERE severity_text = 'ERROR'").await?;
+    assert_eq!(count, 3);
+    for (kql, expected) in [
+        ("default | where severity_text == 'INFO' | count", 4),
+        ("default | where severity_text == 'ERROR' | count", 3),
+        ("default | where severity_text != 'INFO' | count", 3),
+        ("default | where severity_text in ('INFO', 'ERROR') | count", 7),
+        ("default | where severity_text == 'WARN' | count", 0),
+    ] {
+        // Twice: classified, then from the remembered classification.
+        for _ in 0..2 {
+            assert_eq!(f.rows(kql).await?, vec![vec![json!(expected)]], "{kql}");
+        }
+    }
+    assert_eq!(
+        f.rows("default | where severity_text == 'INFO' | project body | sort by tostring(body) asc")
+            .await?,
+        vec![vec![json!("a")], vec![json!("b")], vec![json!("e")], vec![json!("g")]]
+    );
+    Ok(())
+}

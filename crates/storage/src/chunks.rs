@@ -10,25 +10,29 @@
 //! The predicate work (simplifying, building pruning predicates) is done once per set of
 //! segment columns ([`Classifier`]); per segment only its cached footer is read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
 
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, UInt64Array};
+use datafusion::arrow::compute::concat;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::Session;
+use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, ScalarValue};
-use datafusion::datasource::physical_plan::ParquetFileMetrics;
-use datafusion::datasource::physical_plan::parquet::{ParquetAccessPlan, RowGroupAccessPlanFilter};
+use datafusion::common::{Column, DFSchema, ScalarValue};
+use datafusion::datasource::physical_plan::parquet::ParquetAccessPlan;
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{Expr, lit};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
-use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use trawl_catalog::{ColumnInfo, SegmentMeta};
 
 use crate::schema::table_schema;
 use datafusion::parquet::arrow::arrow_reader::RowSelection;
+use datafusion::parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use datafusion::parquet::file::metadata::RowGroupMetaData;
+use datafusion::parquet::schema::types::SchemaDescriptor;
 
 /// How a segment's chunks stand against the filters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,52 +87,89 @@ pub(crate) struct Classifier {
 }
 
 impl Classifier {
-    /// Classifies the chunks of `segment` against `predicate` (over `table`'s columns).
-    pub(crate) async fn classify(
+    /// Classifies the chunks of each of `segments` against `predicate` (over `table`'s
+    /// columns), in their order. Segments with the same column set are classified together:
+    /// their chunks' statistics form one list that each pruning predicate runs over once
+    /// (per segment, the predicate's setup and evaluation cost more than its few chunks).
+    pub(crate) async fn classify_all(
         &mut self,
         state: &dyn Session,
         table: &SchemaRef,
-        segment: &SegmentMeta,
+        segments: &[SegmentMeta],
         predicate: &Expr,
-    ) -> DfResult<Chunks> {
+    ) -> DfResult<Vec<Chunks>> {
         let text = self.predicate_text.get_or_insert_with(|| predicate.to_string()).clone();
-        let key = (segment.id.clone(), text);
-        if let Some(chunks) = REMEMBERED_CHUNKS.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok(chunks);
-        }
-        let chunks = self.classify_again(state, table, segment, predicate).await?;
-        if let Ok(mut remembered) = REMEMBERED_CHUNKS.lock() {
-            if remembered.len() >= REMEMBERED {
-                remembered.clear();
-            }
-            remembered.insert(key, chunks.clone());
-        }
-        Ok(chunks)
-    }
-
-    async fn classify_again(
-        &mut self,
-        state: &dyn Session,
-        table: &SchemaRef,
-        segment: &SegmentMeta,
-        predicate: &Expr,
-    ) -> DfResult<Chunks> {
-        let prepared = match self.prepared.iter().find(|(columns, _)| *columns == segment.columns) {
-            Some((_, prepared)) => prepared.clone(),
-            None => {
-                let prepared = prepare(state, table, &segment.columns, predicate)?;
-                self.prepared.push((segment.columns.clone(), prepared.clone()));
-                prepared
-            }
+        let mut classified: Vec<Option<Chunks>> = match REMEMBERED_CHUNKS.lock() {
+            Ok(remembered) => segments
+                .iter()
+                .map(|segment| remembered.get(&(segment.id.clone(), text.clone())).cloned())
+                .collect(),
+            Err(_) => vec![None; segments.len()],
         };
-        match prepared {
-            Prepared::Decided(chunks) => Ok(chunks),
-            Prepared::Statistics {
+        // The segments left, by the prepared predicate of their column set.
+        let mut by_columns: Vec<Vec<usize>> = Vec::new();
+        for (index, segment) in segments.iter().enumerate() {
+            if classified[index].is_some() {
+                continue;
+            }
+            let at = match self
+                .prepared
+                .iter()
+                .position(|(columns, _)| *columns == segment.columns)
+            {
+                Some(at) => at,
+                None => {
+                    let prepared = prepare(state, table, &segment.columns, predicate)?;
+                    self.prepared.push((segment.columns.clone(), prepared));
+                    self.prepared.len() - 1
+                }
+            };
+            match &self.prepared[at].1 {
+                Prepared::Decided(chunks) => classified[index] = Some(chunks.clone()),
+                Prepared::Statistics { .. } => {
+                    if by_columns.len() <= at {
+                        by_columns.resize_with(at + 1, Vec::new);
+                    }
+                    by_columns[at].push(index);
+                }
+            }
+        }
+        let mut fresh = Vec::new();
+        for (at, members) in by_columns.iter().enumerate() {
+            if members.is_empty() {
+                continue;
+            }
+            let Prepared::Statistics {
                 segment_schema,
                 pruning,
                 full_check,
-            } => classify_by_statistics(state, segment, &segment_schema, &pruning, &full_check).await,
+            } = &self.prepared[at].1
+            else {
+                continue;
+            };
+            let group: Vec<&SegmentMeta> = members.iter().map(|&index| &segments[index]).collect();
+            let chunks = classify_by_statistics(state, &group, segment_schema, pruning, full_check).await?;
+            for (&index, chunks) in members.iter().zip(chunks) {
+                fresh.push(index);
+                classified[index] = Some(chunks);
+            }
         }
+        if !fresh.is_empty()
+            && let Ok(mut remembered) = REMEMBERED_CHUNKS.lock()
+        {
+            if remembered.len() + fresh.len() > REMEMBERED {
+                remembered.clear();
+            }
+            for index in fresh.into_iter().take(REMEMBERED) {
+                if let Some(chunks) = &classified[index] {
+                    remembered.insert((segments[index].id.clone(), text.clone()), chunks.clone());
+                }
+            }
+        }
+        Ok(classified
+            .into_iter()
+            .map(|chunks| chunks.unwrap_or(Chunks::Unknown))
+            .collect())
     }
 }
 
@@ -182,46 +223,134 @@ fn prepare(state: &dyn Session, table: &SchemaRef, columns: &[ColumnInfo], predi
     })
 }
 
-/// Classifies the chunks of `segment` by their statistics.
+/// Classifies the chunks of `segments` (of one column set) by their statistics: each
+/// predicate is evaluated once over the chunks of all of them.
 async fn classify_by_statistics(
     state: &dyn Session,
-    segment: &SegmentMeta,
+    segments: &[&SegmentMeta],
     segment_schema: &SchemaRef,
     pruning: &Option<Arc<PruningPredicate>>,
     full_check: &Option<Arc<PruningPredicate>>,
-) -> DfResult<Chunks> {
-    let metadata = crate::probe::footer(state, segment).await?;
-    let groups = metadata.row_groups();
-    let schema_descr = metadata.file_metadata().schema_descr();
-    let metrics = ParquetFileMetrics::new(0, &segment.path, &ExecutionPlanMetricsSet::new());
-    let prune = |predicate: &Option<Arc<PruningPredicate>>| {
-        let mut filter = RowGroupAccessPlanFilter::new(ParquetAccessPlan::new_all(groups.len()));
-        if let Some(predicate) = predicate {
-            filter.prune_by_statistics(segment_schema.as_ref(), schema_descr, groups, predicate, &metrics);
-        }
-        filter.build()
+) -> DfResult<Vec<Chunks>> {
+    let mut footers = Vec::with_capacity(segments.len());
+    for segment in segments {
+        footers.push(crate::probe::footer(state, segment).await?);
+    }
+    let statistics = ChunkStatistics {
+        schema: segment_schema.as_ref(),
+        segments: footers
+            .iter()
+            .map(|footer| (footer.file_metadata().schema_descr(), footer.row_groups()))
+            .collect(),
     };
-    let may_pass = prune(pruning);
-    let may_fail = prune(full_check);
-    let (mut full, mut partial) = (Vec::new(), Vec::new());
-    for index in may_pass.row_group_index_iter() {
-        if may_fail.should_scan(index) {
-            partial.push(index);
-        } else {
-            full.push(index);
+    let containers = statistics.num_containers();
+    // Whether each chunk may hold a row that passes, and one that fails; when statistics
+    // cannot tell, it may.
+    let may = |predicate: &Option<Arc<PruningPredicate>>| match predicate {
+        Some(predicate) => predicate
+            .prune(&statistics)
+            .ok()
+            .filter(|values| values.len() == containers)
+            .unwrap_or_else(|| vec![true; containers]),
+        None => vec![true; containers],
+    };
+    let may_pass = may(pruning);
+    let may_fail = may(full_check);
+    let mut classified = Vec::with_capacity(segments.len());
+    let mut at = 0;
+    for (_, groups) in &statistics.segments {
+        let (mut full, mut partial) = (Vec::new(), Vec::new());
+        let mut full_rows = 0u64;
+        for (index, group) in groups.iter().enumerate() {
+            if !may_pass[at + index] {
+                continue;
+            }
+            if may_fail[at + index] {
+                partial.push(index);
+            } else {
+                full.push(index);
+                full_rows += u64::try_from(group.num_rows()).unwrap_or(0);
+            }
+        }
+        at += groups.len();
+        classified.push(Chunks::Some {
+            count: groups.len(),
+            full,
+            full_rows,
+            partial,
+        });
+    }
+    Ok(classified)
+}
+
+/// The chunks of several segments with one column set as one list of containers for a
+/// pruning predicate, in segment order.
+struct ChunkStatistics<'a> {
+    schema: &'a Schema,
+    segments: Vec<(&'a SchemaDescriptor, &'a [RowGroupMetaData])>,
+}
+
+impl ChunkStatistics<'_> {
+    /// One statistic of `column` over every chunk: each segment's, joined (none when a
+    /// segment's cannot be read).
+    fn joined(
+        &self,
+        column: &Column,
+        statistic: impl Fn(&StatisticsConverter<'_>, &[RowGroupMetaData]) -> datafusion::parquet::errors::Result<ArrayRef>,
+    ) -> Option<ArrayRef> {
+        let mut parts = Vec::with_capacity(self.segments.len());
+        for (descriptor, groups) in &self.segments {
+            // (parquet-rs leaves out null counts of zero: a missing one counts as zero, as
+            // DataFusion's own row-group pruning takes it.)
+            let converter = StatisticsConverter::try_new(&column.name, self.schema, descriptor)
+                .ok()?
+                .with_missing_null_counts_as_zero(true);
+            parts.push(statistic(&converter, groups).ok()?);
+        }
+        match parts.len() {
+            1 => parts.pop(),
+            _ => {
+                let arrays: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+                concat(&arrays).ok()
+            }
         }
     }
-    let full_rows = full
-        .iter()
-        .filter_map(|&index| groups.get(index))
-        .map(|group| u64::try_from(group.num_rows()).unwrap_or(0))
-        .sum();
-    Ok(Chunks::Some {
-        count: groups.len(),
-        full,
-        full_rows,
-        partial,
-    })
+}
+
+impl PruningStatistics for ChunkStatistics<'_> {
+    fn min_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.joined(column, |converter, groups| converter.row_group_mins(groups.iter()))
+    }
+
+    fn max_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.joined(column, |converter, groups| converter.row_group_maxes(groups.iter()))
+    }
+
+    fn num_containers(&self) -> usize {
+        self.segments.iter().map(|(_, groups)| groups.len()).sum()
+    }
+
+    fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
+        self.joined(column, |converter, groups| {
+            converter
+                .row_group_null_counts(groups.iter())
+                .map(|counts| Arc::new(counts) as ArrayRef)
+        })
+    }
+
+    fn row_counts(&self) -> Option<ArrayRef> {
+        let counts: UInt64Array = self
+            .segments
+            .iter()
+            .flat_map(|(_, groups)| groups.iter())
+            .map(|group| u64::try_from(group.num_rows()).ok())
+            .collect();
+        Some(Arc::new(counts))
+    }
+
+    fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
+        None
+    }
 }
 
 /// A pruning predicate for `expr` over a segment, if statistics can decide anything about it.

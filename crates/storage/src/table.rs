@@ -645,8 +645,10 @@ impl TrawlTable {
         let mut classifier = Classifier::default();
         let predicate_columns = predicate.column_refs();
         let mut selected = Selected::default();
-        for (segment, (bytes, file)) in segments.iter().zip(files) {
-            let chunks = classifier.classify(state, &self.schema, segment, &predicate).await?;
+        let classified = classifier
+            .classify_all(state, &self.schema, &segments, &predicate)
+            .await?;
+        for ((segment, (bytes, file)), chunks) in segments.iter().zip(files).zip(classified) {
             let narrowed = match &need {
                 Some(need) => narrowed(state, segment, need, chunks).await?,
                 None => (chunks, Vec::new(), 0),
