@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::Result;
 use crate::directory::{AccessTokenRecord, Principal};
 use crate::model::{SegmentMeta, TableInfo};
 
@@ -188,24 +189,41 @@ impl Remembered {
             .map(|g| g.counter(area).load(Ordering::Acquire))
     }
 
-    pub(crate) fn tables(&self, database: &str) -> Option<Arc<Vec<TableInfo>>> {
-        self.tables.get(self.generations.as_deref()?, &database.to_string())
+    /// The database's tables: remembered, or asked with `ask` and remembered.
+    pub(crate) async fn tables_or(
+        &self,
+        database: &str,
+        ask: impl Future<Output = Result<Vec<TableInfo>>>,
+    ) -> Result<Vec<TableInfo>> {
+        self.per_database(&self.tables, database, ask).await
     }
 
-    pub(crate) fn keep_tables(&self, database: &str, tables: Arc<Vec<TableInfo>>, generation: Option<u64>) {
-        if let Some(generation) = generation {
-            self.tables.put(database.to_string(), tables, generation);
+    /// The database's views: remembered, or asked with `ask` and remembered.
+    pub(crate) async fn views_or(
+        &self,
+        database: &str,
+        ask: impl Future<Output = Result<Vec<(String, Vec<String>)>>>,
+    ) -> Result<Vec<(String, Vec<String>)>> {
+        self.per_database(&self.views, database, ask).await
+    }
+
+    async fn per_database<V: Clone>(
+        &self,
+        answers: &Answers<String, Arc<V>>,
+        database: &str,
+        ask: impl Future<Output = Result<V>>,
+    ) -> Result<V> {
+        let key = database.to_string();
+        let generations = self.generations.as_deref();
+        if let Some(known) = generations.and_then(|g| answers.get(g, &key)) {
+            return Ok(known.as_ref().clone());
         }
-    }
-
-    pub(crate) fn views(&self, database: &str) -> Option<Views> {
-        self.views.get(self.generations.as_deref()?, &database.to_string())
-    }
-
-    pub(crate) fn keep_views(&self, database: &str, views: Views, generation: Option<u64>) {
+        let generation = generations.map(|g| g.counter(answers.area).load(Ordering::Acquire));
+        let value = ask.await?;
         if let Some(generation) = generation {
-            self.views.put(database.to_string(), views, generation);
+            answers.put(key, Arc::new(value.clone()), generation);
         }
+        Ok(value)
     }
 
     /// All live segments of a table, in the catalog's order.
@@ -261,51 +279,65 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_answer_read_before_a_write_ends_is_stale_after_it() {
-        let remembered = Remembered::private();
-        let before = remembered.generation(Area::Objects);
-        remembered.keep_tables("db", Arc::new(vec![table("a")]), before);
-        assert!(remembered.tables("db").is_some());
-        {
-            let _writing = remembered.writing(Area::Objects);
-            // Read while the write runs: kept under the generation before the write's end.
-            let during = remembered.generation(Area::Objects);
-            remembered.keep_tables("db", Arc::new(vec![table("b")]), during);
-            assert!(remembered.tables("db").is_some());
-        }
-        assert!(remembered.tables("db").is_none(), "stale once the write ended");
-        // A write of the other area leaves it.
-        let after = remembered.generation(Area::Objects);
-        remembered.keep_tables("db", Arc::new(vec![table("c")]), after);
-        drop(remembered.writing(Area::Accounts));
-        assert_eq!(remembered.tables("db").map(|t| t[0].name.clone()), Some("c".into()));
+    /// Tables of `db`: remembered, or the answer `fresh` gives.
+    async fn tables(remembered: &Remembered, fresh: &str) -> String {
+        let answer = remembered.tables_or("db", async { Ok(vec![table(fresh)]) }).await;
+        answer.map(|t| t[0].name.clone()).unwrap_or_default()
     }
 
-    #[test]
-    fn catalogs_on_one_file_share_generations_and_shared_catalogs_remember_nothing() {
+    #[tokio::test]
+    async fn an_answer_read_before_a_write_ends_is_stale_after_it() {
+        let remembered = Remembered::private();
+        assert_eq!(tables(&remembered, "a").await, "a");
+        assert_eq!(tables(&remembered, "b").await, "a", "remembered");
+        {
+            let _writing = remembered.writing(Area::Objects);
+            // Asked while the write runs: kept under the generation before the write's end.
+            assert_eq!(tables(&remembered, "b").await, "a");
+        }
+        assert_eq!(tables(&remembered, "c").await, "c", "stale once the write ended");
+        assert_eq!(tables(&remembered, "d").await, "c");
+        // A write of the other area leaves it.
+        drop(remembered.writing(Area::Accounts));
+        assert_eq!(tables(&remembered, "e").await, "c");
+    }
+
+    #[tokio::test]
+    async fn an_answer_asked_during_a_write_is_not_kept_past_it() {
+        let remembered = Remembered::private();
+        let writing = remembered.writing(Area::Objects);
+        assert_eq!(tables(&remembered, "during").await, "during");
+        assert_eq!(tables(&remembered, "still").await, "during");
+        drop(writing);
+        assert_eq!(tables(&remembered, "after").await, "after");
+    }
+
+    #[tokio::test]
+    async fn catalogs_on_one_file_share_generations_and_shared_catalogs_remember_nothing() {
         let path = format!("/nonexistent/{}.db", std::process::id());
         let one = Remembered::for_file(&path);
         let two = Remembered::for_file(&path);
-        one.keep_views("db", Arc::new(Vec::new()), one.generation(Area::Objects));
-        assert!(one.views("db").is_some());
+        assert_eq!(tables(&one, "a").await, "a");
+        assert_eq!(tables(&one, "b").await, "a");
         drop(two.writing(Area::Objects));
-        assert!(one.views("db").is_none(), "a write through another catalog on the file");
+        assert_eq!(
+            tables(&one, "c").await,
+            "c",
+            "a write through another catalog on the file"
+        );
         let shared = Remembered::nothing();
-        shared.keep_views("db", Arc::new(Vec::new()), shared.generation(Area::Objects));
-        assert!(shared.views("db").is_none());
+        assert_eq!(tables(&shared, "a").await, "a");
+        assert_eq!(tables(&shared, "b").await, "b");
         drop(shared.writing(Area::Objects));
     }
 
-    #[test]
-    fn a_flood_of_keys_stays_bounded() {
+    #[tokio::test]
+    async fn a_flood_of_keys_stays_bounded() {
         let remembered = Remembered::private();
         for i in 0..3 * MOST {
-            remembered.keep_tables(
-                &format!("db{i}"),
-                Arc::new(Vec::new()),
-                remembered.generation(Area::Objects),
-            );
+            let database = format!("db{i}");
+            let asked = remembered.per_database(&remembered.tables, &database, async { Ok(Vec::new()) });
+            assert!(asked.await.is_ok());
         }
         let kept = remembered.tables.kept.lock().map(|k| k.len()).unwrap_or(usize::MAX);
         assert!(kept <= MOST, "{kept}");

@@ -581,14 +581,7 @@ impl Catalog for SqlCatalog {
     }
 
     async fn tables(&self, database: &str) -> Result<Vec<TableInfo>> {
-        if let Some(tables) = self.remembered.tables(database) {
-            return Ok(tables.as_ref().clone());
-        }
-        let generation = self.remembered.generation(Area::Objects);
-        let tables = self.query_tables(database).await?;
-        self.remembered
-            .keep_tables(database, Arc::new(tables.clone()), generation);
-        Ok(tables)
+        self.remembered.tables_or(database, self.query_tables(database)).await
     }
 
     async fn table(&self, database: &str, table: &str) -> Result<Option<TableInfo>> {
@@ -611,14 +604,7 @@ impl Catalog for SqlCatalog {
     }
 
     async fn views(&self, database: &str) -> Result<Vec<(String, Vec<String>)>> {
-        if let Some(views) = self.remembered.views(database) {
-            return Ok(views.as_ref().clone());
-        }
-        let generation = self.remembered.generation(Area::Objects);
-        let views = self.live_views(database).await?;
-        self.remembered
-            .keep_views(database, Arc::new(views.clone()), generation);
-        Ok(views)
+        self.remembered.views_or(database, self.live_views(database)).await
     }
 
     async fn tombstoned_before(&self, before_nanos: i64) -> Result<Vec<SegmentMeta>> {
