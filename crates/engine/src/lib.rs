@@ -255,6 +255,7 @@ impl Engine {
         let state = SessionStateBuilder::new_from_existing(state)
             .with_optimizer_rules(abandon::interleave(rules))
             .with_physical_optimizer_rule(Arc::new(trawl_storage::count_by::CountByDictionary))
+            .with_physical_optimizer_rule(Arc::new(trawl_storage::short_eq::ShortStringEquality))
             .with_physical_optimizer_rule(Arc::new(trawl_storage::row_filter::JoinRowFilters))
             .with_physical_optimizer_rule(Arc::new(budget::BudgetAggregates {
                 limit_bytes: config.summarize_memory_limit_bytes,

@@ -214,3 +214,44 @@ async fn segments_of_one_column_set_are_classified_together_and_each_keeps_its_o
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn short_string_equality_compares_views_and_answers_as_before() -> TestResult {
+    let f = Fixture::new().await?;
+    f.segment(vec![
+        log(0, "INFO", "a", "s", None),
+        log(1, "ERROR", "b", "s", None),
+        log(2, "ERRORS", "c", "s", None),
+        log(3, "", "d", "s", None),
+    ])
+    .await?;
+    f.segment(vec![span(4, "op", "t1", 5, "s")]).await?;
+    let plan = f
+        .engine
+        .physical_plans(&trawl_engine::QueryRequest {
+            text: "default | where severity_text == 'ERROR' | count".into(),
+            database: "default".into(),
+            window: Default::default(),
+            parameters: Default::default(),
+        })
+        .await?;
+    let text: String = plan.iter().map(|(p, _)| p.as_str()).collect();
+    assert!(text.contains("trawl_short_eq"), "{text}");
+    for (kql, expected) in [
+        ("default | where severity_text == 'ERROR' | count", 1),
+        ("default | where severity_text != 'ERROR' | count", 4),
+        ("default | where 'ERRORS' == severity_text | count", 1),
+        ("default | where severity_text == '' | count", 2),
+        (
+            "default | where severity_text == 'a value longer than twelve' | count",
+            0,
+        ),
+        (
+            "default | where severity_text == 'ERROR' or severity_text == 'INFO' | count",
+            2,
+        ),
+    ] {
+        assert_eq!(f.rows(kql).await?, vec![vec![json!(expected)]], "{kql}");
+    }
+    Ok(())
+}

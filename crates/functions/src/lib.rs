@@ -45,6 +45,7 @@ pub mod series_analysis;
 pub mod series_decompose;
 pub mod series_fft;
 pub mod series_poly;
+pub mod short_eq;
 pub mod strings;
 pub mod strings_more;
 pub mod tdigest;
@@ -71,5 +72,6 @@ pub fn scalar_udfs() -> Vec<ScalarUDF> {
         ScalarUDF::from(contains::ContainsUdf::dynamic(true)),
         ScalarUDF::from(dynamic::DynamicToStringUdf::new()),
         ScalarUDF::from(dynamic::ToJsonStringUdf::new()),
+        ScalarUDF::from(short_eq::ShortEqUdf::new()),
     ]
 }

@@ -30,6 +30,7 @@ pub mod row_filter;
 pub mod schema;
 mod segment;
 pub mod segment_scan;
+pub mod short_eq;
 pub mod shred;
 mod store;
 mod table;
