@@ -9,6 +9,7 @@ use std::time::Instant;
 use trawl_common::TrawlError;
 use trawl_storage::Warmed;
 
+use trawl_catalog::{SegmentMeta, TableInfo};
 use trawl_common::KqlType;
 
 use crate::{Engine, QueryRequest, QueryWindow, RunOptions};
@@ -19,13 +20,7 @@ impl Engine {
     /// of it. Callers bound the time it may take.
     pub async fn warm_footers(&self) -> Result<Warmed, TrawlError> {
         let started = Instant::now();
-        let mut segments = Vec::new();
-        for database in self.catalog.databases().await? {
-            for table in self.catalog.tables(&database).await? {
-                segments.extend(self.catalog.live_segments(&database, &table.name, None).await?);
-            }
-        }
-        segments.sort_by_key(|segment| std::cmp::Reverse(segment.max_time));
+        let (_, segments) = self.every_live_segment().await?;
         let live = segments.len();
         let warmed = trawl_storage::warm_footers(&self.context.state(), segments).await;
         tracing::info!(
@@ -38,6 +33,20 @@ impl Engine {
             "footer cache warmed"
         );
         Ok(warmed)
+    }
+
+    /// Every live table, and the live segments of them all, newest first.
+    async fn every_live_segment(&self) -> Result<(Vec<TableInfo>, Vec<SegmentMeta>), TrawlError> {
+        let mut tables = Vec::new();
+        let mut segments = Vec::new();
+        for database in self.catalog.databases().await? {
+            for table in self.catalog.tables(&database).await? {
+                segments.extend(self.catalog.live_segments(&database, &table.name, None).await?);
+                tables.push(table);
+            }
+        }
+        segments.sort_by_key(|segment| std::cmp::Reverse(segment.max_time));
+        Ok((tables, segments))
     }
 }
 
@@ -54,23 +63,12 @@ impl Engine {
     /// time (a few rows at most). Returns how many ran; a failure is logged and skipped.
     pub async fn warm_queries(&self) -> Result<usize, TrawlError> {
         let started = Instant::now();
-        let mut newest: Option<trawl_catalog::SegmentMeta> = None;
-        let mut tables = Vec::new();
-        for database in self.catalog.databases().await? {
-            for table in self.catalog.tables(&database).await? {
-                let segments = self.catalog.live_segments(&database, &table.name, None).await?;
-                if let Some(last) = segments.into_iter().max_by_key(|s| s.max_time)
-                    && newest.as_ref().is_none_or(|n| n.max_time < last.max_time)
-                {
-                    newest = Some(last);
-                }
-                tables.push(table);
-            }
-        }
+        let (tables, segments) = self.every_live_segment().await?;
+        let newest = segments.first();
         let mut texts = vec!["print warm = 1 | extend text = strcat('a', tostring(warm))".to_string()];
         let mut window = QueryWindow::default();
         let mut database = trawl_common::DEFAULT_DATABASE.to_string();
-        if let Some(segment) = &newest
+        if let Some(segment) = newest
             && let Some(table) = tables
                 .iter()
                 .find(|t| t.database == segment.database && t.name == segment.table)
@@ -108,7 +106,7 @@ impl Engine {
 
 /// The warm-up queries over `table`: the common shapes, over its first text column when it
 /// has one.
-fn warm_up_texts(table: &trawl_catalog::TableInfo) -> Vec<String> {
+fn warm_up_texts(table: &TableInfo) -> Vec<String> {
     let name = trawl_planner::bracketed(&table.name);
     let time = trawl_planner::bracketed(trawl_common::TIME_COLUMN);
     let mut texts = vec![
