@@ -134,7 +134,10 @@ def query_rows(queries: dict) -> list[str]:
 def cold_rows(cold: dict) -> list[str]:
     pause = max((r.get("pause_secs", 0) for r in cold["results"]), default=0)
     paused = pause > 0
+    starts = cold.get("starts", 1)
     title = "cold start (restarted server, page cache dropped)"
+    if starts > 1:
+        title += f", medians of {starts} starts"
     head = f"| {title} | first run ms | warm median ms | cold/warm |"
     rule = "|---|---:|---:|---:|"
     if paused:
@@ -144,7 +147,9 @@ def cold_rows(cold: dict) -> list[str]:
     lines = [head, rule]
     for result in cold["results"]:
         kept = "" if result.get("page_cache_dropped") else " (page cache kept)"
-        row = f"| {result['id']}{kept} | {ms(result['cold_ms'])} | {ms(result['warm_ms'])} | {result['ratio']:.2f} |"
+        runs = result.get("cold_runs_ms") or []
+        spread = f" ({', '.join(ms(r) for r in runs)})" if len(runs) > 1 else ""
+        row = f"| {result['id']}{kept} | {ms(result['cold_ms'])}{spread} | {ms(result['warm_ms'])} | {result['ratio']:.2f} |"
         if paused:
             row += f" {ms(result['paused_warm_ms'])} | {result['paused_ratio']:.2f} |"
         lines.append(row)

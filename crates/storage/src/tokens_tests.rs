@@ -6,6 +6,7 @@ use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use trawl_common::KqlType;
 
+use super::write::PROBE_VALUES;
 use super::*;
 use crate::schema::field;
 use crate::segment::SegmentEncoder;
@@ -279,5 +280,34 @@ fn filters_have_the_bits_parquet_would_set() -> TestResult {
         assert_eq!(a, b, "{count} terms");
         assert!(terms.iter().all(|t| ours.check(&t[..])));
     }
+    Ok(())
+}
+
+#[test]
+fn a_dynamic_column_of_bags_stops_being_tokenized_once_its_first_values_tell() -> TestResult {
+    let rows = BLOCK_ROWS / 2;
+    let schema = Arc::new(Schema::new(vec![
+        field("attributes", KqlType::Dynamic, DataType::Utf8),
+        field("payload", KqlType::Dynamic, DataType::Utf8),
+    ]));
+    // Distinct bags; a dynamic column of text (a quoted JSON string) among them.
+    let bags: Vec<String> = (0..rows).map(|i| format!(r#"{{"run":"r{i}","k":"v{i}"}}"#)).collect();
+    let texts: Vec<String> = (0..rows).map(|i| format!(r#""line {i} done""#)).collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from_iter_values(&bags)),
+            Arc::new(StringArray::from_iter_values(&texts)),
+        ],
+    )?;
+    let mut builder = TokenIndexBuilder::new(&schema);
+    builder.add(&batch)?;
+    let hashes: Vec<usize> = builder.columns.iter().map(|c| c.hashes.len()).collect();
+    // The bags' terms stop at the values the probe looked at; the text goes on.
+    assert!(hashes[0] < PROBE_VALUES * 5, "{hashes:?}");
+    assert!(hashes[1] >= rows * 3, "{hashes:?}");
+    let index = TokenIndex::parse(&builder.finish()?.ok_or("no index")?)?;
+    assert!(!index.has_column("attributes"));
+    assert!(index.has_column("payload"));
     Ok(())
 }

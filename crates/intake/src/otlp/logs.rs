@@ -131,8 +131,9 @@ pub(crate) fn logs_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<Colu
     let mut rejections = Rejections::new("log record", "log records");
     let mut scratch = Scratch::default();
     // Every record is read first (its attributes into one list), then mapped in time order,
-    // as `map_logs` does.
-    let mut attributes = Vec::new();
+    // as `map_logs` does. The list is sized for a few attributes a record (bounded), so it
+    // is not grown by copying itself over and over.
+    let mut attributes = Vec::with_capacity(count.saturating_mul(8).min(1 << 16));
     let mut order = TimeOrder::with_capacity(count);
     wire::each_item(body, |shared, bytes, at| {
         let record = RecordView::read(bytes, &mut attributes)?;

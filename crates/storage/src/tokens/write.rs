@@ -18,13 +18,13 @@ use crate::schema::kql_type_of;
 /// Builds the index of one segment from its batches, in the order they are written.
 #[derive(Debug)]
 pub(crate) struct TokenIndexBuilder {
-    columns: Vec<ColumnBuilder>,
+    pub(super) columns: Vec<ColumnBuilder>,
     rows_in_block: usize,
     rows: u64,
 }
 
 #[derive(Debug)]
-struct ColumnBuilder {
+pub(super) struct ColumnBuilder {
     /// Position in the batches' schema.
     position: usize,
     name: String,
@@ -32,7 +32,7 @@ struct ColumnBuilder {
     blocks: Vec<u8>,
     block_count: u32,
     /// The hashes of the current block's terms (ASCII-lowercased), repeats included.
-    hashes: Vec<u64>,
+    pub(super) hashes: Vec<u64>,
     /// A term being lowercased.
     term: Vec<u8>,
     /// The previous value of the block: repeats (the resource of one request) add nothing.
@@ -42,13 +42,21 @@ struct ColumnBuilder {
     /// For a dynamic column until its first block is done: how many of its values are bags
     /// (JSON objects and arrays) and how many are not.
     probe: Option<(usize, usize)>,
+    /// Set once the probe has seen [`PROBE_VALUES`] values, mostly bags: the column is left
+    /// out at the end of its first block, so the rest of that block is not tokenized.
+    left_out: bool,
 }
+
+/// Values of a dynamic column looked at before it is known to hold bags: a bag column's keys
+/// and values are the longest text of a row (about 290 bytes of attributes a log record),
+/// and tokenizing a whole first block of them cost about a sixteenth of a bag column's rows.
+pub(super) const PROBE_VALUES: usize = 64;
 
 impl TokenIndexBuilder {
     /// A builder for batches of `schema`: it indexes the string columns and the dynamic ones
     /// that hold text (the JSON text of a value and the content of a JSON string, as `has`
     /// reads them). A dynamic column whose first block holds mostly bags (attributes,
-    /// resources) is left out: its keys and values would make the index several times larger,
+    /// resources) is left out, as soon as [`PROBE_VALUES`] of its values tell: its keys and values would make the index several times larger,
     /// and the text people search is in the other columns and in the bags' shredded keys.
     pub(crate) fn new(schema: &SchemaRef) -> TokenIndexBuilder {
         let columns = schema
@@ -72,6 +80,7 @@ impl TokenIndexBuilder {
                 last: None,
                 seen: Seen::default(),
                 probe: (kql_type_of(field) == KqlType::Dynamic).then_some((0, 0)),
+                left_out: false,
             })
             .collect();
         TokenIndexBuilder {
@@ -102,7 +111,8 @@ impl TokenIndexBuilder {
     }
 
     fn finish_block(&mut self) -> crate::Result<()> {
-        // Whether a dynamic column is indexed is decided by its first block.
+        // Whether a dynamic column is indexed is decided by its first block (a column of
+        // bags is often known earlier: `left_out`).
         self.columns
             .retain(|column| column.probe.is_none_or(|(bags, texts)| bags <= texts));
         for column in &mut self.columns {
@@ -158,7 +168,7 @@ impl ColumnBuilder {
 
     fn add_value(&mut self, value: Option<&str>) {
         let Some(value) = value else { return };
-        if self.last.as_deref() == Some(value.as_bytes()) {
+        if self.left_out || self.last.as_deref() == Some(value.as_bytes()) {
             return;
         }
         if self.probe.is_none() && self.seen.repeats(value.as_bytes()) {
@@ -168,6 +178,10 @@ impl ColumnBuilder {
             match value.as_bytes().first() {
                 Some(b'{' | b'[') => *bags += 1,
                 _ => *texts += 1,
+            }
+            if *bags + *texts >= PROBE_VALUES && *bags > *texts {
+                self.left_out = true;
+                return;
             }
         }
         // `has` reads a quoted JSON string as its content: index both forms. Without escapes
