@@ -6,8 +6,21 @@
 /// Whether `byte` belongs to a term.
 #[inline]
 pub fn is_term_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || byte >= 0x80
+    TERM_BYTES[usize::from(byte)]
 }
+
+/// [`is_term_byte`] of every byte: one load instead of three range checks, in the loops that
+/// tokenize every value written (the token index) and scan every value read (`has`).
+static TERM_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let byte = i as u8;
+        table[i] = byte.is_ascii_alphanumeric() || byte >= 0x80;
+        i += 1;
+    }
+    table
+};
 
 /// The terms of `text`, in order.
 pub fn terms(text: &str) -> Terms<'_> {
@@ -102,6 +115,17 @@ pub fn has_terms(haystack: &str, needle: &str, case_sensitive: bool, kind: TermM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn term_bytes_are_ascii_letters_and_digits_and_every_non_ascii_byte() {
+        for byte in 0..=u8::MAX {
+            assert_eq!(
+                is_term_byte(byte),
+                byte.is_ascii_alphanumeric() || byte >= 0x80,
+                "{byte:#x}"
+            );
+        }
+    }
 
     #[test]
     fn terms_are_the_runs_between_ascii_separators() {
