@@ -6,11 +6,9 @@
 
 use std::time::Instant;
 
-use trawl_common::TrawlError;
-use trawl_storage::Warmed;
-
 use trawl_catalog::{SegmentMeta, TableInfo};
-use trawl_common::KqlType;
+use trawl_common::{KqlType, TrawlError};
+use trawl_storage::Warmed;
 
 use crate::{Engine, QueryRequest, QueryWindow, RunOptions};
 

@@ -63,9 +63,8 @@ impl ScalarUDFImpl for ShortEqUdf {
         let ColumnarValue::Scalar(literal) = literal else {
             return exec_err!("{} compares with a literal", Self::NAME);
         };
-        let text = match literal {
-            ScalarValue::Utf8View(text) | ScalarValue::Utf8(text) | ScalarValue::LargeUtf8(text) => text.as_deref(),
-            other => return exec_err!("{} compares with a string, not {other:?}", Self::NAME),
+        let Some(text) = literal.try_as_str() else {
+            return exec_err!("{} compares with a string, not {literal:?}", Self::NAME);
         };
         match (value, text) {
             (ColumnarValue::Array(array), Some(text)) => Ok(ColumnarValue::Array(equal(array, text)?)),
@@ -73,9 +72,8 @@ impl ScalarUDFImpl for ShortEqUdf {
                 Ok(ColumnarValue::Array(Arc::new(BooleanArray::new_null(array.len()))))
             }
             (ColumnarValue::Scalar(value), text) => {
-                let value = match value {
-                    ScalarValue::Utf8View(v) | ScalarValue::Utf8(v) | ScalarValue::LargeUtf8(v) => v.as_deref(),
-                    other => return exec_err!("{} compares a string, not {other:?}", Self::NAME),
+                let Some(value) = value.try_as_str() else {
+                    return exec_err!("{} compares a string, not {value:?}", Self::NAME);
                 };
                 let answer = value.zip(text).map(|(value, text)| value == text);
                 Ok(ColumnarValue::Scalar(ScalarValue::Boolean(answer)))

@@ -3,7 +3,8 @@
 //! comparisons in `FilterExec` predicates. Scans keep the original predicate (statistics,
 //! bloom filters and the token index prune by it); only the row-by-row test changes.
 
-use std::sync::Arc;
+use std::cell::OnceCell;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::Result;
@@ -22,17 +23,21 @@ use trawl_functions::short_eq::{SHORT_BYTES, ShortEqUdf};
 #[derive(Debug, Default)]
 pub struct ShortStringEquality;
 
+/// The function the rule calls, made once for the process.
+static SHORT_EQ: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(ShortEqUdf::new())));
+
 impl PhysicalOptimizerRule for ShortStringEquality {
     fn optimize(&self, plan: Arc<dyn ExecutionPlan>, config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
-        let options = Arc::new(config.clone());
-        let udf = Arc::new(ScalarUDF::from(ShortEqUdf::new()));
+        // Every query is planned through this rule; the options are copied for the calls it
+        // makes, so only when it makes one.
+        let options = OnceCell::new();
         plan.transform_up(|node| {
             let Some(filter) = node.downcast_ref::<FilterExec>() else {
                 return Ok(Transformed::no(node));
             };
             let schema = filter.input().schema();
             let predicate =
-                Arc::clone(filter.predicate()).transform_up(|expr| rewrite(expr, &schema, &udf, &options))?;
+                Arc::clone(filter.predicate()).transform_up(|expr| rewrite(expr, &schema, config, &options))?;
             if !predicate.transformed {
                 return Ok(Transformed::no(node));
             }
@@ -56,8 +61,8 @@ impl PhysicalOptimizerRule for ShortStringEquality {
 fn rewrite(
     expr: Arc<dyn PhysicalExpr>,
     schema: &Schema,
-    udf: &Arc<ScalarUDF>,
-    options: &Arc<ConfigOptions>,
+    config: &ConfigOptions,
+    options: &OnceCell<Arc<ConfigOptions>>,
 ) -> Result<Transformed<Arc<dyn PhysicalExpr>>> {
     let Some(binary) = expr.downcast_ref::<BinaryExpr>() else {
         return Ok(Transformed::no(expr));
@@ -80,22 +85,21 @@ fn rewrite(
         .fields()
         .get(column.index())
         .is_some_and(|field| field.name() == column.name() && field.data_type() == &DataType::Utf8View);
-    let text = match literal {
-        ScalarValue::Utf8(Some(text)) | ScalarValue::Utf8View(Some(text)) | ScalarValue::LargeUtf8(Some(text)) => text,
-        _ => return Ok(Transformed::no(expr)),
+    let Some(Some(text)) = literal.try_as_str() else {
+        return Ok(Transformed::no(expr));
     };
     if !is_view || text.len() > SHORT_BYTES {
         return Ok(Transformed::no(expr));
     }
     let args: Vec<Arc<dyn PhysicalExpr>> = vec![
         Arc::new(column),
-        Arc::new(Literal::new(ScalarValue::Utf8View(Some(text)))),
+        Arc::new(Literal::new(ScalarValue::Utf8View(Some(text.to_string())))),
     ];
     let call: Arc<dyn PhysicalExpr> = Arc::new(ScalarFunctionExpr::try_new(
-        Arc::clone(udf),
+        Arc::clone(&SHORT_EQ),
         args,
         schema,
-        Arc::clone(options),
+        Arc::clone(options.get_or_init(|| Arc::new(config.clone()))),
     )?);
     Ok(Transformed::yes(match negated {
         true => Arc::new(NotExpr::new(call)),
