@@ -40,6 +40,8 @@ struct Column {
     uncompressed: u64,
     pages: u64,
     rows: u64,
+    /// Bytes of its page index (column index and offset index).
+    index: u64,
     codec: String,
 }
 
@@ -61,12 +63,19 @@ fn main() -> Result<()> {
         None
     };
     let total = |columns: &BTreeMap<String, Column>| columns.values().map(|c| c.compressed).sum::<u64>();
-    println!("file: {} bytes, columns {} bytes", bytes.len(), total(&before));
+    let index = |columns: &BTreeMap<String, Column>| columns.values().map(|c| c.index).sum::<u64>();
+    println!(
+        "file: {} bytes, columns {} bytes, page index {} bytes",
+        bytes.len(),
+        total(&before),
+        index(&before)
+    );
     if let Some((columns, len)) = &after {
         println!(
-            "again: {len} bytes ({:+.2} %), columns {} bytes",
+            "again: {len} bytes ({:+.2} %), columns {} bytes, page index {} bytes",
             change(bytes.len() as u64, *len),
-            total(columns)
+            total(columns),
+            index(columns)
         );
     }
     println!("| column | codec | MB | MB raw | pages | rows/page | again MB | change | again pages | rows/page |");
@@ -119,6 +128,8 @@ fn layout(bytes: &Bytes) -> Result<BTreeMap<String, Column>> {
             column.uncompressed += chunk.uncompressed_size().max(0) as u64;
             column.rows += group.num_rows().max(0) as u64;
             column.codec = format!("{:?}", chunk.compression());
+            let lengths = [chunk.column_index_length(), chunk.offset_index_length()];
+            column.index += lengths.iter().flatten().map(|&l| l.max(0) as u64).sum::<u64>();
             let pages = footer
                 .offset_index()
                 .and_then(|index| index.get(g))

@@ -471,26 +471,21 @@ impl Plan {
             .set_max_row_group_row_count(Some(CHUNK_ROWS))
             .set_data_page_row_count_limit(page_rows)
             .set_statistics_enabled(EnabledStatistics::Page);
-        for column in BLOOM_COLUMNS {
-            if schema.column_with_name(column).is_some() {
-                let path = ColumnPath::from(*column);
-                // Random ids: their minimum and maximum prune nothing (the bloom filter and
-                // the token index find one), and finding them compares every value.
-                properties = properties
-                    .set_column_statistics_enabled(path.clone(), EnabledStatistics::None)
-                    .set_column_bloom_filter_enabled(path.clone(), true)
-                    .set_column_bloom_filter_fpp(path.clone(), 0.01)
-                    .set_column_bloom_filter_max_ndv(path, self.expected_rows.clamp(1, CHUNK_ROWS) as u64);
-            }
-        }
         for (field, plan) in schema.fields().iter().zip(&self.fields) {
             let path = ColumnPath::from(field.name().as_str());
-            if plan.block_pages {
-                properties = properties.set_column_data_page_size_limit(path.clone(), BLOCK_PAGE_BYTES);
-            } else if matches!(
+            let text = matches!(
                 field.data_type(),
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-            ) {
+            );
+            if plan.block_pages {
+                properties = properties.set_column_data_page_size_limit(path.clone(), BLOCK_PAGE_BYTES);
+                if text {
+                    // The minimum and maximum of each block of free text prune nothing (the
+                    // token index does), and they were the largest part of the page index
+                    // every query reads (about 130 bytes a page); the chunk's are kept.
+                    properties = properties.set_column_statistics_enabled(path.clone(), EnabledStatistics::Chunk);
+                }
+            } else if text {
                 properties = properties.set_column_data_page_size_limit(path.clone(), STRING_PAGE_BYTES);
             }
             let Some(choice) = plan.choice else {
@@ -510,6 +505,19 @@ impl Plan {
                 if delta_encoded(field.data_type()) {
                     properties = properties.set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
                 }
+            }
+        }
+        for column in BLOOM_COLUMNS {
+            if schema.column_with_name(column).is_some() {
+                let path = ColumnPath::from(*column);
+                // Random ids: their minimum and maximum prune nothing (the bloom filter and
+                // the token index find one), and finding them compares every value. (Set
+                // last: nothing above raises them again.)
+                properties = properties
+                    .set_column_statistics_enabled(path.clone(), EnabledStatistics::None)
+                    .set_column_bloom_filter_enabled(path.clone(), true)
+                    .set_column_bloom_filter_fpp(path.clone(), 0.01)
+                    .set_column_bloom_filter_max_ndv(path, self.expected_rows.clamp(1, CHUNK_ROWS) as u64);
             }
         }
         Ok(properties.build())
@@ -644,6 +652,12 @@ mod tests {
         // Free text and short values keep their chunk statistics (`isnotempty(body)` is
         // answered from them); bags (dictionary-encoded or not) and ids do not.
         assert_eq!(with_statistics, [true, false, false, false, true], "{names:?}");
+        // Only the short values keep page statistics (a column index): free text has a page
+        // per block, whose minimum and maximum would prune nothing.
+        let with_column_index: Vec<bool> = (0..names.len())
+            .map(|c| group.column(c).column_index_offset().is_some())
+            .collect();
+        assert_eq!(with_column_index, [false, false, false, false, true], "{names:?}");
         assert!(
             group.column(3).bloom_filter_offset().is_some(),
             "ids keep their bloom filter"
