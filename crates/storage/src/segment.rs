@@ -665,14 +665,10 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn free_text_gets_no_dictionary_and_few_values_do() -> std::result::Result<(), Box<dyn std::error::Error>> {
-        use datafusion::arrow::array::{Int64Array, StringArray, TimestampNanosecondArray};
-        use datafusion::arrow::datatypes::Schema;
-        use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+    /// The fields of log rows most tests here write: free text, few values, times.
+    fn body_severity_time() -> Vec<datafusion::arrow::datatypes::Field> {
         use trawl_common::KqlType;
-
-        let schema = Arc::new(Schema::new(vec![
+        vec![
             crate::schema::field("body", KqlType::String, DataType::Utf8),
             crate::schema::field("severity_text", KqlType::String, DataType::Utf8),
             crate::schema::field(
@@ -680,8 +676,19 @@ mod tests {
                 KqlType::DateTime,
                 DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None),
             ),
-            crate::schema::field("status", KqlType::Long, DataType::Int64),
-        ]));
+        ]
+    }
+
+    #[test]
+    fn free_text_gets_no_dictionary_and_few_values_do() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        use datafusion::arrow::array::{Int64Array, StringArray, TimestampNanosecondArray};
+        use datafusion::arrow::datatypes::Schema;
+        use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+        use trawl_common::KqlType;
+
+        let mut fields = body_severity_time();
+        fields.push(crate::schema::field("status", KqlType::Long, DataType::Int64));
+        let schema = Arc::new(Schema::new(fields));
         let rows = 20_000;
         let bodies: Vec<String> = (0..rows).map(|i| format!("request {i} done")).collect();
         let severities: Vec<&str> = (0..rows).map(|i| if i % 3 == 0 { "ERROR" } else { "INFO" }).collect();
@@ -736,17 +743,8 @@ mod tests {
         use datafusion::arrow::array::{StringArray, TimestampNanosecondArray};
         use datafusion::arrow::datatypes::Schema;
         use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
-        use trawl_common::KqlType;
 
-        let schema = Arc::new(Schema::new(vec![
-            crate::schema::field("body", KqlType::String, DataType::Utf8),
-            crate::schema::field("severity_text", KqlType::String, DataType::Utf8),
-            crate::schema::field(
-                "timestamp",
-                KqlType::DateTime,
-                DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None),
-            ),
-        ]));
+        let schema = Arc::new(Schema::new(body_severity_time()));
         // More than a row group, written as requests arrive: 1,000 rows at a time, so no
         // write starts where a block starts.
         let rows = CHUNK_ROWS + 3 * BLOCK_ROWS + 500;
