@@ -33,9 +33,12 @@ INGEST_BENCH = os.environ.get("INGEST_BENCH", str(RELEASE / "ingest-bench"))
 DEFAULTS = {"seed": 42, "logs": 10_000_000, "spans": 5_000_000}
 
 # The data is loaded with merges off, then a server merging every MERGE_INTERVAL_SECS runs
-# until it has been idle (no CPU used, live segment count unchanged) for SETTLE_SECS.
+# until it has been idle (no CPU used, live segment count unchanged) for SETTLE_SECS. It merges
+# the small segments the load leaves whatever their sizes once no new one came for
+# MERGE_IDLE_AFTER_SECS (a server's default waits 5 minutes), so the wait covers that too.
 MERGE_INTERVAL_SECS = 5
-SETTLE_SECS = 3 * MERGE_INTERVAL_SECS
+MERGE_IDLE_AFTER_SECS = 10
+SETTLE_SECS = MERGE_IDLE_AFTER_SECS + 3 * MERGE_INTERVAL_SECS
 SETTLE_CPU_SECS = 0.2
 SETTLE_TIMEOUT_SECS = int(os.environ.get("TRAWL_BENCH_SETTLE_TIMEOUT_SECS", "3600"))
 # A merge pass in progress finishes before the server stops.
@@ -78,12 +81,16 @@ def free_ports(n: int) -> list[int]:
 class TrawlServer:
     """`trawl serve` on free loopback ports; a context manager that stops it on exit."""
 
-    def __init__(self, data_dir: Path, log_path: Path, merge_interval_secs: int):
+    def __init__(
+        self, data_dir: Path, log_path: Path, merge_interval_secs: int, merge_idle_after_secs: int | None = None
+    ):
         ports = dict(zip(("otlp-grpc", "otlp-http", "query", "operator", "gateway", "meta"), free_ports(6)))
         command = [TRAWL_BIN, "serve", "--data-dir", str(data_dir)]
         for name, port in ports.items():
             command += [f"--{name}-bind", f"127.0.0.1:{port}"]
         command += ["--merge-interval-secs", str(merge_interval_secs)]
+        if merge_idle_after_secs is not None:
+            command += ["--merge-idle-after-secs", str(merge_idle_after_secs)]
         env = {"RUST_LOG": "warn", **os.environ}
         with open(log_path, "ab") as output:
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env)
@@ -166,7 +173,9 @@ def load(data: Path, seed: int, logs: int, spans: int) -> dict:
                 # ingest-bench reads TRAWL_BIN as its own --trawl-bin (it would start a server).
                 env={k: v for k, v in os.environ.items() if k != "TRAWL_BIN"},
             )
-    with TrawlServer(trawl_dir, data / "server.log", MERGE_INTERVAL_SECS) as server:
+    with TrawlServer(
+        trawl_dir, data / "server.log", MERGE_INTERVAL_SECS, merge_idle_after_secs=MERGE_IDLE_AFTER_SECS
+    ) as server:
         wait_for_merges(server, trawl_dir)
     expected = manifest["logs"]["records"] + manifest["traces"]["spans"]
     stored = sum(rows for _, rows in live_segments(trawl_dir))

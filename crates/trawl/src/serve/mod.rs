@@ -190,6 +190,10 @@ pub struct ServeArgs {
     /// Seconds between background merges of small segments (0 turns merging off).
     #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 10)]
     pub merge_interval_secs: u64,
+    /// Seconds without a new small segment after which a table's small segments are merged
+    /// whatever their count (a table that stopped receiving data is left well merged).
+    #[arg(long, env = "MERGE_IDLE_AFTER_SECS", default_value_t = 300)]
+    pub merge_idle_after_secs: u64,
     /// Age after which a segment object no segment of the catalog names (written, never
     /// registered) is deleted by the janitor (seconds; 0 turns the sweep off).
     #[arg(long, env = "ORPHAN_AGE_SECS", default_value_t = 3600)]
@@ -519,6 +523,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         (true, Some(_)) => {
             let policy = MergePolicy {
                 grace: deletion_grace(args),
+                idle_after: Duration::from_secs(args.merge_idle_after_secs),
                 ..MergePolicy::default()
             };
             let settings = JanitorSettings {
