@@ -191,8 +191,8 @@ pub struct ServeArgs {
     #[arg(long, env = "MERGE_INTERVAL_SECS", default_value_t = 10)]
     pub merge_interval_secs: u64,
     /// Seconds without a new small segment after which a table's small segments are merged
-    /// whatever their count (a table that stopped receiving data is left well merged).
-    #[arg(long, env = "MERGE_IDLE_AFTER_SECS", default_value_t = 300)]
+    /// whatever their sizes (a table that stopped receiving data is left well merged).
+    #[arg(long, env = "MERGE_IDLE_AFTER_SECS", default_value_t = MergePolicy::default().idle_after.as_secs())]
     pub merge_idle_after_secs: u64,
     /// Age after which a segment object no segment of the catalog names (written, never
     /// registered) is deleted by the janitor (seconds; 0 turns the sweep off).
