@@ -7,6 +7,7 @@ use chrono::{DateTime, Datelike, Utc};
 use trawl_catalog::{ColumnInfo, SegmentMeta, SegmentState};
 use trawl_common::Row;
 
+pub(crate) use self::encoder::BLOOM_COLUMNS;
 pub use self::encoder::{SegmentEncoder, encode_parquet};
 use crate::batch::{RowsBatch, rows_to_batch};
 use crate::combine::{Combined, combine_by_time};

@@ -20,7 +20,7 @@ use crate::tokens::{BLOCK_ROWS, INDEX_KEY, TokenIndexBuilder};
 use crate::{Result, StorageError};
 
 /// Columns that get a Parquet bloom filter (exact-match lookups by id).
-const BLOOM_COLUMNS: &[&str] = &["trace_id", "span_id"];
+pub(crate) const BLOOM_COLUMNS: &[&str] = &["trace_id", "span_id"];
 
 /// Largest data page of another string column (under a dictionary, or one whose dictionary
 /// outgrew its limit), before compression: a scan that reads a few blocks of rows (picked by
