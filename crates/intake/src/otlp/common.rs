@@ -1,6 +1,7 @@
 //! Pieces every OTLP signal shares: `AnyValue` and attributes to JSON, hex ids, timestamps, trace
 //! flags, the resource and scope cells repeated on every row, and the rejection counter.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -98,8 +99,6 @@ fn write_attributes(out: &mut String, attributes: &[KeyValue]) {
 pub(crate) trait Attribute {
     fn key(&self) -> &str;
     fn value(&self) -> Option<ValueRef<'_>>;
-    /// The pair as prost's message (the rare path of a repeated key).
-    fn to_key_value(&self) -> KeyValue;
 }
 
 impl Attribute for KeyValue {
@@ -109,10 +108,6 @@ impl Attribute for KeyValue {
 
     fn value(&self) -> Option<ValueRef<'_>> {
         self.value.as_ref().map(ValueRef::of)
-    }
-
-    fn to_key_value(&self) -> KeyValue {
-        self.clone()
     }
 }
 
@@ -164,47 +159,80 @@ impl<'a> ValueRef<'a> {
 }
 
 /// [`write_attributes`], calling `note` with each key and where its value's JSON text is in
-/// `out`. Returns false (and notes nothing) when a key repeats: the text then comes from
-/// [`attributes_to_json`]'s map, which keeps one value per key.
+/// `out`. A repeated key is written once, where it first appears, with the value it last has,
+/// as [`attributes_to_json`]'s map keeps it.
 pub(crate) fn write_attributes_noting<A: Attribute>(
     out: &mut String,
     attributes: &[A],
     note: &mut dyn FnMut(&str, std::ops::Range<usize>),
-) -> bool {
-    if has_repeated_key(attributes) {
-        // Rare: let the map settle which position and value a repeated key keeps.
-        let owned: Vec<KeyValue> = attributes.iter().map(Attribute::to_key_value).collect();
-        out.push_str(&Json::Object(attributes_to_json(&owned)).to_string());
-        return false;
-    }
+) {
+    let kept = kept_values(attributes);
     out.push('{');
+    let mut first = true;
     for (index, attribute) in attributes.iter().enumerate() {
-        if index > 0 {
+        let value = match &kept {
+            None => attribute,
+            Some(kept) => match kept[index] {
+                Some(last) => &attributes[last],
+                None => continue,
+            },
+        };
+        if !first {
             out.push(',');
         }
+        first = false;
         write_json_string(out, attribute.key());
         out.push(':');
         let start = out.len();
-        match attribute.value() {
+        match value.value() {
             Some(value) => write_value(out, value),
             None => out.push_str("null"),
         }
         note(attribute.key(), start..out.len());
     }
     out.push('}');
-    true
 }
 
-fn has_repeated_key<A: Attribute>(attributes: &[A]) -> bool {
+/// For a list whose keys repeat, which attribute's value each position writes: the last
+/// occurrence's at a key's first position, nothing at its later ones. None when no key
+/// repeats (the usual case: every position writes its own value).
+fn kept_values<A: Attribute>(attributes: &[A]) -> Option<Vec<Option<usize>>> {
     if attributes.len() <= 32 {
-        return attributes.iter().enumerate().any(|(index, attribute)| {
-            attributes[..index]
-                .iter()
-                .any(|earlier| earlier.key() == attribute.key())
-        });
+        // Pairwise is cheapest for short lists; a key's length and last byte pick a bit, so
+        // keys are compared only when two of them share one.
+        let mut seen = 0u64;
+        let mut repeated = false;
+        for (index, attribute) in attributes.iter().enumerate() {
+            let key = attribute.key().as_bytes();
+            let last = key.last().copied().unwrap_or(0) as usize;
+            let bit = 1u64 << ((key.len() ^ last.wrapping_mul(5)) & 63);
+            if seen & bit != 0
+                && attributes[..index]
+                    .iter()
+                    .any(|earlier| earlier.key().as_bytes() == key)
+            {
+                repeated = true;
+                break;
+            }
+            seen |= bit;
+        }
+        if !repeated {
+            return None;
+        }
     }
-    let mut seen = std::collections::HashSet::with_capacity(attributes.len());
-    !attributes.iter().all(|attribute| seen.insert(attribute.key()))
+    let mut last: HashMap<&str, usize> = HashMap::with_capacity(attributes.len());
+    for (index, attribute) in attributes.iter().enumerate() {
+        last.insert(attribute.key(), index);
+    }
+    if last.len() == attributes.len() {
+        return None;
+    }
+    Some(
+        attributes
+            .iter()
+            .map(|attribute| last.remove(attribute.key()))
+            .collect(),
+    )
 }
 
 pub(crate) fn write_any_value(out: &mut String, value: &AnyValue) {
@@ -619,6 +647,48 @@ mod tests {
         let object = attributes_to_json(&attributes);
         let keys: Vec<&str> = object.keys().map(String::as_str).collect();
         assert_eq!(keys, ["http.method", "http.status_code"]);
+    }
+
+    /// The text written in one pass keeps what the map keeps: each key once, at its first
+    /// position, with its last value; the noted ranges hold those values.
+    #[test]
+    fn written_attributes_settle_repeated_keys_as_the_map_does() {
+        let nested = AnyValue {
+            value: Some(any_value::Value::KvlistValue(KeyValueList {
+                values: vec![key_value("k", any_int(1)), key_value("k", any_int(2))],
+            })),
+        };
+        let short = vec![
+            key_value("http.method", any_string("GET")),
+            key_value("a", any_int(1)),
+            key_value("http.method", any_string("POST")),
+            key_value("b", nested),
+            key_value("a", AnyValue::default()),
+            key_value("http.method", any_string("PUT")),
+        ];
+        // Past 32 attributes the repeats are found through a hash map.
+        let long: Vec<KeyValue> = (0..100)
+            .map(|i| key_value(&format!("key{}", i % 37), any_int(i)))
+            .collect();
+        let distinct: Vec<KeyValue> = (0..40).map(|i| key_value(&format!("key{i}"), any_int(i))).collect();
+        for attributes in [&short, &long, &distinct] {
+            let mut out = String::new();
+            let mut noted = Vec::new();
+            write_attributes_noting(&mut out, attributes, &mut |key, range| {
+                noted.push((key.to_owned(), range));
+            });
+            let map = attributes_to_json(attributes);
+            assert_eq!(out, Json::Object(map.clone()).to_string());
+            let keys: Vec<&str> = noted.iter().map(|(key, _)| key.as_str()).collect();
+            assert_eq!(keys, map.keys().map(String::as_str).collect::<Vec<_>>());
+            for (key, range) in &noted {
+                assert_eq!(out[range.clone()], map[key].to_string(), "{key}");
+            }
+        }
+        assert_eq!(
+            &*attributes_text(&short),
+            r#"{"http.method":"PUT","a":null,"b":{"k":2}}"#
+        );
     }
 
     #[test]

@@ -5,7 +5,6 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde_json::Value as Json;
 use trawl_common::columns::{ColumnsBuilder, Slot};
 use trawl_common::shred::shredded_keys;
 use trawl_common::{KqlType, Row, Value};
@@ -131,25 +130,11 @@ impl BagText {
         }
         let keys = self.keys;
         let mut noted: [Option<Range<usize>>; MAX_SHREDDED_KEYS] = Default::default();
-        let written = write_attributes_noting(&mut self.text, attributes, &mut |key, range| {
+        write_attributes_noting(&mut self.text, attributes, &mut |key, range| {
             if let Some(i) = keys.iter().take(MAX_SHREDDED_KEYS).position(|k| *k == key) {
                 noted[i] = Some(range);
             }
         });
-        if !written {
-            // A repeated key: the text came from a map; read the values from it.
-            let Ok(Json::Object(map)) = serde_json::from_str::<Json>(&self.text) else {
-                return;
-            };
-            for (i, key) in keys.iter().take(MAX_SHREDDED_KEYS).enumerate() {
-                self.owned[i] = match map.get(*key) {
-                    None | Some(Json::Null) => None,
-                    Some(Json::String(text)) => Some(text.clone()),
-                    Some(other) => Some(other.to_string()),
-                };
-            }
-            return;
-        }
         for (i, range) in noted.into_iter().enumerate() {
             let Some(range) = range else { continue };
             let Some(raw) = self.text.get(range.clone()) else {

@@ -243,8 +243,11 @@ impl Attribute for KeyView<'_> {
     fn value(&self) -> Option<ValueRef<'_>> {
         self.value
     }
+}
 
-    fn to_key_value(&self) -> KeyValue {
+impl KeyView<'_> {
+    /// The pair as prost's message.
+    pub(crate) fn to_key_value(self) -> KeyValue {
         KeyValue {
             key: self.key.to_owned(),
             value: self.value.map(ValueRef::to_any_value),
