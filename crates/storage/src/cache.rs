@@ -331,8 +331,14 @@ impl SegmentCache {
         };
         for block in present {
             // A block evicted since, or damaged, is fetched again.
-            match tokio::fs::read(self.block_file(key, block)).await {
-                Ok(bytes) if bytes.len() as u64 == described.block_len(block) => {
+            let file = self.block_file(key, block);
+            let len = described.block_len(block);
+            if let Some(bytes) = crate::local_reads::cached_file(&file, len) {
+                read.insert(block, bytes);
+                continue;
+            }
+            match tokio::fs::read(file).await {
+                Ok(bytes) if bytes.len() as u64 == len => {
                     read.insert(block, Bytes::from(bytes));
                 }
                 _ => {}

@@ -20,6 +20,7 @@ mod chunks;
 mod combine;
 pub mod count_by;
 pub mod live_scans;
+mod local_reads;
 mod location;
 mod merge;
 pub mod observed;

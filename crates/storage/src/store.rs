@@ -14,6 +14,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use trawl_common::faults::{Faults, StoreFailure};
 
 use crate::cache::{CachedStore, SegmentCache};
+use crate::local_reads::LocalReads;
 use crate::observed::ObservedStore;
 use crate::{Result, StorageError};
 
@@ -49,7 +50,8 @@ impl SegmentStore {
     pub fn local(root: &Path) -> Result<SegmentStore> {
         std::fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
-        let backend: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
+        let local = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
+        let backend: Arc<dyn ObjectStore> = Arc::new(LocalReads::new(local));
         Ok(SegmentStore::wrap(backend, Some(root), None, None))
     }
 
