@@ -56,7 +56,13 @@ impl LocalReads {
         if !self.inline.load(Ordering::Relaxed) {
             return None;
         }
-        let total: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
+        // A backwards range gets the local store's error.
+        if ranges.iter().any(|r| r.end < r.start) {
+            return None;
+        }
+        let total = ranges
+            .iter()
+            .fold(0u64, |total, r| total.saturating_add(r.end - r.start));
         if total > MOST_INLINE_BYTES {
             return None;
         }
@@ -223,6 +229,9 @@ mod tests {
                 .await
                 .is_err()
         );
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = store.get_ranges(&location, std::slice::from_ref(&(10..5))).await;
+        assert!(backwards.is_err(), "{backwards:?}");
         // A missing file is the local store's "not found".
         let missing = store
             .get_ranges(&Path::from("segments/b.parquet"), std::slice::from_ref(&(0..1)))
