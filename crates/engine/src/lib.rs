@@ -236,9 +236,12 @@ impl Engine {
         }
         let runtime = runtime.with_max_temp_directory_size(config.spill_limit_bytes);
         let runtime = runtime.build_arc().map_err(|e| TrawlError::internal(e.to_string()))?;
-        let session = SessionConfig::new()
+        let mut session = SessionConfig::new()
             .with_target_partitions(config.target_partitions.max(1))
             .with_information_schema(false);
+        if let Some(hints) = store.read_hints() {
+            session = session.with_extension(Arc::new(hints));
+        }
         let state = SessionStateBuilder::new()
             .with_config(session)
             .with_runtime_env(runtime)

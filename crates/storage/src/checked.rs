@@ -21,16 +21,21 @@ use datafusion::execution::cache::cache_manager::FileMetadataCache;
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
-use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use datafusion::parquet::file::metadata::{ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
+use crate::read_hint::ReadHint;
 use crate::thrift_check;
 
 /// Bytes read from a file's end at first: most footers fit, so one request fetches the footer.
 const TAIL_HINT: u64 = 64 * 1024;
+
+/// Most bytes of later column chunks one reader hints ([`crate::read_hint`]): a scan that stops
+/// early (a limit met) leaves at most this much read for nothing per segment.
+const MOST_HINTED_BYTES: u64 = 64 << 20;
 
 /// A segment file whose structure is damaged: what is wrong, as a sentence's end ("its footer
 /// does not decode: ...").
@@ -122,12 +127,23 @@ pub(crate) struct CheckedReaderFactory {
     store: Arc<dyn ObjectStore>,
     cache: Arc<FileMetadataCache>,
     inner: DefaultParquetFileReaderFactory,
+    /// Where readers say which column chunks they will read next.
+    hint: Option<Arc<dyn ReadHint>>,
 }
 
 impl CheckedReaderFactory {
-    pub(crate) fn new(store: Arc<dyn ObjectStore>, cache: Arc<FileMetadataCache>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn ObjectStore>,
+        cache: Arc<FileMetadataCache>,
+        hint: Option<Arc<dyn ReadHint>>,
+    ) -> Self {
         let inner = DefaultParquetFileReaderFactory::new(Arc::clone(&store));
-        Self { store, cache, inner }
+        Self {
+            store,
+            cache,
+            inner,
+            hint,
+        }
     }
 }
 
@@ -147,6 +163,14 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
                 .iter()
                 .any(|access| matches!(access, RowGroupAccess::Selection(_)))
         });
+        // The row groups read whole: the plan's `Scan`s (all without a plan). The pages of a
+        // selection are not hinted: they are few, and their chunks mostly go unread.
+        let whole = file.extensions.get::<ParquetAccessPlan>().map(|plan| {
+            plan.inner()
+                .iter()
+                .map(|access| matches!(access, RowGroupAccess::Scan))
+                .collect()
+        });
         let inner = self
             .inner
             .create_reader(partition_index, file, metadata_size_hint, metrics)?;
@@ -157,6 +181,9 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
             cache: Some(Arc::clone(&self.cache)),
             page_starts: None,
             selective,
+            footer: None,
+            whole,
+            hint: self.hint.clone(),
         }))
     }
 }
@@ -174,6 +201,13 @@ pub(crate) struct CheckedReader {
     page_starts: Option<Vec<u64>>,
     /// The scan reads row selections: the footer comes with the page index.
     selective: bool,
+    /// The footer, once fetched through this reader.
+    footer: Option<Arc<ParquetMetaData>>,
+    /// Which row groups the scan reads whole, when its access plan says.
+    whole: Option<Vec<bool>>,
+    /// Told once, at the first read of column chunks, which the later row groups will take
+    /// ([`crate::read_hint`]); taken then.
+    hint: Option<Arc<dyn ReadHint>>,
 }
 
 impl CheckedReader {
@@ -190,6 +224,25 @@ impl CheckedReader {
             cache: None,
             page_starts: Some(page_starts(footer)),
             selective: false,
+            footer: None,
+            whole: None,
+            hint: None,
+        }
+    }
+
+    /// At the first read of whole column chunks, tells the store the same columns' chunks in
+    /// the later row groups the scan reads whole.
+    fn hint_later(&mut self, ranges: &[Range<u64>]) {
+        let (Some(footer), Some(_)) = (&self.footer, &self.hint) else {
+            return;
+        };
+        let Some(later) = later_chunks(footer, self.whole.as_deref(), ranges) else {
+            return;
+        };
+        if let Some(hint) = self.hint.take()
+            && !later.is_empty()
+        {
+            hint.will_read(&self.object.location, later);
         }
     }
 
@@ -234,6 +287,46 @@ fn page_starts(footer: &ParquetMetaData) -> Vec<u64> {
     starts
 }
 
+/// The byte ranges of the same columns as `ranges` (whole column chunks of one row group) in
+/// the row groups after theirs that `whole` marks (all of them when `None`), in file order,
+/// up to [`MOST_HINTED_BYTES`]; `None` when `ranges` are not whole chunks of one row group.
+fn later_chunks(footer: &ParquetMetaData, whole: Option<&[bool]>, ranges: &[Range<u64>]) -> Option<Vec<Range<u64>>> {
+    let first = ranges.first()?;
+    let group = footer
+        .row_groups()
+        .iter()
+        .position(|group| group.columns().iter().any(|c| chunk_range(c) == *first))?;
+    let chunks = footer.row_group(group).columns();
+    let columns: Vec<usize> = ranges
+        .iter()
+        .map(|range| chunks.iter().position(|c| chunk_range(c) == *range))
+        .collect::<Option<_>>()?;
+    let mut later = Vec::new();
+    let mut bytes = 0u64;
+    for (g, row_group) in footer.row_groups().iter().enumerate().skip(group + 1) {
+        if whole.is_some_and(|whole| !whole.get(g).copied().unwrap_or(false)) {
+            continue;
+        }
+        for range in columns
+            .iter()
+            .filter_map(|&c| row_group.columns().get(c).map(chunk_range))
+        {
+            bytes = bytes.saturating_add(range.end.saturating_sub(range.start));
+            if bytes > MOST_HINTED_BYTES {
+                return Some(later);
+            }
+            later.push(range);
+        }
+    }
+    Some(later)
+}
+
+/// The bytes of a column chunk in its file.
+fn chunk_range(column: &ColumnChunkMetaData) -> Range<u64> {
+    let (start, len) = column.byte_range();
+    start..start.saturating_add(len)
+}
+
 impl AsyncFileReader for CheckedReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, datafusion::parquet::errors::Result<Bytes>> {
         async move {
@@ -248,6 +341,7 @@ impl AsyncFileReader for CheckedReader {
         &mut self,
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, datafusion::parquet::errors::Result<Vec<Bytes>>> {
+        self.hint_later(&ranges);
         async move {
             let bytes = self.inner.get_byte_ranges(ranges.clone()).await?;
             self.check(&ranges, &bytes)?;
@@ -272,8 +366,164 @@ impl AsyncFileReader for CheckedReader {
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))?;
             self.page_starts = Some(page_starts(&footer));
+            self.footer = Some(Arc::clone(&footer));
             Ok(footer)
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::execution::runtime_env::RuntimeEnv;
+    use datafusion::parquet::arrow::ArrowWriter;
+    use datafusion::parquet::arrow::ProjectionMask;
+    use datafusion::parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+    use datafusion::parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+    use datafusion::parquet::file::properties::WriterProperties;
+    use futures::TryStreamExt;
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+
+    use super::*;
+    use crate::read_hint::Told;
+
+    /// A segment of 5 row groups of 100 rows and 3 columns in a store.
+    async fn segment() -> Result<(Arc<dyn ObjectStore>, ObjectMeta, Arc<ParquetMetaData>), Box<dyn std::error::Error>> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Utf8, false),
+            Field::new("c", DataType::Int64, false),
+        ]));
+        let rows = 500i64;
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("row {i}")))),
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i * 7))),
+            ],
+        )?;
+        let properties = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(100))
+            .build();
+        let mut bytes = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(properties))?;
+        writer.write(&batch)?;
+        writer.close()?;
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let location = Path::from("segments/s.parquet");
+        store.put(&location, Bytes::from(bytes).into()).await?;
+        let object = store.head(&location).await?;
+        let footer = checked_footer(store.as_ref(), &object, None, None).await?;
+        assert_eq!(footer.num_row_groups(), 5);
+        Ok((store, object, footer))
+    }
+
+    /// Reads columns `a` and `c` of `groups` through a checked reader that tells `told`.
+    async fn read(
+        store: &Arc<dyn ObjectStore>,
+        object: &ObjectMeta,
+        plan: Option<ParquetAccessPlan>,
+        groups: Vec<usize>,
+        told: &Arc<Told>,
+    ) -> Result<usize, Box<dyn std::error::Error>> {
+        let cache = RuntimeEnv::default().cache_manager.get_file_metadata_cache();
+        let hint: Arc<dyn ReadHint> = Arc::clone(told) as Arc<dyn ReadHint>;
+        let factory = CheckedReaderFactory::new(Arc::clone(store), cache, Some(hint));
+        let mut file = PartitionedFile::from(object.clone());
+        if let Some(plan) = plan {
+            file = file.with_extension(plan);
+        }
+        let reader = Reader(factory.create_reader(0, file, None, &ExecutionPlanMetricsSet::new())?);
+        let builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
+        let projection = ProjectionMask::roots(builder.parquet_schema(), [0, 2]);
+        let stream = builder.with_projection(projection).with_row_groups(groups).build()?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await?;
+        Ok(batches.iter().map(RecordBatch::num_rows).sum())
+    }
+
+    /// The factory's reader, as the Parquet stream takes it.
+    struct Reader(Box<dyn AsyncFileReader + Send>);
+
+    impl AsyncFileReader for Reader {
+        fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, datafusion::parquet::errors::Result<Bytes>> {
+            self.0.get_bytes(range)
+        }
+
+        fn get_byte_ranges(
+            &mut self,
+            ranges: Vec<Range<u64>>,
+        ) -> BoxFuture<'_, datafusion::parquet::errors::Result<Vec<Bytes>>> {
+            self.0.get_byte_ranges(ranges)
+        }
+
+        fn get_metadata<'a>(
+            &'a mut self,
+            options: Option<&'a ArrowReaderOptions>,
+        ) -> BoxFuture<'a, datafusion::parquet::errors::Result<Arc<ParquetMetaData>>> {
+            self.0.get_metadata(options)
+        }
+    }
+
+    fn chunks(footer: &ParquetMetaData, groups: &[usize]) -> Vec<Range<u64>> {
+        groups
+            .iter()
+            .flat_map(|&g| [0, 2].map(|c| chunk_range(footer.row_group(g).column(c))))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_reader_hints_the_later_chunks_of_its_columns_once() -> Result<(), Box<dyn std::error::Error>> {
+        let (store, object, footer) = segment().await?;
+        // Without an access plan, every later row group's chunks of the read columns.
+        let told = Arc::new(Told::default());
+        assert_eq!(read(&store, &object, None, vec![0, 1, 2, 3, 4], &told).await?, 500);
+        let hints = told.hints();
+        assert_eq!(hints, vec![(object.location.clone(), chunks(&footer, &[1, 2, 3, 4]))]);
+
+        // With one: only the row groups it reads whole, not those skipped or read in part.
+        let mut plan = ParquetAccessPlan::new_all(5);
+        plan.skip(0);
+        plan.skip(2);
+        plan.scan_selection(
+            3,
+            RowSelection::from(vec![RowSelector::select(10), RowSelector::skip(90)]),
+        );
+        let told = Arc::new(Told::default());
+        assert_eq!(read(&store, &object, Some(plan), vec![1, 4], &told).await?, 200);
+        let hints = told.hints();
+        assert_eq!(hints, vec![(object.location.clone(), chunks(&footer, &[4]))]);
+
+        // Reading the last row group first: nothing later to hint.
+        let told = Arc::new(Told::default());
+        assert_eq!(read(&store, &object, None, vec![4], &told).await?, 100);
+        assert!(told.hints().is_empty());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn only_whole_chunks_of_one_row_group_say_what_comes_next() -> Result<(), Box<dyn std::error::Error>> {
+        let (_, _, footer) = segment().await?;
+        let first = chunks(&footer, &[0]);
+        assert_eq!(
+            later_chunks(&footer, None, &first),
+            Some(chunks(&footer, &[1, 2, 3, 4]))
+        );
+        // Part of a chunk (a page), or chunks of two row groups: no hint.
+        let part = first[0].start..first[0].end - 1;
+        assert_eq!(later_chunks(&footer, None, std::slice::from_ref(&part)), None);
+        let mixed = [first[0].clone(), chunk_range(footer.row_group(1).column(2))];
+        assert_eq!(later_chunks(&footer, None, &mixed), None);
+        assert_eq!(later_chunks(&footer, None, &[]), None);
+        // A plan shorter than the file: the row groups it does not name are not hinted.
+        assert_eq!(
+            later_chunks(&footer, Some(&[true, true]), &first),
+            Some(chunks(&footer, &[1]))
+        );
+        Ok(())
     }
 }

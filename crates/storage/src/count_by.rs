@@ -45,6 +45,7 @@ use futures::StreamExt;
 
 use crate::checked::{CheckedReader, checked_footer};
 use crate::read_ahead::ReadAhead;
+use crate::read_hint::ReadHint;
 use object_store::path::Path as ObjectPath;
 
 /// Rows per batch when counting: only small integers are decoded.
@@ -177,13 +178,19 @@ impl ExecutionPlan for CountByDictionaryExec {
         let files = self.partitions.get(partition).cloned().unwrap_or_default();
         let store = context.runtime_env().object_store(&self.url)?;
         let cache = context.runtime_env().cache_manager.get_file_metadata_cache();
+        let hint = crate::ReadHints::of(context.session_config());
         let column = self.column.clone();
         let schema = Arc::clone(&self.schema);
         let output = Arc::clone(&schema);
         let stream = futures::stream::once(async move {
             let mut counts: HashMap<Option<String>, i64> = HashMap::new();
             for file in files {
-                count_file(&store, Some(Arc::clone(&cache)), &file, &column, &mut counts).await?;
+                let source = Source {
+                    store: &store,
+                    cache: Some(Arc::clone(&cache)),
+                    hint: hint.as_deref(),
+                };
+                count_file(&source, &file, &column, &mut counts).await?;
             }
             counts_batch(output, counts)
         });
@@ -191,16 +198,25 @@ impl ExecutionPlan for CountByDictionaryExec {
     }
 }
 
+/// Where [`count_file`] reads segments from.
+struct Source<'a> {
+    store: &'a Arc<dyn object_store::ObjectStore>,
+    /// The footer cache the scan's planning filled.
+    cache: Option<Arc<FileMetadataCache>>,
+    /// Told the column chunks a file's count will read ([`crate::read_hint`]).
+    hint: Option<&'a dyn ReadHint>,
+}
+
 /// Adds the counts of `column`'s values in the chunks of `file` its access plan selects.
 async fn count_file(
-    store: &Arc<dyn object_store::ObjectStore>,
-    cache: Option<Arc<FileMetadataCache>>,
+    source: &Source<'_>,
     file: &PartitionedFile,
     column: &str,
     counts: &mut HashMap<Option<String>, i64>,
 ) -> Result<()> {
+    let store = source.store;
     // The footer, from the cache the scan planning filled (checked when it was fetched).
-    let footer = checked_footer(store.as_ref(), &file.object_meta, cache, None).await?;
+    let footer = checked_footer(store.as_ref(), &file.object_meta, source.cache.clone(), None).await?;
     #[allow(deprecated)] // the object_store reader of parquet 59; DataFusion 55 reads the same way
     let reader = ParquetObjectReader::new(Arc::clone(store), ObjectPath::from(file.object_meta.location.as_ref()))
         .with_file_size(file.object_meta.size);
@@ -263,7 +279,10 @@ async fn count_file(
             let (start, length) = column.byte_range();
             start..start.saturating_add(length)
         })
-        .collect();
+        .collect::<Vec<_>>();
+    if let Some(hint) = source.hint {
+        hint.will_read(&file.object_meta.location, ranges.clone());
+    }
     let reader = ReadAhead::new(Box::new(reader), ranges, READ_AHEAD_BYTES);
     let reader = CheckedReader::with_footer(Box::new(reader), file.object_meta.clone(), &footer);
     let options = ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields)));
@@ -391,6 +410,7 @@ mod tests {
             }
         }
     }
+    use crate::read_hint::Told;
     use crate::segment::{CHUNK_ROWS, SegmentEncoder};
     use datafusion::datasource::listing::FileRange;
     use object_store::memory::InMemory;
@@ -427,7 +447,17 @@ mod tests {
         let size = three_chunk_file(&store).await?;
         let whole = PartitionedFile::new("f.parquet", size);
         let mut counts = HashMap::new();
-        count_file(&store, None, &whole, "level", &mut counts).await?;
+        let told = Told::default();
+        let source = Source {
+            store: &store,
+            cache: None,
+            hint: Some(&told),
+        };
+        count_file(&source, &whole, "level", &mut counts).await?;
+        // The store was told the column's three chunks before they were read.
+        let hints = told.hints();
+        assert_eq!(hints.len(), 1);
+        assert_eq!(hints[0].1.len(), 3);
         let total = (2 * CHUNK_ROWS + 10) as i64;
         assert_eq!(counts.values().sum::<i64>(), total);
         assert_eq!(counts.get(&Some("ERROR".to_string())), Some(&(total / 4 + 1)));
@@ -437,16 +467,19 @@ mod tests {
         for (start, end) in [(0, cut), (cut, size as i64)] {
             let mut part = PartitionedFile::new("f.parquet", size);
             part.range = Some(FileRange { start, end });
-            count_file(&store, None, &part, "level", &mut parts).await?;
+            count_file(&source, &part, "level", &mut parts).await?;
         }
         assert_eq!(parts, counts);
+        // Each part hinted its own chunks.
+        let hints = told.hints();
+        assert_eq!(hints[1..].iter().map(|(_, ranges)| ranges.len()).sum::<usize>(), 3);
         // Chunks an access plan leaves out are not counted; a missing column counts as null.
         let only_first = PartitionedFile::new("f.parquet", size).with_extension(ParquetAccessPlan::new_none(3));
         let mut none = HashMap::new();
-        count_file(&store, None, &only_first, "level", &mut none).await?;
+        count_file(&source, &only_first, "level", &mut none).await?;
         assert!(none.is_empty());
         let mut missing = HashMap::new();
-        count_file(&store, None, &whole, "other", &mut missing).await?;
+        count_file(&source, &whole, "other", &mut missing).await?;
         assert_eq!(missing, HashMap::from([(None, total)]));
         Ok(())
     }

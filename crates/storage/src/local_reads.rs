@@ -14,6 +14,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, IoSliceMut};
+use std::num::NonZeroU64;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,9 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
     PutOptions, PutPayload, PutResult, RenameOptions, Result,
 };
+use rustix::fs::Advice;
+
+use crate::read_hint::ReadHint;
 
 /// Most bytes one read copies on the calling thread: longer reads (a merge's whole segment)
 /// go to a blocking thread, where a long copy holds up no other task.
@@ -129,6 +133,50 @@ fn read_cached(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<bool> 
         }
     }
     Ok(true)
+}
+
+/// Ranges the page cache lacks are read ahead by the kernel: `posix_fadvise(WILLNEED)` starts
+/// their reads without waiting for them. It can wait for the disk's queue, so it runs on a
+/// blocking thread; ranges already in memory are not hinted at all (see [`already_cached`]).
+impl ReadHint for LocalReads {
+    fn will_read(&self, location: &Path, ranges: Vec<Range<u64>>) {
+        let Ok(path) = self.local.path_to_filesystem(location) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Ok(file) = File::open(path) else {
+            return;
+        };
+        if already_cached(&file, &ranges) {
+            return;
+        }
+        runtime.spawn_blocking(move || {
+            for range in ranges {
+                let Some(len) = NonZeroU64::new(range.end.saturating_sub(range.start)) else {
+                    continue;
+                };
+                if rustix::fs::fadvise(&file, range.start, Some(len), Advice::WillNeed).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Whether the page cache holds the first bytes of the first and the last of `ranges`: a scan's
+/// column chunks are read, and dropped from the cache, together, so then it holds the rest too
+/// and a hint would only cost the blocking thread's time. (A byte the cache lacks, or a read
+/// that fails, says no.)
+fn already_cached(file: &File, ranges: &[Range<u64>]) -> bool {
+    let (Some(first), Some(last)) = (ranges.first(), ranges.last()) else {
+        return true;
+    };
+    [first.start, last.start].into_iter().all(|offset| {
+        let mut byte = [0u8; 1];
+        matches!(read_cached(file, &mut byte, offset), Ok(true))
+    })
 }
 
 impl fmt::Display for LocalReads {
@@ -246,6 +294,37 @@ mod tests {
             assert_eq!(cached_file(&path, 100_000).as_deref(), Some(&bytes[..]));
         }
         assert!(cached_file(&path, 99_999).is_none());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn hints_of_cached_missing_or_empty_ranges_are_let_go() -> std::result::Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        let store = store(dir.path())?;
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
+        let location = Path::from("segments/a.parquet");
+        store.put(&location, Bytes::from(bytes.clone()).into()).await?;
+        let file = File::open(dir.path().join("segments/a.parquet"))?;
+        let ranges = vec![0..4_096, 100_000..150_000, 150_000..150_000];
+        // Just written: in the page cache, unless this file system cannot tell.
+        if store.inline.load(Ordering::Relaxed) && cached_ranges(&file, &ranges).is_ok() {
+            assert!(already_cached(&file, &ranges));
+        }
+        assert!(already_cached(&file, &[]));
+        // Past the end: not held, so it would be hinted (and the kernel ignores it).
+        let past_end = 300_000..300_010;
+        assert!(!already_cached(&file, std::slice::from_ref(&past_end)));
+        store.will_read(&location, ranges.clone());
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 10..5;
+        store.will_read(&location, vec![past_end, backwards]);
+        store.will_read(&Path::from("segments/missing.parquet"), ranges.clone());
+        // Whatever the hints did, the bytes read are the file's.
+        let got = store.get_ranges(&location, &ranges).await?;
+        for (range, got) in ranges.iter().zip(&got) {
+            assert_eq!(got.as_ref(), &bytes[range.start as usize..range.end as usize]);
+        }
         Ok(())
     }
 }

@@ -16,6 +16,7 @@ use trawl_common::faults::{Faults, StoreFailure};
 use crate::cache::{CachedStore, SegmentCache};
 use crate::local_reads::LocalReads;
 use crate::observed::ObservedStore;
+use crate::read_hint::{ReadHint, ReadHints};
 use crate::{Result, StorageError};
 
 /// Segments larger than this go to object storage as a multipart upload.
@@ -43,6 +44,8 @@ pub struct SegmentStore {
     local_root: Option<PathBuf>,
     faults: Option<Arc<Faults>>,
     cache: Option<Arc<SegmentCache>>,
+    /// Where scans say what they will read next (a local store's page-cache read-ahead).
+    hint: Option<Arc<dyn ReadHint>>,
 }
 
 impl SegmentStore {
@@ -51,8 +54,11 @@ impl SegmentStore {
         std::fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
         let local = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
-        let backend: Arc<dyn ObjectStore> = Arc::new(LocalReads::new(local));
-        Ok(SegmentStore::wrap(backend, Some(root), None, None))
+        let reads = Arc::new(LocalReads::new(local));
+        let backend: Arc<dyn ObjectStore> = reads.clone();
+        let mut store = SegmentStore::wrap(backend, Some(root), None, None);
+        store.hint = Some(reads);
+        Ok(store)
     }
 
     /// A store over any `object_store` backend (puts are durable when they return).
@@ -77,18 +83,33 @@ impl SegmentStore {
             local_root,
             faults,
             cache,
+            hint: None,
         }
     }
 
     /// The same store with injected faults (`trawl serve --fault-injection`, tests).
     pub fn with_faults(self, faults: Arc<Faults>) -> SegmentStore {
-        SegmentStore::wrap(self.backend, self.local_root, Some(faults), self.cache)
+        let hint = self.hint;
+        SegmentStore {
+            hint,
+            ..SegmentStore::wrap(self.backend, self.local_root, Some(faults), self.cache)
+        }
     }
 
     /// The same store, reading through `cache` (a store on the local disk gains nothing from
     /// one; `trawl serve` gives one to a store on object storage).
     pub fn with_cache(self, cache: Arc<SegmentCache>) -> SegmentStore {
-        SegmentStore::wrap(self.backend, self.local_root, self.faults, Some(cache))
+        let hint = self.hint;
+        SegmentStore {
+            hint,
+            ..SegmentStore::wrap(self.backend, self.local_root, self.faults, Some(cache))
+        }
+    }
+
+    /// What the engine's sessions carry so that scans can say what they will read next
+    /// ([`crate::read_hint`]); `None` when this store takes no hints.
+    pub fn read_hints(&self) -> Option<ReadHints> {
+        self.hint.clone().map(ReadHints)
     }
 
     pub fn object_store(&self) -> Arc<dyn ObjectStore> {

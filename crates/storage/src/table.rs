@@ -336,7 +336,8 @@ fn segment_source(state: &dyn Session, schema: &SchemaRef) -> DfResult<ParquetSo
     let url = SegmentStore::url().map_err(|e| DataFusionError::External(Box::new(e)))?;
     let store = state.runtime_env().object_store(url)?;
     let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
-    let factory = CheckedReaderFactory::new(store, cache);
+    let hint = crate::ReadHints::of(state.config());
+    let factory = CheckedReaderFactory::new(store, cache, hint);
     Ok(ParquetSource::new(schema.clone()).with_parquet_file_reader_factory(Arc::new(factory)))
 }
 

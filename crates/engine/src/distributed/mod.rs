@@ -38,7 +38,7 @@ use datafusion_distributed::{
     ChannelResolver, DistributedExt, SessionStateBuilderExt, Worker, WorkerQueryContext, WorkerResolver,
     WorkerSessionBuilder,
 };
-use trawl_storage::{LazyScans, TrawlTable};
+use trawl_storage::{LazyScans, ReadHints, TrawlTable};
 use url::Url;
 
 pub(crate) use codec::NotTransportable;
@@ -237,6 +237,7 @@ impl Distribution {
             channels: Arc::clone(&channels),
             runtime: Arc::clone(&runtime),
             query_limit,
+            hints: local.config().get_extension::<ReadHints>(),
         })
         .with_runtime_env(Arc::clone(&runtime))
         .with_version(env!("CARGO_PKG_VERSION"));
@@ -439,6 +440,8 @@ struct WorkerSessions {
     channels: Arc<dyn ChannelResolver + Send + Sync>,
     runtime: Arc<RuntimeEnv>,
     query_limit: usize,
+    /// The segment store's read hints, for the scans a task plans here.
+    hints: Option<Arc<ReadHints>>,
 }
 
 #[async_trait]
@@ -455,11 +458,17 @@ impl WorkerSessionBuilder for WorkerSessions {
         let runtime = RuntimeEnvBuilder::from_runtime_env(&self.runtime)
             .with_memory_pool(pool)
             .build_arc()?;
-        let builder = functions::SHELF
+        let mut builder = functions::SHELF
             .register(context.builder)
             .with_runtime_env(runtime)
             .with_distributed_user_codec(codec::TrawlCodec)
             .with_distributed_channel_resolver(SharedChannels(Arc::clone(&self.channels)));
+        if let Some(hints) = &self.hints {
+            builder
+                .config()
+                .get_or_insert_with(datafusion::prelude::SessionConfig::default)
+                .set_extension(Arc::clone(hints));
+        }
         Ok(builder.build())
     }
 }
