@@ -41,6 +41,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use trawl_common::metrics::{METRICS, label};
 
+use crate::read_hint::ReadHint;
+
 /// Bytes per cached block: large enough that a column chunk is a few requests, small enough
 /// that a footer read does not fetch much beside it.
 pub const BLOCK_BYTES: u64 = 1 << 20;
@@ -554,6 +556,66 @@ fn runs(blocks: &[u64]) -> Vec<Range<u64>> {
         }
     }
     runs
+}
+
+/// Blocks one fetch of a hint asks for at most ([`CachedStore`]'s [`ReadHint`]).
+const HINT_FETCH_BLOCKS: u64 = 4;
+/// Fetches of one hint in flight at once.
+const HINT_FETCHES: usize = 4;
+
+/// The blocks of hinted ranges that the cache lacks are fetched and kept in the background, a
+/// few requests at a time, so that a cold scan over object storage does not wait for one
+/// request after another. A read that wants a block while its hinted fetch is in flight
+/// fetches it too (each block is fetched at most twice); a failed fetch is only a missed hint.
+/// One hint fetches at most an eighth of the cache's size.
+impl ReadHint for CachedStore {
+    fn will_read(&self, location: &Path, ranges: Vec<Range<u64>>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let key = SegmentCache::key(location);
+        let wanted: BTreeSet<u64> = ranges
+            .iter()
+            .filter(|r| r.end > r.start)
+            .flat_map(|r| r.start / BLOCK_BYTES..=(r.end - 1) / BLOCK_BYTES)
+            .collect();
+        let mut missing: Vec<u64> = {
+            let index = self.cache.lock();
+            let cached = index.objects.get(&key);
+            wanted
+                .into_iter()
+                .filter(|block| !cached.is_some_and(|object| object.blocks.contains_key(block)))
+                .collect()
+        };
+        // Fetched ahead, a small cache's blocks would push out those the scan reads now.
+        missing.truncate(usize::try_from(self.cache.capacity / 8 / BLOCK_BYTES).unwrap_or(usize::MAX));
+        if missing.is_empty() {
+            return;
+        }
+        let store = CachedStore::new(Arc::clone(&self.store), Arc::clone(&self.cache));
+        let location = location.clone();
+        runtime.spawn(async move {
+            let fetches: Vec<Range<u64>> = runs(&missing)
+                .into_iter()
+                .flat_map(|run| {
+                    (run.start..run.end)
+                        .step_by(HINT_FETCH_BLOCKS as usize)
+                        .map(move |start| start * BLOCK_BYTES..(start + HINT_FETCH_BLOCKS).min(run.end) * BLOCK_BYTES)
+                })
+                .collect();
+            let store = &store;
+            let location = &location;
+            futures::stream::iter(fetches)
+                .map(|range| async move { store.read(location, std::slice::from_ref(&range)).await })
+                .buffer_unordered(HINT_FETCHES)
+                .for_each(|fetched| async move {
+                    if let Err(error) = fetched {
+                        tracing::debug!(%error, %location, "a hinted read ahead of the segment cache failed");
+                    }
+                })
+                .await;
+        });
+    }
 }
 
 impl fmt::Display for CachedStore {

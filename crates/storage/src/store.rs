@@ -44,7 +44,10 @@ pub struct SegmentStore {
     local_root: Option<PathBuf>,
     faults: Option<Arc<Faults>>,
     cache: Option<Arc<SegmentCache>>,
-    /// Where scans say what they will read next (a local store's page-cache read-ahead).
+    /// What the backend makes of read hints (a local store's page-cache read-ahead).
+    backend_hint: Option<Arc<dyn ReadHint>>,
+    /// Where scans say what they will read next: the cache when there is one, else the
+    /// backend.
     hint: Option<Arc<dyn ReadHint>>,
 }
 
@@ -56,26 +59,36 @@ impl SegmentStore {
         let local = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
         let reads = Arc::new(LocalReads::new(local));
         let backend: Arc<dyn ObjectStore> = reads.clone();
-        let mut store = SegmentStore::wrap(backend, Some(root), None, None);
-        store.hint = Some(reads);
-        Ok(store)
+        Ok(SegmentStore::wrap(
+            backend,
+            Some(reads as Arc<dyn ReadHint>),
+            Some(root),
+            None,
+            None,
+        ))
     }
 
     /// A store over any `object_store` backend (puts are durable when they return).
     pub fn remote(object_store: Arc<dyn ObjectStore>) -> SegmentStore {
-        SegmentStore::wrap(object_store, None, None, None)
+        SegmentStore::wrap(object_store, None, None, None, None)
     }
 
+    /// The store over `backend`, which takes hints through `backend_hint` (a cache in front
+    /// of it takes them instead).
     fn wrap(
         backend: Arc<dyn ObjectStore>,
+        backend_hint: Option<Arc<dyn ReadHint>>,
         local_root: Option<PathBuf>,
         faults: Option<Arc<Faults>>,
         cache: Option<Arc<SegmentCache>>,
     ) -> SegmentStore {
         let observed: Arc<dyn ObjectStore> = Arc::new(ObservedStore::new(backend.clone(), faults.clone()));
-        let object_store = match &cache {
-            Some(cache) => Arc::new(CachedStore::new(observed, Arc::clone(cache))),
-            None => observed,
+        let (object_store, hint): (Arc<dyn ObjectStore>, _) = match &cache {
+            Some(cache) => {
+                let cached = Arc::new(CachedStore::new(observed, Arc::clone(cache)));
+                (cached.clone(), Some(cached as Arc<dyn ReadHint>))
+            }
+            None => (observed, backend_hint.clone()),
         };
         SegmentStore {
             object_store,
@@ -83,27 +96,32 @@ impl SegmentStore {
             local_root,
             faults,
             cache,
-            hint: None,
+            backend_hint,
+            hint,
         }
     }
 
     /// The same store with injected faults (`trawl serve --fault-injection`, tests).
     pub fn with_faults(self, faults: Arc<Faults>) -> SegmentStore {
-        let hint = self.hint;
-        SegmentStore {
-            hint,
-            ..SegmentStore::wrap(self.backend, self.local_root, Some(faults), self.cache)
-        }
+        SegmentStore::wrap(
+            self.backend,
+            self.backend_hint,
+            self.local_root,
+            Some(faults),
+            self.cache,
+        )
     }
 
     /// The same store, reading through `cache` (a store on the local disk gains nothing from
     /// one; `trawl serve` gives one to a store on object storage).
     pub fn with_cache(self, cache: Arc<SegmentCache>) -> SegmentStore {
-        let hint = self.hint;
-        SegmentStore {
-            hint,
-            ..SegmentStore::wrap(self.backend, self.local_root, self.faults, Some(cache))
-        }
+        SegmentStore::wrap(
+            self.backend,
+            self.backend_hint,
+            self.local_root,
+            self.faults,
+            Some(cache),
+        )
     }
 
     /// What the engine's sessions carry so that scans can say what they will read next

@@ -158,3 +158,40 @@ async fn an_object_written_through_the_cache_is_kept() -> TestResult {
 fn as_usize(range: &Range<u64>) -> Range<usize> {
     range.start as usize..range.end as usize
 }
+
+#[tokio::test]
+async fn hinted_blocks_are_fetched_ahead_and_kept() -> TestResult {
+    let s = setup(64 * BLOCK_BYTES)?;
+    let bytes = content(6 * BLOCK_BYTES + 100);
+    let path = Path::from("db/t/hinted.parquet");
+    put(s.backend.as_ref(), "db/t/hinted.parquet", bytes.clone()).await?;
+    // Blocks 0, 2, 3 and the short last one (6); not 1, 4 or 5.
+    let hinted = vec![
+        10..20,
+        2 * BLOCK_BYTES + 5..4 * BLOCK_BYTES - 5,
+        6 * BLOCK_BYTES..6 * BLOCK_BYTES + 100,
+    ];
+    s.store.will_read(&path, hinted.clone());
+    let want = 3 * BLOCK_BYTES + 100;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while s.cache.bytes() < want && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(s.cache.bytes(), want);
+    // Gone from the store: the hinted ranges are served from the cache, the others are not.
+    s.backend.delete(&path).await?;
+    let got = s.store.get_ranges(&path, &hinted).await?;
+    for (range, got) in hinted.iter().zip(&got) {
+        assert_eq!(got, &bytes.slice(as_usize(range)));
+    }
+    assert!(s.store.get_range(&path, BLOCK_BYTES..BLOCK_BYTES + 1).await.is_err());
+    // Hints of what is cached, of nothing, or of a missing object change nothing.
+    s.store.will_read(&path, hinted.clone());
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = 10..5;
+    s.store.will_read(&path, vec![backwards]);
+    s.store.will_read(&Path::from("db/t/missing.parquet"), hinted.clone());
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert_eq!(s.cache.bytes(), want);
+    Ok(())
+}
