@@ -444,11 +444,7 @@ impl CachedStore {
     /// or, for the missing ones, from the store in as few requests as there are gaps.
     async fn read(&self, location: &Path, ranges: &[Range<u64>]) -> Result<(Described, Vec<Bytes>)> {
         let key = SegmentCache::key(location);
-        let wanted: BTreeSet<u64> = ranges
-            .iter()
-            .filter(|r| r.end > r.start)
-            .flat_map(|r| r.start / BLOCK_BYTES..=(r.end - 1) / BLOCK_BYTES)
-            .collect();
+        let wanted = blocks_of(ranges);
         let mut blocks = self.cache.read_cached(&key, &wanted).await;
         let mut described = self.cache.described(&key);
         let hit: u64 = blocks.values().map(|b| b.len() as u64).sum();
@@ -546,6 +542,15 @@ fn slice(location: &Path, object: &Described, blocks: &HashMap<u64, Bytes>, rang
     Ok(out.freeze())
 }
 
+/// The indexes of the blocks that hold `ranges`.
+fn blocks_of(ranges: &[Range<u64>]) -> BTreeSet<u64> {
+    ranges
+        .iter()
+        .filter(|r| r.end > r.start)
+        .flat_map(|r| r.start / BLOCK_BYTES..=(r.end - 1) / BLOCK_BYTES)
+        .collect()
+}
+
 /// Sorted block indexes as runs of consecutive ones.
 fn runs(blocks: &[u64]) -> Vec<Range<u64>> {
     let mut runs: Vec<Range<u64>> = Vec::new();
@@ -574,11 +579,7 @@ impl ReadHint for CachedStore {
             return;
         };
         let key = SegmentCache::key(location);
-        let wanted: BTreeSet<u64> = ranges
-            .iter()
-            .filter(|r| r.end > r.start)
-            .flat_map(|r| r.start / BLOCK_BYTES..=(r.end - 1) / BLOCK_BYTES)
-            .collect();
+        let wanted = blocks_of(&ranges);
         let mut missing: Vec<u64> = {
             let index = self.cache.lock();
             let cached = index.objects.get(&key);
