@@ -322,7 +322,7 @@ fn later_chunks(footer: &ParquetMetaData, whole: Option<&[bool]>, ranges: &[Rang
 }
 
 /// The bytes of a column chunk in its file.
-fn chunk_range(column: &ColumnChunkMetaData) -> Range<u64> {
+pub(crate) fn chunk_range(column: &ColumnChunkMetaData) -> Range<u64> {
     let (start, len) = column.byte_range();
     start..start.saturating_add(len)
 }

@@ -43,7 +43,7 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
-use crate::checked::{CheckedReader, checked_footer};
+use crate::checked::{CheckedReader, checked_footer, chunk_range};
 use crate::read_ahead::ReadAhead;
 use crate::read_hint::ReadHint;
 use object_store::path::Path as ObjectPath;
@@ -275,10 +275,7 @@ async fn count_file(
         .iter()
         .filter_map(|&chunk| groups.get(chunk))
         .flat_map(|group| leaves.iter().filter_map(|&leaf| group.columns().get(leaf)))
-        .map(|column| {
-            let (start, length) = column.byte_range();
-            start..start.saturating_add(length)
-        })
+        .map(chunk_range)
         .collect::<Vec<_>>();
     if let Some(hint) = source.hint {
         hint.will_read(&file.object_meta.location, ranges.clone());
