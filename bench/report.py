@@ -105,7 +105,7 @@ def stage_rows(directory: Path) -> list[str]:
     ]
     for name, title in (("logs", "logs"), ("traces", "spans")):
         run = runs[name]
-        title = f"{title}, {run['records']:,} in {run.get('per_segment', '?')}-request segments"
+        title = f"{title}, {run['records']:,} in {run.get('per_segment', '?')}-request segments ({run.get('codec', 'zstd')})"
         total = run["total_us"]
         lines.append(
             f"| {title} | {run['map_us']:.2f} | {run['batch_us']:.2f} | {run['encode_us']:.2f} | {total:.2f} "

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use prost::Message;
 use trawl_bench::generator::{GenConfig, log_record_count, span_count};
-use trawl_storage::{RowsBatch, columns_to_batch, encode_parts};
+use trawl_storage::{RowsBatch, SegmentCodec, columns_to_batch, encode_parts};
 
 /// The server's allocator (jemalloc with sampled heap profiles), for the same costs.
 #[global_allocator]
@@ -37,6 +37,9 @@ struct Args {
     /// `trawl_ingest::WORTH_ROWS`).
     #[arg(long, default_value_t = 16)]
     per_segment: usize,
+    /// Codec of the segments written (`zstd`, `lz4`, `none`: `trawl serve --flush-compression`).
+    #[arg(long, default_value = "zstd")]
+    codec: SegmentCodec,
     /// Runs of each stage; the fastest counts.
     #[arg(long, default_value_t = 5)]
     runs: usize,
@@ -134,19 +137,20 @@ fn main() -> anyhow::Result<()> {
         bytes = 0;
         for segment in batches.chunks(args.per_segment.max(1)) {
             let parts = segment.iter().map(copy).collect();
-            bytes += runtime.block_on(encode_parts(parts))?.bytes.len();
+            bytes += runtime.block_on(encode_parts(parts, args.codec))?.bytes.len();
         }
         Ok(())
     })?;
     let total = mapping + batching + encoding;
     println!(
-        "{records} {} in {} requests, {} per segment; fastest of {} runs, one thread",
+        "{records} {} in {} requests, {} per segment ({} codec); fastest of {} runs, one thread",
         match args.signal {
             Signal::Logs => "log records",
             Signal::Traces => "spans",
         },
         bodies.len(),
         args.per_segment,
+        args.codec,
         args.runs
     );
     for (stage, time) in [
@@ -171,6 +175,7 @@ fn main() -> anyhow::Result<()> {
             "records": records,
             "runs": args.runs,
             "per_segment": args.per_segment,
+            "codec": args.codec.name(),
             "map_us": per_record(mapping),
             "batch_us": per_record(batching),
             "encode_us": per_record(encoding),

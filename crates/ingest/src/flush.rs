@@ -101,6 +101,7 @@ async fn flush(inner: &Inner, database: &str, table: &str, signal: Signal, buffe
         table,
         signal,
         buffer.parts,
+        inner.config.flush_codec,
         &buffer.keys,
         deadline,
     )

@@ -32,7 +32,7 @@ use tokio::task::JoinHandle;
 use trawl_catalog::Catalog;
 use trawl_common::metrics::METRICS;
 use trawl_common::{Row, Signal, TrawlError};
-use trawl_storage::{RowsBatch, SegmentWriter, rows_to_batch};
+use trawl_storage::{RowsBatch, SegmentCodec, SegmentWriter, rows_to_batch};
 
 pub use budget::{ByteBudget, Reservation};
 pub use dedup::RequestKey;
@@ -69,6 +69,9 @@ pub struct IngestConfig {
     /// Other ingest processes commit to the same catalog (a cluster): a request this process
     /// does not know is looked up in the catalog before it is stored.
     pub shared_catalog: bool,
+    /// How the segments a flush writes are compressed. zstd by default; a process whose
+    /// merges rewrite fresh segments soon may write them faster ([`SegmentCodec`]).
+    pub flush_codec: SegmentCodec,
 }
 
 impl Default for IngestConfig {
@@ -84,6 +87,7 @@ impl Default for IngestConfig {
             retry_for: Duration::from_secs(25),
             dedup_window: Duration::from_secs(600),
             shared_catalog: false,
+            flush_codec: SegmentCodec::Zstd,
         }
     }
 }

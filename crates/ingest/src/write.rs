@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use trawl_catalog::{Catalog, CatalogError};
 use trawl_common::metrics::{METRICS, label, seconds_since};
 use trawl_common::{ErrorCode, Signal, TrawlError};
-use trawl_storage::{RowsBatch, SegmentWriter, encode_parts};
+use trawl_storage::{RowsBatch, SegmentCodec, SegmentWriter, encode_parts};
 
 use crate::RequestKey;
 
@@ -24,7 +24,7 @@ pub(crate) enum CommitOutcome {
     Unknown,
 }
 
-#[allow(clippy::too_many_arguments)] // the destination (database, table, signal) and the request's parts
+#[allow(clippy::too_many_arguments)] // the destination (database, table, signal), the parts and their codec
 pub(crate) async fn write_and_register(
     writer: &SegmentWriter,
     catalog: &dyn Catalog,
@@ -32,10 +32,11 @@ pub(crate) async fn write_and_register(
     table: &str,
     signal: Signal,
     parts: Vec<RowsBatch>,
+    codec: SegmentCodec,
     keys: &[RequestKey],
     deadline: Instant,
 ) -> Result<(), (TrawlError, CommitOutcome)> {
-    let encoded = encode_parts(parts).await.map_err(|e| {
+    let encoded = encode_parts(parts, codec).await.map_err(|e| {
         (
             TrawlError::new(ErrorCode::Unavailable, format!("could not store the batch: {e}")),
             CommitOutcome::NotRegistered,

@@ -49,7 +49,7 @@ pub use merge::{MergePolicy, Merger};
 pub use probe::{UnreadableSegment, Warmed, find_cause, warm_footers};
 pub use progress::ScanCounters;
 pub use read_hint::{ReadHint, ReadHints};
-pub use segment::{Encoded, SegmentEncoder, SegmentWriter, encode_parts, encode_rows};
+pub use segment::{Encoded, SegmentCodec, SegmentEncoder, SegmentWriter, encode_parts, encode_rows};
 pub use segment_scan::{LazyScans, ScanSpec, SegmentScanExec};
 pub use store::SegmentStore;
 pub use table::TrawlTable;

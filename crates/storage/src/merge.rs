@@ -51,6 +51,10 @@ pub struct MergePolicy {
     /// A kind of rows of a table with no new small segment for this long is quiet: its small
     /// segments are merged whatever their sizes.
     pub idle_after: Duration,
+    /// Fresh segments (merge level 0) are written with a faster codec than merged ones
+    /// ([`crate::SegmentCodec`]): a quiet table's fresh segment that has no neighbour to
+    /// merge with is rewritten alone, so no segment stays under the fresh codec.
+    pub rewrite_lone_fresh: bool,
 }
 
 impl Default for MergePolicy {
@@ -62,6 +66,7 @@ impl Default for MergePolicy {
             min_inputs: 4,
             grace: Duration::from_secs(300),
             idle_after: Duration::from_secs(300),
+            rewrite_lone_fresh: false,
         }
     }
 }
@@ -118,7 +123,8 @@ impl MergePolicy {
             let enough =
                 inputs >= self.min_inputs.max(2) || (inputs >= 2 && (quiet || rows >= self.max_output_rows / 2));
             let balanced = quiet || biggest as f64 <= rows as f64 * MOST_FROM_ONE_INPUT;
-            if enough && balanced {
+            let lone_fresh = quiet && self.rewrite_lone_fresh && inputs == 1 && segments[start].merge_level == 0;
+            if (enough && balanced) || lone_fresh {
                 chosen.push(start..end);
                 start = end;
             } else {

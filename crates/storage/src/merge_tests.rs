@@ -215,3 +215,32 @@ fn two_segments_holding_half_a_merged_segment_are_merged_without_waiting_for_mor
     let small = vec![segment(1, 200_000, 0, 1, 0), segment(2, 200_000, 2, 3, 0)];
     assert!(policy.plan(small, SECOND).is_empty(), "400k rows in two: wait for more");
 }
+
+#[test]
+fn a_quiet_tables_lone_fresh_segment_is_rewritten_when_fresh_segments_use_a_faster_codec() {
+    let policy = MergePolicy {
+        idle_after: Duration::from_secs(60),
+        rewrite_lone_fresh: true,
+        ..MergePolicy::default()
+    };
+    let fresh = segment(1, 40_000, 0, 1, 10 * SECOND);
+    let merged = SegmentMeta {
+        merge_level: 2,
+        ..segment(2, 300_000, 2, 3, 10 * SECOND)
+    };
+    // While the table is busy, a lone segment waits for neighbours of its size.
+    assert!(policy.plan(vec![fresh.clone()], 11 * SECOND).is_empty());
+    // Quiet: the fresh one is rewritten alone; a merged one has nothing to gain from it.
+    let groups = policy.plan(vec![fresh.clone()], 70 * SECOND);
+    assert_eq!(groups, [vec![fresh.clone()]]);
+    assert!(policy.plan(vec![merged.clone()], 70 * SECOND).is_empty());
+    // With a neighbour, the two are merged as before.
+    let groups = policy.plan(vec![fresh.clone(), merged.clone()], 70 * SECOND);
+    assert_eq!(groups.iter().map(Vec::len).collect::<Vec<_>>(), [2]);
+    // Fresh segments under the merged segments' codec are left alone.
+    let same_codec = MergePolicy {
+        rewrite_lone_fresh: false,
+        ..policy
+    };
+    assert!(same_codec.plan(vec![fresh], 70 * SECOND).is_empty());
+}

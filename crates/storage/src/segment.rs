@@ -8,7 +8,7 @@ use trawl_catalog::{ColumnInfo, SegmentMeta, SegmentState};
 use trawl_common::Row;
 
 pub(crate) use self::encoder::BLOOM_COLUMNS;
-pub use self::encoder::{SegmentEncoder, encode_parquet};
+pub use self::encoder::{SegmentCodec, SegmentEncoder, encode_parquet};
 use crate::batch::{RowsBatch, rows_to_batch};
 use crate::combine::{Combined, combine_by_time};
 use crate::store::SegmentStore;
@@ -101,20 +101,23 @@ pub struct Encoded {
 
 /// Sorts and encodes `rows` as one segment's Parquet bytes (on a blocking thread).
 pub async fn encode_rows(rows: Vec<Row>) -> Result<Encoded> {
-    encode_with(move || rows_to_batch(rows).map(Combined::from)).await
+    encode_with(move || rows_to_batch(rows).map(Combined::from), SegmentCodec::Zstd).await
 }
 
 /// Combines the batches of one buffer ([`combine_by_time`]) and encodes them as one segment's
-/// Parquet bytes (on a blocking thread).
-pub async fn encode_parts(parts: Vec<RowsBatch>) -> Result<Encoded> {
-    encode_with(move || combine_by_time(parts)).await
+/// Parquet bytes (on a blocking thread), its compressed columns under `codec`.
+pub async fn encode_parts(parts: Vec<RowsBatch>, codec: SegmentCodec) -> Result<Encoded> {
+    encode_with(move || combine_by_time(parts), codec).await
 }
 
-async fn encode_with(build: impl FnOnce() -> Result<Combined> + Send + 'static) -> Result<Encoded> {
+async fn encode_with(
+    build: impl FnOnce() -> Result<Combined> + Send + 'static,
+    codec: SegmentCodec,
+) -> Result<Encoded> {
     tokio::task::spawn_blocking(move || {
         let built = build()?;
         let rows = built.rows() as u64;
-        let bytes = encode_parquet(&built.batches)?;
+        let bytes = encode_parquet(&built.batches, codec)?;
         Ok::<_, StorageError>(Encoded {
             bytes,
             columns: built.columns,

@@ -35,7 +35,7 @@ use trawl_catalog::{Catalog, Directory, Objects, SqlCatalog};
 use trawl_engine::Engine;
 use trawl_gateway::{Gateway, GatewayConfig, Upstreams};
 use trawl_ingest::{IngestConfig, Ingestor};
-use trawl_storage::{MergePolicy, Merger, SegmentWriter, StoreLocation};
+use trawl_storage::{MergePolicy, Merger, SegmentCodec, SegmentWriter, StoreLocation};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -145,6 +145,12 @@ pub struct ServeArgs {
     /// Longest time ingested rows wait before their segment is written (milliseconds, ≤ 2000).
     #[arg(long, env = "INGEST_FLUSH_INTERVAL_MS", default_value_t = 1000)]
     pub flush_interval_ms: u64,
+    /// How the segments ingest writes are compressed until a merge rewrites them with zstd:
+    /// `zstd`, `lz4` or `none`. `none` takes the least CPU to encode but writes about 4x the
+    /// bytes, which fill the page cache and the disk until the merge (see
+    /// docs/configuration.md). Give every member of a cluster the same setting.
+    #[arg(long, env = "INGEST_FLUSH_COMPRESSION", default_value_t = SegmentCodec::Zstd)]
+    pub flush_compression: SegmentCodec,
     /// Largest ingest request body after decompression (bytes).
     #[arg(long, env = "INGEST_MAX_BODY_BYTES", default_value_t = 64 << 20)]
     pub max_body_bytes: usize,
@@ -462,6 +468,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     retry_for: Duration::from_secs(args.ingest_retry_secs),
                     dedup_window: Duration::from_secs(args.ingest_dedup_window_secs),
                     shared_catalog: !roles.single(),
+                    flush_codec: args.flush_compression,
                     ..IngestConfig::default()
                 },
             )
@@ -524,6 +531,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             let policy = MergePolicy {
                 grace: deletion_grace(args),
                 idle_after: Duration::from_secs(args.merge_idle_after_secs),
+                rewrite_lone_fresh: args.flush_compression != SegmentCodec::Zstd,
                 ..MergePolicy::default()
             };
             let settings = JanitorSettings {
