@@ -85,3 +85,41 @@ fn span_columns_equal_span_rows() -> Result<(), Box<dyn std::error::Error>> {
     assert!(compared > 100, "{compared}");
     Ok(())
 }
+
+/// Items leave by key; equal keys in the order they came; each with its own scope list's cells.
+#[test]
+fn items_leave_in_time_order_and_ties_in_request_order() {
+    let first = SharedBags::for_resource(None);
+    let mut second = SharedBags::for_resource(None);
+    second.set_scope(Some(&trawl_proto::otlp::common::v1::InstrumentationScope {
+        name: "second".into(),
+        ..Default::default()
+    }));
+    let mapped = |items: &[(u64, [usize; 3])]| {
+        let mut order = TimeOrder::with_capacity(items.len());
+        for (n, &(key, at)) in items.iter().enumerate() {
+            order.push(if at[0] == 0 { &first } else { &second }, at, key, n);
+        }
+        let mut out = Vec::new();
+        order.map(|shared, at, n| out.push((n, at, !shared.scope_name.is_empty())));
+        out
+    };
+    // Already in order: as they came.
+    let sorted = [(1, [0, 0, 0]), (1, [0, 0, 1]), (2, [1, 0, 0])];
+    assert_eq!(
+        mapped(&sorted),
+        [(0, [0, 0, 0], false), (1, [0, 0, 1], false), (2, [1, 0, 0], true)]
+    );
+    // Out of order, with ties: by key, ties in the request's order.
+    let shuffled = [
+        (5, [0, 0, 0]),
+        (3, [0, 0, 1]),
+        (5, [0, 0, 2]),
+        (1, [1, 0, 0]),
+        (3, [1, 0, 1]),
+    ];
+    let order: Vec<usize> = mapped(&shuffled).into_iter().map(|(n, ..)| n).collect();
+    assert_eq!(order, [3, 1, 4, 0, 2]);
+    let lists: Vec<bool> = mapped(&shuffled).into_iter().map(|(.., second)| second).collect();
+    assert_eq!(lists, [true, false, true, false, false]);
+}
