@@ -23,6 +23,9 @@ use crate::events::{PartialFailure, QueryEvent, QueryEvents, RunOptions};
 use crate::progress::{Progress, Tracker};
 use crate::{Engine, Physical, QueryOutput, QueryRequest, ResultTable, execution_error};
 
+mod sent;
+use sent::{HELD_RESULT_BYTES, SentRows};
+
 /// The concurrent-query limit: `slots` queries run, up to `max_waiting` more wait in line.
 #[derive(Debug)]
 pub(crate) struct Admission {
@@ -67,43 +70,6 @@ impl Admission {
 
 /// Events a run could not deliver: the receiver is gone.
 struct Gone;
-
-/// Sends a table's rows up to the result limit, then a `ResultTruncated` warning.
-struct SentRows<'a> {
-    table: &'a str,
-    limit: usize,
-    rows: usize,
-}
-
-impl<'a> SentRows<'a> {
-    fn new(table: &'a str, limit: usize) -> SentRows<'a> {
-        SentRows { table, limit, rows: 0 }
-    }
-
-    /// Sends `batch`; false once the limit is reached (nothing more is sent).
-    async fn send(&mut self, run: &Run, batch: RecordBatch) -> Result<bool, Gone> {
-        let limit = self.limit;
-        if self.rows + batch.num_rows() > limit {
-            run.send(QueryEvent::Rows(batch.slice(0, limit - self.rows))).await?;
-            self.rows = limit;
-            run.send(QueryEvent::Warning(QueryWarning {
-                kind: "ResultTruncated".into(),
-                message: format!(
-                    "the result of {} was cut to {limit} rows; narrow the query or use take",
-                    self.table
-                ),
-                location: None,
-            }))
-            .await?;
-            return Ok(false);
-        }
-        self.rows += batch.num_rows();
-        if batch.num_rows() > 0 {
-            run.send(QueryEvent::Rows(batch)).await?;
-        }
-        Ok(true)
-    }
-}
 
 /// Sends events of one run, with progress at the set pace.
 struct Run {
@@ -374,7 +340,12 @@ impl Engine {
                 run.report_unreadable().await?;
                 let _watch = self.start_tracking(run, &physical, query.as_deref());
                 let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
-                let mut sent = SentRows::new(&name, self.config.max_result_rows);
+                let mut sent =
+                    SentRows::new(&name, self.config.max_result_rows).holding(if placement.is_distributed() {
+                        HELD_RESULT_BYTES
+                    } else {
+                        0
+                    });
                 let mut failed = None;
                 let mut exhausted = true;
                 while let Some(batch) = run.ticking(stream.next()).await? {
@@ -406,12 +377,13 @@ impl Engine {
                     "executed plan with metrics"
                 );
                 let Some(error) = failed else {
+                    sent.release(run).await?;
                     break sent.rows;
                 };
                 // A node the plan was spread over is gone: before any row went out, the query
                 // runs again without it (nodes that do not answer are left out for a while).
                 if placement.is_distributed()
-                    && sent.rows == 0
+                    && !sent.delivered
                     && lost_nodes < MAX_LOST_NODE_RETRIES
                     && let Some(distribution) = &self.distribution
                     && distribution.lost_a_node(&error).await
@@ -434,7 +406,7 @@ impl Engine {
                 });
                 let tripped = tripped_at.is_some();
                 budget_hit = budget_hit.or(tripped_at);
-                let thinner = if sent.rows == 0 && bits < crate::budget::MAX_FRACTION_BITS && tripped {
+                let thinner = if !sent.delivered && bits < crate::budget::MAX_FRACTION_BITS && tripped {
                     trawl_planner::budget::keep_groups(&result.plan, bits + 1).map_err(execution_error)?
                 } else {
                     None
@@ -448,7 +420,7 @@ impl Engine {
                         return Err(Stop::Failed(crate::budget::too_large(&error)));
                     }
                     None if placement.is_distributed() => {
-                        tracing::warn!(rows_sent = sent.rows, runs = lost_nodes + 1, %error, "a distributed query failed");
+                        tracing::warn!(rows_went_out = sent.delivered, runs = lost_nodes + 1, %error, "a distributed query failed");
                         return Err(Stop::Failed(crate::distributed::distributed_error(error)));
                     }
                     None => return Err(Stop::Failed(execution_error(error))),
