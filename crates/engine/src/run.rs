@@ -340,12 +340,12 @@ impl Engine {
                 run.report_unreadable().await?;
                 let _watch = self.start_tracking(run, &physical, query.as_deref());
                 let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
-                let mut sent =
-                    SentRows::new(&name, self.config.max_result_rows).holding(if placement.is_distributed() {
-                        HELD_RESULT_BYTES
-                    } else {
-                        0
-                    });
+                let held = if placement.is_distributed() {
+                    HELD_RESULT_BYTES
+                } else {
+                    0
+                };
+                let mut sent = SentRows::new(&name, self.config.max_result_rows).holding(held);
                 let mut failed = None;
                 let mut exhausted = true;
                 while let Some(batch) = run.ticking(stream.next()).await? {
