@@ -113,6 +113,7 @@ fn principal(row: &AnyRow) -> Result<Principal> {
 #[async_trait]
 impl Directory for SqlCatalog {
     async fn add_ingest_token(&self, token: &IngestTokenRecord) -> Result<()> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         sqlx::query(
             "INSERT INTO ingest_tokens (id, secret_hash, name, database, table_name, allow_table_override, signal_tables,
                  created_at, revoked_at)
@@ -138,7 +139,11 @@ impl Directory for SqlCatalog {
     }
 
     async fn ingest_token(&self, id: &str) -> Result<Option<IngestTokenRecord>> {
-        sqlx::query(
+        if let Some(known) = self.remembered.ingest_token(id) {
+            return Ok(Some(known));
+        }
+        let generation = self.remembered.generation(crate::remembered::Area::Accounts);
+        let found = sqlx::query(
             "SELECT id, secret_hash, name, database, table_name, allow_table_override, signal_tables, created_at, revoked_at
              FROM ingest_tokens WHERE id = $1",
         )
@@ -147,7 +152,11 @@ impl Directory for SqlCatalog {
             .await?
             .as_ref()
             .map(ingest_token)
-            .transpose()
+            .transpose()?;
+        if let Some(found) = &found {
+            self.remembered.keep_ingest_token(found, generation);
+        }
+        Ok(found)
     }
 
     async fn ingest_tokens(&self) -> Result<Vec<IngestTokenRecord>> {
@@ -163,6 +172,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn revoke_ingest_token(&self, id: &str, at: i64) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(id)
@@ -182,6 +192,7 @@ impl Directory for SqlCatalog {
     }
 
     async fn restore_ingest_token(&self, id: &str, not_before: i64) -> Result<bool> {
+        let _writing = self.remembered.writing(crate::remembered::Area::Accounts);
         let done = sqlx::query("UPDATE ingest_tokens SET revoked_at = NULL WHERE id = $1 AND revoked_at >= $2")
             .bind(id)
             .bind(not_before)

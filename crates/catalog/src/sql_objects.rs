@@ -463,10 +463,13 @@ impl Objects for SqlCatalog {
     }
 
     async fn writable(&self, database: &str, table: &str) -> Result<bool> {
-        if let Some(Some(_)) = self.database_state(database).await? {
-            return Ok(false);
-        }
-        Ok(!matches!(self.table_state(database, table).await?, Some(Some(_))))
+        let ask = async {
+            if let Some(Some(_)) = self.database_state(database).await? {
+                return Ok(false);
+            }
+            Ok(!matches!(self.table_state(database, table).await?, Some(Some(_))))
+        };
+        self.remembered.writable_or(database, table, ask).await
     }
 
     async fn purge_deleted(&self, before: i64, now: i64) -> Result<Vec<String>> {

@@ -737,9 +737,20 @@ async fn remembered_reads_see_every_write_of_the_process_at_once() -> TestResult
         Change::Done
     );
     assert_eq!(reader.views("default").await?.len(), 1);
+    assert!(reader.writable("default", "t").await?);
+    assert!(reader.writable("default", "t").await?, "remembered");
     writer.delete_object(ObjectKind::Table, "default", "t", true, 2).await?;
     assert!(reader.tables("default").await?.is_empty());
     assert!(reader.views("default").await?.is_empty());
+    assert!(
+        !reader.writable("default", "t").await?,
+        "ingest into a deleted table stops at once"
+    );
+    assert_eq!(
+        writer.restore_object(ObjectKind::Table, "default", "t", 0).await?,
+        Change::Done
+    );
+    assert!(reader.writable("default", "t").await?);
 
     // Tokens and roles: a revocation or a new role is seen at once.
     let principal = Principal {
@@ -768,5 +779,26 @@ async fn remembered_reads_see_every_write_of_the_process_at_once() -> TestResult
     assert_eq!(reader.access_token("t1").await?.and_then(|t| t.revoked_at), Some(5));
     assert!(writer.set_role("p", Role::Admin).await?);
     assert_eq!(reader.principal("p").await?.map(|p| p.role), Some(Role::Admin));
+
+    // Ingest tokens: a new one, a revocation and a restore are seen at once.
+    let ingest = IngestTokenRecord {
+        id: "i1".into(),
+        secret_hash: "h".into(),
+        name: "shipper".into(),
+        database: "default".into(),
+        table: "t".into(),
+        allow_table_override: false,
+        signal_tables: SignalTables::default(),
+        created_at: 0,
+        revoked_at: None,
+    };
+    assert!(reader.ingest_token("i1").await?.is_none());
+    writer.add_ingest_token(&ingest).await?;
+    assert_eq!(reader.ingest_token("i1").await?, Some(ingest.clone()));
+    assert_eq!(reader.ingest_token("i1").await?, Some(ingest.clone()), "remembered");
+    assert!(writer.revoke_ingest_token("i1", 5).await?);
+    assert_eq!(reader.ingest_token("i1").await?.and_then(|t| t.revoked_at), Some(5));
+    assert!(writer.restore_ingest_token("i1", 5).await?);
+    assert_eq!(reader.ingest_token("i1").await?, Some(ingest));
     Ok(())
 }
