@@ -23,7 +23,7 @@ use trawl_catalog::{Directory, Objects, SignalTables};
 use trawl_common::metrics::{METRICS, label};
 use trawl_common::{ErrorCode, Signal, TrawlError};
 
-use datafusion::arrow::array::{AsArray, UInt32Array};
+use datafusion::arrow::array::{AsArray, StringArray, UInt32Array};
 use trawl_common::columns::Columns;
 use trawl_storage::{RowsBatch, columns_to_batch};
 
@@ -110,6 +110,23 @@ fn table_in_text(text: &str) -> Option<String> {
         .filter(|name| table_name_ok(name))
 }
 
+/// Whether any resource text in `resources` mentions the table attribute: one search over
+/// the column's bytes, so a batch without it (the usual case) looks at no row. Rows are in
+/// time order, so the resources of a request interleave and a per-row look repeats.
+fn names_a_table(resources: &StringArray) -> bool {
+    let offsets = resources.value_offsets();
+    let (Some(&start), Some(&end)) = (offsets.first(), offsets.last()) else {
+        return false;
+    };
+    let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
+        return false;
+    };
+    resources
+        .value_data()
+        .get(start..end)
+        .is_some_and(|bytes| memchr::memmem::find(bytes, TABLE_ATTRIBUTE.as_bytes()).is_some())
+}
+
 /// [`rows_by_table`] for rows in a batch (each part keeps the rows' order).
 pub fn batch_by_table(route: &IngestRoute, batch: RowsBatch) -> Result<Vec<(String, RowsBatch)>, TrawlError> {
     let resources = batch
@@ -117,7 +134,7 @@ pub fn batch_by_table(route: &IngestRoute, batch: RowsBatch) -> Result<Vec<(Stri
         .column_by_name("resource")
         .and_then(|c| c.as_string_opt::<i32>());
     let chosen: Vec<Option<String>> = match resources {
-        Some(resources) if route.allow_table_override => {
+        Some(resources) if route.allow_table_override && names_a_table(resources) => {
             // The rows of one resource repeat its text: look into each distinct run once.
             let mut last: Option<(&str, Option<String>)> = None;
             resources
@@ -480,5 +497,21 @@ mod tests {
             vec![("audit".to_string(), 2, 0, 30), ("logs".to_string(), 2, 10, 20)]
         );
         Ok(())
+    }
+
+    #[test]
+    fn only_the_rows_in_a_slice_are_searched_for_the_table_attribute() {
+        let resources = StringArray::from(vec![
+            Some(r#"{"trawl.table":"audit"}"#),
+            Some(r#"{"service.name":"x"}"#),
+            None,
+            Some(r#"{"service.name":"y","trawl.table":"audit"}"#),
+        ]);
+        assert!(names_a_table(&resources));
+        assert!(names_a_table(&resources.slice(0, 1)));
+        assert!(!names_a_table(&resources.slice(1, 2)));
+        assert!(names_a_table(&resources.slice(2, 2)));
+        assert!(!names_a_table(&resources.slice(1, 0)));
+        assert!(!names_a_table(&StringArray::from(Vec::<Option<&str>>::new())));
     }
 }
