@@ -13,8 +13,9 @@
 //! stale. A read takes the generation before it asks the database and keeps its answer under
 //! it, so an answer read while a write commits is never kept past that write's end.
 //!
-//! Two generations: one for tables, views and segments, one for tokens and principals (a
-//! segment committed every second by ingest does not make the gateway read tokens again).
+//! Three generations: one for tables, views and segments, one for which of them exist and
+//! are deleted, one for tokens and principals (a segment committed every second by ingest
+//! does not make the gateway read tokens again, nor ingest ask whether its table is deleted).
 //! Every `SqlCatalog` of one process on one file shares them. As a guard against a writer
 //! outside this process, nothing is kept longer than [`LONGEST`]. A PostgreSQL catalog is
 //! shared by the processes of a cluster and remembers nothing.
@@ -44,6 +45,7 @@ static GENERATIONS: LazyLock<Mutex<HashMap<String, Arc<Generations>>>> = LazyLoc
 #[derive(Debug, Default)]
 pub(crate) struct Generations {
     objects: AtomicU64,
+    names: AtomicU64,
     accounts: AtomicU64,
 }
 
@@ -52,6 +54,9 @@ pub(crate) struct Generations {
 pub(crate) enum Area {
     /// Tables, columns, views, databases and segments.
     Objects,
+    /// Which databases, tables and views exist and which are deleted (what ingest asks of
+    /// every request; a segment commit does not move it).
+    Names,
     /// Tokens and principals.
     Accounts,
 }
@@ -76,6 +81,7 @@ impl Generations {
     fn counter(&self, area: Area) -> &AtomicU64 {
         match area {
             Area::Objects => &self.objects,
+            Area::Names => &self.names,
             Area::Accounts => &self.accounts,
         }
     }
@@ -177,7 +183,7 @@ impl Remembered {
             tokens: Answers::new(Area::Accounts),
             principals: Answers::new(Area::Accounts),
             ingest_tokens: Answers::new(Area::Accounts),
-            writable: Answers::new(Area::Objects),
+            writable: Answers::new(Area::Names),
         }
     }
 
@@ -187,6 +193,12 @@ impl Remembered {
             generations: self.generations.as_deref(),
             area,
         }
+    }
+
+    /// Guards to hold over a write that creates, deletes or restores databases, tables or
+    /// views: it changes both the objects and their names.
+    pub(crate) fn renaming(&self) -> [Writing<'_>; 2] {
+        [self.writing(Area::Objects), self.writing(Area::Names)]
     }
 
     /// The generation of `area` now, to keep an answer read after this under (none: nothing
@@ -297,7 +309,7 @@ impl Remembered {
         if let Some(known) = generations.and_then(|g| self.writable.get(g, &key)) {
             return Ok(known);
         }
-        let generation = generations.map(|g| g.counter(Area::Objects).load(Ordering::Acquire));
+        let generation = generations.map(|g| g.counter(Area::Names).load(Ordering::Acquire));
         let writable = ask.await?;
         if let Some(generation) = generation {
             self.writable.put(key, writable, generation);
@@ -339,6 +351,20 @@ mod tests {
         // A write of the other area leaves it.
         drop(remembered.writing(Area::Accounts));
         assert_eq!(tables(&remembered, "e").await, "c");
+    }
+
+    #[tokio::test]
+    async fn whether_a_table_takes_ingest_outlives_segment_commits_but_not_deletes() {
+        let remembered = Remembered::private();
+        let writable = |fresh: bool| remembered.writable_or("db", "t", async move { Ok(fresh) });
+        assert!(writable(true).await.unwrap_or(false));
+        // A segment commit (an objects write) leaves the answer.
+        drop(remembered.writing(Area::Objects));
+        assert!(writable(false).await.unwrap_or(false), "remembered");
+        // A delete (or a create or restore) does not.
+        drop(remembered.renaming());
+        assert!(!writable(false).await.unwrap_or(true));
+        assert!(!writable(true).await.unwrap_or(true), "remembered");
     }
 
     #[tokio::test]

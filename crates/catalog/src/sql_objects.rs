@@ -118,7 +118,7 @@ impl SqlCatalog {
 #[async_trait]
 impl Objects for SqlCatalog {
     async fn create_database(&self, name: &str, now: i64) -> Result<Change> {
-        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
+        let _writing = self.remembered.renaming();
         match self.database_state(name).await? {
             Some(deleted) => {
                 // An implicit database (tables, no row) gets its row now.
@@ -143,7 +143,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn create_table(&self, database: &str, name: &str, retention_nanos: Option<i64>, now: i64) -> Result<Change> {
-        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
+        let _writing = self.remembered.renaming();
         if let Some(refused) = self.refused_in_deleted(database).await? {
             return Ok(refused);
         }
@@ -173,7 +173,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn create_view(&self, database: &str, name: &str, members: &[String], now: i64) -> Result<Change> {
-        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
+        let _writing = self.remembered.renaming();
         if let Some(refused) = self.refused_in_deleted(database).await? {
             return Ok(refused);
         }
@@ -302,7 +302,7 @@ impl Objects for SqlCatalog {
         cascade: bool,
         now: i64,
     ) -> Result<Change> {
-        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
+        let _writing = self.remembered.renaming();
         match kind {
             ObjectKind::Database => {
                 let target = if name.is_empty() { database } else { name };
@@ -383,7 +383,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn restore_object(&self, kind: ObjectKind, database: &str, name: &str, not_before: i64) -> Result<Change> {
-        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
+        let _writing = self.remembered.renaming();
         let too_late = |at: i64| at < not_before;
         let late = || Change::Refused("it was deleted before the restore window began; it is gone".into());
         match kind {
@@ -473,7 +473,7 @@ impl Objects for SqlCatalog {
     }
 
     async fn purge_deleted(&self, before: i64, now: i64) -> Result<Vec<String>> {
-        let _writing = self.remembered.writing(crate::remembered::Area::Objects);
+        let _writing = self.remembered.renaming();
         let mut tx = self.begin_write().await?;
         let tables = sqlx::query("SELECT database, name FROM tables WHERE deleted_at < $1")
             .bind(before)
