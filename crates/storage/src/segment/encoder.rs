@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
@@ -100,7 +100,7 @@ pub fn encode_parquet(batches: &[RecordBatch], codec: SegmentCodec) -> Result<By
             .iter()
             .map(|batch| batch.slice(0, batch.num_rows().min(per_batch)))
             .collect();
-        encoder.sample(&concat_batches(&first.schema(), &slices)?)?;
+        encoder.sample(&slices)?;
     }
     for batch in batches {
         encoder.write(batch)?;
@@ -246,6 +246,11 @@ impl Writer {
 /// Rows of the first batch sampled to tell a column's cardinality.
 const SAMPLE_ROWS: usize = 4096;
 
+/// Bytes of a column's values sampled (about; at least one value): long values (attributes,
+/// resources) tell their cardinality in fewer rows, and hashing 4096 of them took 1-2% of the
+/// ingest CPU.
+const SAMPLE_BYTES: usize = 256 * 1024;
+
 /// Most rows per data page of a column that is stored uncompressed or under a dictionary: a
 /// scan that reads some rows of a chunk (a row selection of the token index) decodes pages of
 /// at most this many rows around each. Compressed columns without a dictionary (free text,
@@ -274,37 +279,53 @@ struct Choice {
 /// Values at most this long on average, dictionary-encoded, are stored uncompressed.
 const SHORT_VALUE_BYTES: usize = 32;
 
-/// A column's [`Choice`]; `None` for columns of other types (booleans, nested), which keep the
-/// writer's defaults.
-fn choose(array: &dyn datafusion::arrow::array::Array) -> Option<Choice> {
+/// A column's [`Choice`] from its values in `columns` (one array per sampled batch); `None`
+/// for columns of other types (booleans, nested), which keep the writer's defaults. At most
+/// [`SAMPLE_ROWS`] values and about [`SAMPLE_BYTES`] are looked at.
+fn choose(columns: &[&dyn Array]) -> Option<Choice> {
     use datafusion::arrow::array::AsArray;
-    let sample = array.slice(0, array.len().min(SAMPLE_ROWS));
-    let data = sample.to_data();
-    if let Some(strings) = sample.as_string_opt::<i32>() {
-        Some(distinct(strings.iter().map(|v| v.map(str::as_bytes))))
-    } else if let Some(strings) = sample.as_string_opt::<i64>() {
-        Some(distinct(strings.iter().map(|v| v.map(str::as_bytes))))
-    } else if let Some(strings) = sample.as_string_view_opt() {
-        Some(distinct(strings.iter().map(|v| v.map(str::as_bytes))))
-    } else if let (Some(width), [buffer]) = (sample.data_type().primitive_width(), data.buffers()) {
-        let start = data.offset().saturating_mul(width);
-        let end = start.saturating_add(data.len().saturating_mul(width));
-        buffer.as_slice().get(start..end).map(|bytes| {
-            distinct(
+    let data: Vec<_> = columns.iter().map(|column| column.to_data()).collect();
+    let mut values: Vec<Option<&[u8]>> = Vec::with_capacity(SAMPLE_ROWS);
+    let mut bytes = 0usize;
+    let mut cut = false;
+    'columns: for (column, data) in columns.iter().zip(&data) {
+        let each: Box<dyn Iterator<Item = Option<&[u8]>>> = if let Some(strings) = column.as_string_opt::<i32>() {
+            Box::new(strings.iter().map(|v| v.map(str::as_bytes)))
+        } else if let Some(strings) = column.as_string_opt::<i64>() {
+            Box::new(strings.iter().map(|v| v.map(str::as_bytes)))
+        } else if let Some(strings) = column.as_string_view_opt() {
+            Box::new(strings.iter().map(|v| v.map(str::as_bytes)))
+        } else if let (Some(width), [buffer]) = (column.data_type().primitive_width(), data.buffers()) {
+            let start = data.offset().saturating_mul(width);
+            let end = start.saturating_add(data.len().saturating_mul(width));
+            let bytes = buffer.as_slice().get(start..end)?;
+            Box::new(
                 bytes
                     .chunks_exact(width)
                     .enumerate()
                     .map(|(row, value)| data.is_valid(row).then_some(value)),
             )
-        })
-    } else {
-        None
+        } else {
+            return None;
+        };
+        for value in each {
+            if values.len() >= SAMPLE_ROWS {
+                break 'columns;
+            }
+            if bytes >= SAMPLE_BYTES {
+                cut = true;
+                break 'columns;
+            }
+            bytes += value.map_or(0, <[u8]>::len);
+            values.push(value);
+        }
     }
+    Some(distinct(values.into_iter(), cut))
 }
 
-/// Whether at most half of the non-null `values` differ (or there are too few to tell), and
-/// the mean length of the distinct ones.
-fn distinct<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> Choice {
+/// Whether at most half of the non-null `values` differ (or there are too few to tell, unless
+/// the sample was `cut` short by its size), and the mean length of the distinct ones.
+fn distinct<'a>(values: impl Iterator<Item = Option<&'a [u8]>>, cut: bool) -> Choice {
     let mut distinct: datafusion::common::HashSet<&[u8]> = datafusion::common::HashSet::with_capacity(SAMPLE_ROWS);
     let (mut count, mut bags) = (0usize, 0usize);
     for value in values.flatten() {
@@ -314,7 +335,7 @@ fn distinct<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> Choice {
     }
     let bytes: usize = distinct.iter().map(|value| value.len()).sum();
     Choice {
-        dictionary: count < 64 || distinct.len() * 2 <= count,
+        dictionary: (count < 64 && !cut) || distinct.len() * 2 <= count,
         mean_bytes: bytes / distinct.len().max(1),
         bags: count > 0 && bags * 2 > count,
     }
@@ -369,13 +390,17 @@ struct FieldPlan {
 }
 
 impl Plan {
-    fn new(schema: &SchemaRef, first: Option<&RecordBatch>, expected_rows: usize, codec: SegmentCodec) -> Plan {
+    fn new(schema: &SchemaRef, sample: &[RecordBatch], expected_rows: usize, codec: SegmentCodec) -> Plan {
         let fields = schema
             .fields()
             .iter()
             .map(|field| {
-                let column = first.and_then(|batch| batch.column_by_name(field.name()));
-                let choice = column.and_then(|column| choose(column.as_ref()));
+                let columns: Vec<&dyn Array> = sample
+                    .iter()
+                    .filter_map(|batch| batch.column_by_name(field.name()))
+                    .map(|column| column.as_ref())
+                    .collect();
+                let choice = choose(&columns);
                 let block_pages = choice.is_some_and(|c| !c.dictionary && !uncompressed(c, field.data_type()));
                 FieldPlan { choice, block_pages }
             })
@@ -461,10 +486,11 @@ impl SegmentEncoder {
         })
     }
 
-    /// The writer, made for `first` (the first batch; `None` when there is none).
-    fn writer(&mut self, first: Option<&RecordBatch>) -> Result<&mut Writer> {
+    /// The writer, made for `sample` (the first batch, or rows of several; none when there
+    /// are no rows).
+    fn writer(&mut self, sample: &[RecordBatch]) -> Result<&mut Writer> {
         if self.writer.is_none() {
-            let plan = Plan::new(&self.schema, first, self.expected_rows, self.codec);
+            let plan = Plan::new(&self.schema, sample, self.expected_rows, self.codec);
             self.writer = Some(Writer::new(&self.schema, &plan, self.capacity)?);
         }
         self.writer
@@ -485,10 +511,10 @@ impl SegmentEncoder {
         self
     }
 
-    /// Decides how each column is written from `sample` (rows like the ones to come) instead
-    /// of from the first batch written.
-    pub fn sample(&mut self, sample: &RecordBatch) -> Result<()> {
-        self.writer(Some(sample))?;
+    /// Decides how each column is written from `sample` (rows like the ones to come, in one
+    /// batch or several) instead of from the first batch written.
+    pub fn sample(&mut self, sample: &[RecordBatch]) -> Result<()> {
+        self.writer(sample)?;
         Ok(())
     }
 
@@ -503,12 +529,12 @@ impl SegmentEncoder {
         }
         self.tokens.add(batch)?;
         let schema = Arc::clone(&self.schema);
-        self.writer(Some(batch))?.write(&schema, batch)
+        self.writer(std::slice::from_ref(batch))?.write(&schema, batch)
     }
 
     /// The file's bytes: the chunks, the token index (`crate::tokens`), the footer.
     pub fn finish(mut self) -> Result<Bytes> {
-        self.writer(None)?;
+        self.writer(&[])?;
         let tokens = std::mem::replace(&mut self.tokens, TokenIndexBuilder::new(&self.schema));
         let mut writer = self
             .writer

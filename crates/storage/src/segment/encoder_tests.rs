@@ -304,3 +304,26 @@ fn long_values_under_a_dictionary_are_compressed() -> std::result::Result<(), Bo
     );
     Ok(())
 }
+
+/// A column's choice reads about `SAMPLE_BYTES` of it: long values that repeat still get a
+/// dictionary, long values that differ do not (even when few were read), and the sample
+/// spans every batch given.
+#[test]
+fn a_sample_of_long_values_stops_early_and_still_tells_their_cardinality() {
+    use datafusion::arrow::array::StringArray;
+    let long = |i: usize| format!(r#"{{"service.name":"s{i}","pad":"{}"}}"#, "x".repeat(2_000));
+    let repeating = StringArray::from_iter_values((0..SAMPLE_ROWS).map(|i| long(i % 5)));
+    let choice = choose(&[&repeating]).map(|c| (c.dictionary, c.bags));
+    assert_eq!(choice, Some((true, true)));
+    let differing = StringArray::from_iter_values((0..SAMPLE_ROWS).map(long));
+    let choice = choose(&[&differing]).map(|c| c.dictionary);
+    assert_eq!(choice, Some(false), "cut after about 130 values, all different");
+    // Few rows in all: too few to tell, so a dictionary.
+    let few = StringArray::from_iter_values((0..10).map(|i| format!("v{i}")));
+    assert_eq!(choose(&[&few]).map(|c| c.dictionary), Some(true));
+    // Two batches: the second's values count too.
+    let same = StringArray::from_iter_values((0..40).map(|_| "a".to_string()));
+    let other = StringArray::from_iter_values((0..200).map(|i| format!("v{i}")));
+    assert_eq!(choose(&[&same]).map(|c| c.dictionary), Some(true));
+    assert_eq!(choose(&[&same, &other]).map(|c| c.dictionary), Some(false));
+}
