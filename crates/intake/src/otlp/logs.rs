@@ -135,8 +135,9 @@ pub(crate) fn logs_from_wire(body: &[u8], ingest_time_nanos: i64) -> Result<Colu
     // is not grown by copying itself over and over.
     let mut attributes = Vec::with_capacity(count.saturating_mul(8).min(1 << 16));
     let mut order = TimeOrder::with_capacity(count);
+    let mut known = wire::Known::default();
     wire::each_item(body, |shared, bytes, at| {
-        let record = RecordView::read(bytes, &mut attributes)?;
+        let record = RecordView::read(bytes, &mut attributes, &mut known)?;
         let key = time_key(record.time_unix_nano, record.observed_time_unix_nano, ingest_time_nanos);
         order.push(shared, at, key, record);
         Ok(())
@@ -198,8 +199,13 @@ struct RecordView<'a> {
 }
 
 impl<'a> RecordView<'a> {
-    /// Reads `message`, its attributes appended to `attributes`.
-    fn read(message: &'a [u8], attributes: &mut Vec<KeyView<'a>>) -> Result<RecordView<'a>, Unusual> {
+    /// Reads `message`, its attributes appended to `attributes` (strings checked through
+    /// `known`).
+    fn read(
+        message: &'a [u8],
+        attributes: &mut Vec<KeyView<'a>>,
+        known: &mut wire::Known<'a>,
+    ) -> Result<RecordView<'a>, Unusual> {
         let mut view = RecordView::default();
         let first = attributes.len();
         let mut fields = Fields::new(message);
@@ -208,9 +214,9 @@ impl<'a> RecordView<'a> {
                 1 => view.time_unix_nano = wire.fixed64()?,
                 2 => view.severity_number = wire.varint()? as i32,
                 3 => view.severity_text = wire.text()?,
-                5 if view.body.is_none() => view.body = Some(wire::any_value(wire.bytes()?)?),
+                5 if view.body.is_none() => view.body = Some(wire::any_value(wire.bytes()?, known)?),
                 5 => return Err(Unusual), // twice: prost merges
-                6 => attributes.push(wire::key_value(wire.bytes()?)?),
+                6 => attributes.push(wire::key_value(wire.bytes()?, known)?),
                 7 => view.dropped_attributes_count = wire.varint()? as u32,
                 8 => view.flags = wire.fixed32()?,
                 9 => view.trace_id = wire.bytes()?,

@@ -20,7 +20,7 @@ use crate::otlp::decode::{PayloadFormat, decode_traces};
 use crate::otlp::sink::{
     BagText, RowSink, SharedBags, SharedSlots, Sink, TimeOrder, set_count, set_flags, set_non_empty,
 };
-use crate::otlp::wire::{self, Fields, KeyView, Unusual};
+use crate::otlp::wire::{self, Fields, KeyView, Known, Unusual};
 use crate::{ColumnsOutput, IntakeError, IntakeOutput};
 
 /// Link flag bit 8: the sender knows whether the linked context is remote.
@@ -232,6 +232,8 @@ struct SpanLists<'a> {
     attributes: Vec<KeyView<'a>>,
     events: Vec<Event>,
     links: Vec<Link>,
+    /// The strings of the request found to be UTF-8 so far.
+    known: wire::Known<'a>,
 }
 
 /// An encoded `Span` read in place. Its attributes are borrowed; its events and links (few, and
@@ -272,11 +274,11 @@ impl<'a> SpanView<'a> {
                 6 => view.kind = wire.varint()? as i32,
                 7 => view.start_time_unix_nano = wire.fixed64()?,
                 8 => view.end_time_unix_nano = wire.fixed64()?,
-                9 => lists.attributes.push(wire::key_value(wire.bytes()?)?),
+                9 => lists.attributes.push(wire::key_value(wire.bytes()?, &mut lists.known)?),
                 10 => view.dropped_attributes_count = wire.varint()? as u32,
-                11 => lists.events.push(event(wire.bytes()?)?),
+                11 => lists.events.push(event(wire.bytes()?, &mut lists.known)?),
                 12 => view.dropped_events_count = wire.varint()? as u32,
-                13 => lists.links.push(link(wire.bytes()?)?),
+                13 => lists.links.push(link(wire.bytes()?, &mut lists.known)?),
                 14 => view.dropped_links_count = wire.varint()? as u32,
                 15 if view.status.is_none() => view.status = Some(status(wire.bytes()?)?),
                 15 => return Err(Unusual), // twice: prost merges
@@ -313,14 +315,16 @@ impl<'a> SpanView<'a> {
     }
 }
 
-fn event(message: &[u8]) -> Result<Event, Unusual> {
+fn event<'a>(message: &'a [u8], known: &mut Known<'a>) -> Result<Event, Unusual> {
     let mut event = Event::default();
     let mut fields = Fields::new(message);
     while let Some((number, wire)) = fields.next_field()? {
         match number {
             1 => event.time_unix_nano = wire.fixed64()?,
             2 => wire.text()?.clone_into(&mut event.name),
-            3 => event.attributes.push(wire::key_value(wire.bytes()?)?.to_key_value()),
+            3 => event
+                .attributes
+                .push(wire::key_value(wire.bytes()?, known)?.to_key_value()),
             4 => event.dropped_attributes_count = wire.varint()? as u32,
             _ => {}
         }
@@ -328,7 +332,7 @@ fn event(message: &[u8]) -> Result<Event, Unusual> {
     Ok(event)
 }
 
-fn link(message: &[u8]) -> Result<Link, Unusual> {
+fn link<'a>(message: &'a [u8], known: &mut Known<'a>) -> Result<Link, Unusual> {
     let mut link = Link::default();
     let mut fields = Fields::new(message);
     while let Some((number, wire)) = fields.next_field()? {
@@ -336,7 +340,9 @@ fn link(message: &[u8]) -> Result<Link, Unusual> {
             1 => wire.bytes()?.clone_into(&mut link.trace_id),
             2 => wire.bytes()?.clone_into(&mut link.span_id),
             3 => wire.text()?.clone_into(&mut link.trace_state),
-            4 => link.attributes.push(wire::key_value(wire.bytes()?)?.to_key_value()),
+            4 => link
+                .attributes
+                .push(wire::key_value(wire.bytes()?, known)?.to_key_value()),
             5 => link.dropped_attributes_count = wire.varint()? as u32,
             6 => link.flags = wire.fixed32()?,
             _ => {}

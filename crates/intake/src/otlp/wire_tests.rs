@@ -303,3 +303,20 @@ fn varints_read_as_prost_reads_them() {
     assert_eq!(Fields::new(&[0x81, 0x00]).varint(), Ok(1));
     assert_eq!(Fields::new(&[0x81, 0x80, 0x00]).varint(), Ok(1));
 }
+
+/// A string already found to be UTF-8 is given back for the same bytes; other bytes in its
+/// slot are checked (invalid ones refused) and take the slot.
+#[test]
+fn known_strings_are_checked_once_and_others_always() {
+    let body = b"http.method|http.method|h\xfftp.method".to_vec();
+    let (first, again, invalid) = (&body[..11], &body[12..23], &body[24..]);
+    let mut known = Known::default();
+    assert_eq!(known.text(Wire::Len(first)), Ok("http.method"));
+    assert_eq!(known.text(Wire::Len(again)), Ok("http.method"));
+    // The same length, first and last byte as the known one, so the same slot: still refused.
+    assert_eq!(known.text(Wire::Len(invalid)), Err(Unusual));
+    assert_eq!(known.text(Wire::Len(b"http.methox")), Ok("http.methox"));
+    assert_eq!(known.text(Wire::Len(b"hxxx.method")), Ok("hxxx.method"));
+    assert_eq!(known.text(Wire::Len(b"")), Ok(""));
+    assert_eq!(known.text(Wire::Varint(1)), Err(Unusual));
+}
