@@ -284,6 +284,9 @@ const SHORT_VALUE_BYTES: usize = 32;
 /// [`SAMPLE_ROWS`] values and about [`SAMPLE_BYTES`] are looked at.
 fn choose(columns: &[&dyn Array]) -> Option<Choice> {
     use datafusion::arrow::array::AsArray;
+    if columns.is_empty() {
+        return None;
+    }
     let data: Vec<_> = columns.iter().map(|column| column.to_data()).collect();
     let mut values: Vec<Option<&[u8]>> = Vec::with_capacity(SAMPLE_ROWS);
     let mut bytes = 0usize;
