@@ -9,6 +9,7 @@
 pub mod adx;
 pub mod columns;
 pub mod error;
+pub mod memory;
 pub mod faults;
 pub mod metrics;
 pub mod role;

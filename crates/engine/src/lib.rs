@@ -59,17 +59,24 @@ const DISABLED_OPTIMIZER_RULES: &[&str] = &["extract_leaf_expressions", "push_do
 /// Engine settings.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Memory all running queries may use before operators spill or fail.
+    /// Memory all running queries may hold at once; past it the query that holds the most is
+    /// stopped. Operators that can spill start spilling at three quarters of it.
     pub memory_limit_bytes: usize,
-    /// Memory one query may use (within `memory_limit_bytes`) before its operators spill or
-    /// it fails alone (see `memory.rs`).
+    /// Memory one query may hold (within `memory_limit_bytes`): every allocation it drives
+    /// counts; past it the query fails alone. Its operators that can spill start spilling at
+    /// three quarters of it (see `memory.rs`).
     pub query_memory_limit_bytes: usize,
+    /// Live heap bytes of the whole process past which the query holding the most is stopped
+    /// (none: not watched). A last guard for memory no account saw.
+    pub heap_limit_bytes: Option<u64>,
     /// Where spilled data goes.
     pub spill_dir: Option<PathBuf>,
     /// Bytes all queries' spill files may take on disk; past it the spilling query fails.
     pub spill_limit_bytes: u64,
     /// Rows returned per result table before the result is truncated with a warning.
     pub max_result_rows: usize,
+    /// Bytes of cell data returned per result table before it is truncated with a warning.
+    pub max_result_bytes: usize,
     /// Scan and execution parallelism.
     pub target_partitions: usize,
     /// Queries that run at once; more wait in line.
@@ -98,6 +105,8 @@ impl Default for EngineConfig {
             spill_dir: None,
             spill_limit_bytes: 16 << 30,
             max_result_rows: 500_000,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            heap_limit_bytes: None,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_concurrent_queries: default_concurrent_queries(),
             max_queued_queries: 1_000,
@@ -109,6 +118,9 @@ impl Default for EngineConfig {
         }
     }
 }
+
+/// Cell data a result table returns by default before it is cut (ADX's `truncationmaxsize`).
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 << 20;
 
 /// How long a query runs when neither the server's settings nor the client say otherwise
 /// (the gRPC default of the SPEC, used by every face).
@@ -183,6 +195,8 @@ pub struct Engine {
     journal: Arc<journal::QueryJournal>,
     /// Set on a query node of a cluster: queries may spread over the query nodes.
     distribution: Option<Arc<distributed::Distribution>>,
+    /// The memory all queries hold; each query's account counts against it.
+    server_memory: Arc<trawl_common::memory::ServerMemory>,
 }
 
 /// A physical plan ready to run.
@@ -227,8 +241,10 @@ impl TableLookup for CatalogTables {
 
 impl Engine {
     pub fn new(catalog: Arc<dyn Catalog>, store: &SegmentStore, config: EngineConfig) -> Result<Engine, TrawlError> {
-        let mut runtime =
-            RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(config.memory_limit_bytes)));
+        memory::trace_spawned_tasks();
+        let mut runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(
+            memory::spill_limit(config.memory_limit_bytes),
+        )));
         if let Some(dir) = &config.spill_dir {
             std::fs::create_dir_all(dir)
                 .map_err(|e| TrawlError::internal(format!("cannot create spill directory: {e}")))?;
@@ -273,6 +289,10 @@ impl Engine {
             config.max_concurrent_queries,
             config.max_queued_queries,
         ));
+        let server_memory = trawl_common::memory::ServerMemory::new(config.memory_limit_bytes as u64);
+        if let Some(cap) = config.heap_limit_bytes {
+            memory::watch_heap(&server_memory, cap);
+        }
         Ok(Engine {
             context,
             catalog,
@@ -280,6 +300,7 @@ impl Engine {
             admission,
             journal: Arc::new(journal::QueryJournal::default()),
             distribution: None,
+            server_memory,
         })
     }
 
@@ -290,7 +311,7 @@ impl Engine {
             &self.context.state(),
             settings,
             workers,
-            self.config.query_memory_limit_bytes,
+            memory::spill_limit(self.config.query_memory_limit_bytes),
         )
         .map_err(|e| TrawlError::internal(format!("cannot set up distributed queries: {e}")))?;
         self.distribution = Some(Arc::new(distribution));
@@ -403,7 +424,7 @@ impl Engine {
         let state = self.context.state();
         let distribution = self.distribution.clone();
         let runtime = tokio::runtime::Handle::current();
-        let query_limit = self.config.query_memory_limit_bytes;
+        let query_limit = memory::spill_limit(self.config.query_memory_limit_bytes);
         let advice_bytes = self.config.time_filter_advice_bytes;
         off_runtime(move || {
             runtime.block_on(async move {
@@ -572,6 +593,10 @@ async fn off_runtime<T: Send + 'static>(
 ) -> Result<T, TrawlError> {
     let abandoned = abandon::Abandoned::default();
     let flag = abandoned.flag();
+    // The query's memory account goes along: what planning builds (constants folded, plans)
+    // is the query's.
+    let account = trawl_common::memory::current();
+    let work = move || trawl_common::memory::within(account.as_ref(), work);
     // On a large stack: DataFusion's optimizer rules recurse once per operator, and a plan
     // may be as deep as the planner's bound (`trawl_planner::limits`) allows. The stack is
     // reserved address space; only what the recursion touches is used. The planning threads
@@ -751,6 +776,9 @@ pub(crate) fn execution_error(error: DataFusionError) -> TrawlError {
     }
     // A memory limit reached deep inside an operator arrives wrapped in other errors.
     if let DataFusionError::ResourcesExhausted(message) = error.find_root() {
+        if message.starts_with(trawl_common::memory::MemoryExceeded::SERVER_LIMIT) {
+            return TrawlError::unavailable(message.clone());
+        }
         let message = if message.starts_with(memory::QUERY_LIMIT_EXCEEDED) {
             message.clone()
         } else {

@@ -14,6 +14,7 @@ use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::execute_stream;
 use futures::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use trawl_common::memory::QueryMemory;
 use trawl_common::metrics::{METRICS, label, labels, seconds_since};
 use trawl_common::{ErrorCode, TrawlError};
 use trawl_planner::QueryWarning;
@@ -85,11 +86,20 @@ struct Run {
     distributed: bool,
     /// Who asks (`current_principal()`).
     principal: String,
+    /// The query's memory account.
+    memory: Arc<QueryMemory>,
 }
 
 impl Run {
     async fn send(&self, event: QueryEvent) -> Result<(), Gone> {
         self.sender.send(event).await.map_err(|_| Gone)
+    }
+
+    /// Sends rows of the table last started: the face encodes and frees them, so they leave
+    /// the query's account.
+    async fn send_rows(&self, batch: RecordBatch) -> Result<(), Gone> {
+        self.memory.release(batch.get_array_memory_size() as u64);
+        self.send(QueryEvent::Rows(batch)).await
     }
 
     /// Sends the segments left out since the last call, grouped by reason.
@@ -109,9 +119,11 @@ impl Run {
         Ok(())
     }
 
-    /// Awaits `work`, reporting progress meanwhile.
-    async fn ticking<T>(&mut self, work: impl Future<Output = T>) -> Result<T, Gone> {
+    /// Awaits `work`, reporting progress meanwhile; stops when the query's memory account
+    /// is exceeded (the work may be stuck in one long step: dropping it stops its tasks).
+    async fn ticking<T>(&mut self, work: impl Future<Output = T>) -> Result<T, Stop> {
         let mut work = std::pin::pin!(work);
+        let memory = Arc::clone(&self.memory);
         loop {
             let tick = async {
                 match &mut self.ticker {
@@ -120,11 +132,23 @@ impl Run {
                 }
             };
             tokio::select! {
-                // The tick first: a scan that always has rows ready must still report.
                 biased;
+                exceeded = memory.wait_exceeded() => {
+                    return Err(Stop::Failed(crate::memory::memory_error(&exceeded)));
+                }
+                // The tick first: a scan that always has rows ready must still report.
                 _ = tick => self.progress(false).await?,
                 output = &mut work => return Ok(output),
             }
+        }
+    }
+
+    /// The error `error` stands for: the memory account's reason when it was exceeded (an
+    /// operator's or function's refusal says less), else the execution error.
+    fn failure(&self, error: datafusion::error::DataFusionError) -> TrawlError {
+        match self.memory.exceeded() {
+            Some(exceeded) => crate::memory::memory_error(exceeded),
+            None => execution_error(error),
         }
     }
 }
@@ -212,13 +236,18 @@ impl Engine {
             state: crate::journal::RunState::Cancelled,
             failure: String::new(),
         };
+        let account = self
+            .server_memory
+            .account(self.config.query_memory_limit_bytes as u64);
         tokio::spawn(async move {
             let mut ended = ended;
             let arrived = Instant::now();
             let deadline = tokio::time::sleep(limit);
+            let memory_use = Arc::new(crate::memory::MemoryUse::for_account(Arc::clone(&account)));
+            account.set_namer(memory_use.namer());
             let mut run = Run {
                 sender: sender.clone(),
-                tracker: Tracker::new(Arc::new(ScanCounters::default()), arrived),
+                tracker: Tracker::with_memory(Arc::new(ScanCounters::default()), arrived, memory_use),
                 ticker: options.progress_every.map(|every| {
                     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
                     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -229,7 +258,11 @@ impl Engine {
                 budgets: Vec::new(),
                 distributed: false,
                 principal: options.principal.clone(),
+                memory: Arc::clone(&account),
             };
+            // Everything the run does works for the query's account (tasks its plans spawn
+            // too: `memory::trace_spawned_tasks`).
+            let running = trawl_common::memory::Scoped::new(Arc::clone(&account), engine.run_events(&request, &mut run));
             let outcome = tokio::select! {
                 biased;
                 _ = sender.closed() => return,
@@ -237,7 +270,7 @@ impl Engine {
                 // at its next tick).
                 _ = std::future::ready(()), if limit.is_zero() => Err(Stop::Failed(timeout(limit))),
                 _ = deadline => Err(Stop::Failed(timeout(limit))),
-                outcome = engine.run_events(&request, &mut run) => outcome,
+                outcome = running => outcome,
             };
             record_metrics(&options, &outcome, &run.tracker.snapshot(true), arrived);
             (ended.state, ended.failure) = match &outcome {
@@ -339,13 +372,14 @@ impl Engine {
                 run.tracker.planning = false;
                 run.report_unreadable().await?;
                 let _watch = self.start_tracking(run, &physical, query.as_deref());
-                let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
+                let mut stream = execute_stream(physical.clone(), task).map_err(|e| run.failure(e))?;
                 let held = if placement.is_distributed() {
                     HELD_RESULT_BYTES
                 } else {
                     0
                 };
-                let mut sent = SentRows::new(&name, self.config.max_result_rows).holding(held);
+                let mut sent =
+                    SentRows::new(&name, self.config.max_result_rows, self.config.max_result_bytes).holding(held);
                 let mut failed = None;
                 let mut exhausted = true;
                 while let Some(batch) = run.ticking(stream.next()).await? {
@@ -423,7 +457,7 @@ impl Engine {
                         tracing::warn!(rows_went_out = sent.delivered, runs = lost_nodes + 1, %error, "a distributed query failed");
                         return Err(Stop::Failed(crate::distributed::distributed_error(error)));
                     }
-                    None => return Err(Stop::Failed(execution_error(error))),
+                    None => return Err(Stop::Failed(run.failure(error))),
                 }
             };
             if bits > 0 {
@@ -641,6 +675,7 @@ impl Engine {
         let slices = crate::slices::slices(sliced.mode, lo, hi);
         let mut gathered: Vec<RecordBatch> = Vec::new();
         let mut rows = 0usize;
+        let mut gathered_bytes = 0usize;
         for (index, (slice_lo, slice_hi)) in slices.iter().enumerate() {
             let plan =
                 crate::slices::narrow(&result.plan, &sliced.table, *slice_lo, *slice_hi).map_err(execution_error)?;
@@ -659,15 +694,19 @@ impl Engine {
             run.tracker.planning = false;
             run.report_unreadable().await?;
             let _watch = self.start_tracking(run, &physical, query.as_deref());
-            let mut stream = execute_stream(physical.clone(), task).map_err(execution_error)?;
+            let mut stream = execute_stream(physical.clone(), task).map_err(|e| run.failure(e))?;
             let mut exhausted = true;
             while let Some(batch) = run.ticking(stream.next()).await? {
-                let batch = batch.map_err(execution_error)?;
+                let batch = batch.map_err(|e| run.failure(e))?;
                 rows += batch.num_rows();
+                gathered_bytes += sent::payload_bytes(&batch);
                 if batch.num_rows() > 0 {
                     gathered.push(batch);
                 }
-                if newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows {
+                if newest.is_some_and(|n| rows >= n)
+                    || rows > self.config.max_result_rows
+                    || gathered_bytes > self.config.max_result_bytes
+                {
                     exhausted = false;
                     break;
                 }
@@ -678,7 +717,9 @@ impl Engine {
                 run.tracker
                     .replace_last(crate::distributed::with_worker_metrics(&physical).await);
             }
-            let complete = newest.is_some_and(|n| rows >= n) || rows > self.config.max_result_rows;
+            let complete = newest.is_some_and(|n| rows >= n)
+                || rows > self.config.max_result_rows
+                || gathered_bytes > self.config.max_result_bytes;
             if complete || index + 1 == slices.len() {
                 break;
             }
@@ -686,7 +727,7 @@ impl Engine {
                 run.send(QueryEvent::Snapshot(first_rows(&gathered, newest))).await?;
             }
         }
-        let mut sent = SentRows::new(name, self.config.max_result_rows);
+        let mut sent = SentRows::new(name, self.config.max_result_rows, self.config.max_result_bytes);
         for batch in first_rows(&gathered, newest) {
             if !sent.send(run, batch).await? {
                 break;

@@ -35,6 +35,15 @@ pub fn repeat(args: &[Val]) -> Result<Out> {
         )));
     }
     let value = parse(arg(args, 0)).unwrap_or(Value::Null);
+    // Each copy is written out whole: a long value repeated is asked for first.
+    let each = match arg(args, 0) {
+        Val::Str(text) => text.len(),
+        _ => 8,
+    };
+    let bytes = each.saturating_add(1).saturating_mul(count);
+    if bytes > 1 << 20 {
+        crate::util::Built::new("repeat").reserve(bytes.saturating_mul(2))?;
+    }
     Ok(out(Value::Array(vec![value; count])))
 }
 

@@ -9,7 +9,7 @@ use datafusion::common::{ScalarValue, exec_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use crate::util::string_at;
+use crate::util::{Built, string_at};
 
 /// How the elements of a list become one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,8 +42,12 @@ impl ListFinishUdf {
     }
 }
 
-fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
-    match finish {
+/// Most elements (or keys) a list aggregate keeps when the query names no limit, and the
+/// most it may name (ADX's `MaxSize`).
+pub const MAX_LIST_SIZE: usize = 1 << 20;
+
+fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize, built: &mut Built) -> Result<String> {
+    Ok(match finish {
         ListFinish::Array | ListFinish::ArrayWithNulls => {
             let mut out = String::from("[");
             let mut count = 0;
@@ -65,7 +69,9 @@ fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
                         if count > 0 {
                             out.push(',');
                         }
+                        let before = out.len();
                         out.push_str(&item.to_string());
+                        built.add(out.len() - before + 1)?;
                         count += 1;
                     }
                     continue;
@@ -74,6 +80,7 @@ fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
                     out.push(',');
                 }
                 out.push_str(text);
+                built.add(text.len() + 1)?;
                 count += 1;
             }
             out.push(']');
@@ -82,22 +89,25 @@ fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
         ListFinish::Set => {
             let mut seen = std::collections::HashSet::new();
             let mut items: Vec<String> = Vec::new();
-            let mut add = |text: String, items: &mut Vec<String>| {
+            let mut add = |text: String, items: &mut Vec<String>| -> Result<()> {
                 if items.len() < limit && seen.insert(text.clone()) {
+                    // The text is kept twice (the set and the list), then joined.
+                    built.add(3 * text.len() + 64)?;
                     items.push(text);
                 }
+                Ok(())
             };
             for i in 0..values.len() {
                 let Some(text) = string_at(values, i) else { continue };
                 match serde_json::from_str::<serde_json::Value>(text) {
                     Ok(serde_json::Value::Array(elements)) => {
                         for element in elements {
-                            add(element.to_string(), &mut items);
+                            add(element.to_string(), &mut items)?;
                         }
                     }
                     Ok(serde_json::Value::Null) => {}
-                    Ok(value) => add(value.to_string(), &mut items),
-                    Err(_) => add(text.to_string(), &mut items),
+                    Ok(value) => add(value.to_string(), &mut items)?,
+                    Err(_) => add(text.to_string(), &mut items)?,
                 }
             }
             format!("[{}]", items.join(","))
@@ -111,13 +121,17 @@ fn finish_one(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
                         if bag.len() >= limit {
                             break;
                         }
+                        if !bag.contains_key(&key) {
+                            // A parsed value takes several times its text.
+                            built.add(key.len() + 4 * text.len().min(1 << 16) + 64)?;
+                        }
                         bag.entry(key).or_insert(value);
                     }
                 }
             }
             serde_json::Value::Object(bag).to_string()
         }
-    }
+    })
 }
 
 impl ScalarUDFImpl for ListFinishUdf {
@@ -140,9 +154,15 @@ impl ScalarUDFImpl for ListFinishUdf {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let limit = match &args.args[1] {
-            ColumnarValue::Scalar(ScalarValue::Int64(Some(n))) if *n > 0 => *n as usize,
-            _ => usize::MAX,
+            ColumnarValue::Scalar(ScalarValue::Int64(Some(n))) if *n > 0 => (*n as usize).min(MAX_LIST_SIZE),
+            _ => MAX_LIST_SIZE,
         };
+        let mut built = Built::new(match self.finish {
+            ListFinish::Array => "make_list",
+            ListFinish::ArrayWithNulls => "make_list_with_nulls",
+            ListFinish::MergeBags => "make_bag",
+            ListFinish::Set => "make_set",
+        });
         let lists = args.args[0].to_array(args.number_rows)?;
         let mut builder = StringViewBuilder::with_capacity(lists.len());
         match lists.data_type() {
@@ -156,7 +176,7 @@ impl ScalarUDFImpl for ListFinishUdf {
                             "[]"
                         });
                     } else {
-                        builder.append_value(finish_one(&lists.value(row), self.finish, limit));
+                        builder.append_value(finish_one(&lists.value(row), self.finish, limit, &mut built)?);
                     }
                 }
             }
@@ -170,7 +190,7 @@ impl ScalarUDFImpl for ListFinishUdf {
                             "[]"
                         });
                     } else {
-                        builder.append_value(finish_one(&lists.value(row), self.finish, limit));
+                        builder.append_value(finish_one(&lists.value(row), self.finish, limit, &mut built)?);
                     }
                 }
             }
@@ -198,7 +218,11 @@ impl JsonItemsUdf {
 
     pub fn new() -> JsonItemsUdf {
         JsonItemsUdf {
-            signature: Signature::variadic_any(Volatility::Immutable),
+            // Volatile so that planning never folds a constant's items into one list scalar:
+            // DataFusion would copy that list into every row of every batch in one allocation
+            // no meter sees (`mv-expand j = range(1, 100000)`: 8,192 copies of 100,000 items).
+            // Evaluated per batch, the items are built row by row and metered.
+            signature: Signature::variadic_any(Volatility::Volatile),
         }
     }
 
@@ -257,7 +281,6 @@ impl ScalarUDFImpl for JsonItemsUdf {
         let Some(first) = args.args.first() else {
             return datafusion::common::exec_err!("{} takes a dynamic value", Self::NAME);
         };
-        let input = first.to_array(args.number_rows)?;
         let bags_as_arrays = matches!(
             args.args.get(1),
             Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))))
@@ -265,25 +288,50 @@ impl ScalarUDFImpl for JsonItemsUdf {
         let mut builder = ListBuilder::new(StringViewBuilder::new()).with_field(Arc::new(
             datafusion::arrow::datatypes::Field::new("item", DataType::Utf8View, true),
         ));
-        for row in 0..input.len() {
-            if let Some(text) = string_at(&input, row) {
-                for item in json_items(text, bags_as_arrays) {
-                    builder.values().append_value(item);
-                }
+        // One long array in every row (a constant) makes as many items per row: asked of the
+        // query's memory as they are made. Items are about as long as their text; each takes
+        // a view more, and as much again in the rows the expansion makes of them.
+        let mut built = Built::operator("mv-expand");
+        let mut append = |items: &[String], builder: &mut ListBuilder<StringViewBuilder>| -> Result<()> {
+            for item in items {
+                built.add(2 * (item.len() + 16))?;
+                builder.values().append_value(item);
             }
             builder.append(true);
+            Ok(())
+        };
+        match first {
+            ColumnarValue::Scalar(value) => {
+                // A constant: its items once, then in every row.
+                let items = match value.try_as_str().flatten() {
+                    Some(text) => json_items(text, bags_as_arrays),
+                    None => Vec::new(),
+                };
+                for _ in 0..args.number_rows {
+                    append(&items, &mut builder)?;
+                }
+            }
+            ColumnarValue::Array(input) => {
+                for row in 0..input.len() {
+                    let items = match string_at(input, row) {
+                        Some(text) => json_items(text, bags_as_arrays),
+                        None => Vec::new(),
+                    };
+                    append(&items, &mut builder)?;
+                }
+            }
         }
-        let array: ArrayRef = Arc::new(builder.finish());
-        if matches!(first, ColumnarValue::Scalar(_)) {
-            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?));
-        }
-        Ok(ColumnarValue::Array(array))
+        Ok(ColumnarValue::Array(Arc::new(builder.finish())))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn finish(values: &ArrayRef, finish: ListFinish, limit: usize) -> String {
+        finish_one(values, finish, limit, &mut Built::new("make_list")).unwrap_or_else(|e| e.to_string())
+    }
 
     #[test]
     fn make_list_concatenates_arrays_and_keeps_the_limit() {
@@ -295,12 +343,12 @@ mod tests {
             Some("[]"),
         ]));
         assert_eq!(
-            finish_one(&values, ListFinish::Array, 100),
+            finish(&values, ListFinish::Array, 100),
             r#"[1,[2],3,"[not an array]"]"#
         );
-        assert_eq!(finish_one(&values, ListFinish::Array, 2), "[1,[2]]");
+        assert_eq!(finish(&values, ListFinish::Array, 2), "[1,[2]]");
         assert_eq!(
-            finish_one(&values, ListFinish::ArrayWithNulls, 100),
+            finish(&values, ListFinish::ArrayWithNulls, 100),
             r#"[[1,[2]],null,3,"[not an array]",[]]"#
         );
     }
@@ -372,7 +420,11 @@ impl ScalarUDFImpl for DenseSeriesUdf {
         let indexes = indexes.as_list::<i32>();
         let values = values.as_list::<i32>();
         let mut builder = StringViewBuilder::with_capacity(indexes.len());
+        let mut built = Built::operator("make-series");
         for row in 0..indexes.len() {
+            // Each row's series is built whole: asked for before it is.
+            built.reserve(bins.saturating_mul(default.len() + 2 + std::mem::size_of::<String>()))?;
+            built.add(bins.saturating_mul(default.len() + 1))?;
             let mut series: Vec<String> = vec![default.clone(); bins];
             if !indexes.is_null(row) && !values.is_null(row) {
                 let row_indexes = indexes.value(row);

@@ -240,6 +240,9 @@ impl ScalarUDFImpl for RowUdf {
             return Ok(ColumnarValue::Scalar(to_scalar(out, &target)?));
         }
         let mut values = Vec::with_capacity(rows);
+        // What the batch's results take (each value, then the array built from them), asked
+        // of the query's memory as they grow: a column of long results stops near the limit.
+        let mut built = crate::util::Built::new(self.name);
         for i in 0..rows {
             row.clear();
             for arg in &args.args {
@@ -249,12 +252,22 @@ impl ScalarUDFImpl for RowUdf {
                 });
             }
             let out = (self.eval)(&row).map_err(|e| self.context(e))?;
+            built.add(out_bytes(&out))?;
             values.push(to_scalar(out, &target)?);
         }
         if values.is_empty() {
             return Ok(ColumnarValue::Array(datafusion::arrow::array::new_empty_array(&target)));
         }
         Ok(ColumnarValue::Array(ScalarValue::iter_to_array(values)?))
+    }
+}
+
+/// Bytes a result value takes as a scalar and again in the array built from it.
+fn out_bytes(out: &Out) -> usize {
+    const SCALAR: usize = std::mem::size_of::<ScalarValue>();
+    match out {
+        Out::Str(text) => SCALAR + 2 * text.len() + 16,
+        _ => SCALAR + 16,
     }
 }
 

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::json::{element_text, out, parse, parse_array};
 use crate::rowfn::{Out, Val, arg, str_arg, with_regex};
+use crate::util::Built;
 
 fn text(s: impl Into<String>) -> Result<Out> {
     Ok(Out::Str(s.into()))
@@ -65,12 +66,23 @@ pub fn trim_end(args: &[Val]) -> Result<Out> {
 
 /// `replace_string(text, lookup, rewrite)`: every non-overlapping occurrence.
 pub fn replace_string(args: &[Val]) -> Result<Out> {
-    let (source, lookup) = (str_arg(args, 0), str_arg(args, 1));
+    let (source, lookup, rewrite) = (str_arg(args, 0), str_arg(args, 1), str_arg(args, 2));
     if lookup.is_empty() {
         return text(source);
     }
-    text(source.replace(lookup, str_arg(args, 2)))
+    // A rewrite longer than its lookup multiplies the text: its length is known up front.
+    if rewrite.len() > lookup.len() && source.len() >= lookup.len() {
+        let most = (source.len() / lookup.len()).saturating_mul(rewrite.len() - lookup.len());
+        if most > ASK_ABOVE {
+            let grows = source.matches(lookup).count().saturating_mul(rewrite.len() - lookup.len());
+            Built::new("replace_string").reserve(source.len().saturating_add(grows))?;
+        }
+    }
+    text(source.replace(lookup, rewrite))
 }
+
+/// Results that may grow past this many bytes are asked of the query's memory first.
+const ASK_ABOVE: usize = 1 << 20;
 
 /// A Kusto rewrite pattern (`\1` for group 1) in the `regex` crate's syntax.
 fn rewrite_pattern(rewrite: &str) -> String {
@@ -97,7 +109,23 @@ fn rewrite_pattern(rewrite: &str) -> String {
 pub fn replace_regex(args: &[Val]) -> Result<Out> {
     let (source, pattern) = (str_arg(args, 0), str_arg(args, 1));
     let rewrite = rewrite_pattern(str_arg(args, 2));
-    let replaced = with_regex(pattern, |re| re.replace_all(source, rewrite.as_str()).into_owned())?;
+    // Rewrites (and the groups they copy) can multiply the text: it is built match by match,
+    // and asked of the query's memory as it grows.
+    let replaced = with_regex(pattern, |re| -> Result<String> {
+        let mut built = Built::new("replace_regex");
+        let mut out = String::with_capacity(source.len());
+        let mut last = 0;
+        for captures in re.captures_iter(source) {
+            let Some(whole) = captures.get(0) else { continue };
+            let before = out.len();
+            out.push_str(&source[last..whole.start()]);
+            captures.expand(rewrite.as_str(), &mut out);
+            last = whole.end();
+            built.add(out.len() - before)?;
+        }
+        out.push_str(&source[last..]);
+        Ok(out)
+    })??;
     text(replaced)
 }
 
@@ -110,6 +138,7 @@ pub fn replace_strings(args: &[Val]) -> Result<Out> {
     };
     // (text, already replaced)
     let mut pieces: Vec<(String, bool)> = vec![(source.to_string(), false)];
+    let mut built = Built::new("replace_strings");
     for (i, lookup) in lookups.iter().enumerate() {
         let lookup = element_text(lookup);
         if lookup.is_empty() {
@@ -129,8 +158,10 @@ pub fn replace_strings(args: &[Val]) -> Result<Out> {
             }
             let mut parts = piece.split(lookup.as_str()).peekable();
             while let Some(part) = parts.next() {
+                built.add(part.len())?;
                 next.push((part.to_string(), false));
                 if parts.peek().is_some() {
+                    built.add(rewrite.len())?;
                     next.push((rewrite.clone(), true));
                 }
             }
@@ -416,7 +447,12 @@ pub fn strrep(args: &[Val]) -> Result<Out> {
         return empty();
     };
     let times = times.clamp(0, 1024) as usize;
-    text(vec![value; times].join(str_arg(args, 2)))
+    let delimiter = str_arg(args, 2);
+    let bytes = value.len().saturating_add(delimiter.len()).saturating_mul(times);
+    if bytes > ASK_ABOVE {
+        Built::new("strrep").reserve(bytes)?;
+    }
+    text(vec![value; times].join(delimiter))
 }
 
 /// `translate(searchList, replacementList, source)`.

@@ -102,3 +102,42 @@ pub fn two_strings() -> Signature {
     }
     Signature::one_of(variants, Volatility::Immutable)
 }
+
+/// A query's memory limit reached while a function built its result, as the error
+/// DataFusion carries (the engine turns it back into the account's reason).
+pub fn memory_error(exceeded: trawl_common::memory::MemoryExceeded) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::ResourcesExhausted(exceeded.to_string())
+}
+
+/// A meter of what a function builds for one call (see `trawl_common::memory::OutputMeter`),
+/// whose refusals are DataFusion errors.
+#[derive(Debug)]
+pub struct Built(trawl_common::memory::OutputMeter);
+
+impl Built {
+    /// A meter for the function or aggregate `name` (a registered name, `kql_` prefix and
+    /// all), named as KQL users write it in messages.
+    pub fn new(name: &str) -> Built {
+        Built(trawl_common::memory::OutputMeter::new(format!("{}()", kql_name(name))))
+    }
+
+    /// A meter for what the KQL operator `name` (`mv-expand`, `make-series`) builds.
+    pub fn operator(name: &str) -> Built {
+        Built(trawl_common::memory::OutputMeter::new(name))
+    }
+
+    /// Counts `bytes` more of the result.
+    pub fn add(&mut self, bytes: usize) -> Result<()> {
+        self.0.add(bytes).map_err(memory_error)
+    }
+
+    /// Asks up front for `bytes` about to be built at once.
+    pub fn reserve(&mut self, bytes: usize) -> Result<()> {
+        self.0.reserve(bytes).map_err(memory_error)
+    }
+}
+
+/// A registered function's name as KQL users write it (`kql_strcat` is `strcat`).
+pub fn kql_name(name: &str) -> &str {
+    name.strip_prefix("kql_").unwrap_or(name)
+}

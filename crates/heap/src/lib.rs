@@ -67,6 +67,36 @@ pub fn stats() -> Result<MemoryStats, HeapError> {
     })
 }
 
+/// Bytes jemalloc handed the calling thread so far and bytes the thread freed so far (both
+/// counted from the thread's start): two reads of thread-local counters, found once per
+/// thread. `None` when jemalloc is not the process's allocator or keeps no statistics.
+/// `trawl_common::memory` meters queries with it.
+pub fn thread_counters() -> Option<(u64, u64)> {
+    type Pointers = Option<(
+        tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
+        tikv_jemalloc_ctl::thread::ThreadLocal<u64>,
+    )>;
+    thread_local! {
+        static POINTERS: Pointers = match (
+            tikv_jemalloc_ctl::thread::allocatedp::read(),
+            tikv_jemalloc_ctl::thread::deallocatedp::read(),
+        ) {
+            (Ok(allocated), Ok(freed)) => Some((allocated, freed)),
+            _ => None,
+        };
+    }
+    POINTERS
+        .try_with(|pointers| pointers.map(|(allocated, freed)| (allocated.get(), freed.get())))
+        .ok()
+        .flatten()
+}
+
+/// Bytes in live allocations now (`stats.allocated`, refreshed first).
+pub fn allocated_bytes() -> Option<u64> {
+    tikv_jemalloc_ctl::epoch::advance().ok()?;
+    tikv_jemalloc_ctl::stats::allocated::read().ok().map(|bytes| bytes as u64)
+}
+
 /// Whether jemalloc keeps heap profiles in this process.
 pub fn enabled() -> bool {
     tikv_jemalloc_ctl::profiling::prof::read().unwrap_or(false)
@@ -155,6 +185,31 @@ fn unsampling_scale(objects: u64, bytes: u64, period: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The tests run on jemalloc, as the binary does.
+    #[global_allocator]
+    static ALLOCATOR: Allocator = Allocator;
+
+    #[test]
+    fn the_thread_counters_see_this_threads_allocations_and_frees() {
+        let Some(before) = thread_counters() else {
+            panic!("jemalloc keeps no thread counters");
+        };
+        let block = std::hint::black_box(vec![7u8; 1 << 20]);
+        let Some(held) = thread_counters() else {
+            panic!("the counters went away");
+        };
+        assert!(held.0 - before.0 >= 1 << 20, "{before:?} → {held:?}");
+        drop(block);
+        let Some(after) = thread_counters() else {
+            panic!("the counters went away");
+        };
+        assert!(after.1 - held.1 >= 1 << 20, "{held:?} → {after:?}");
+        // Another thread has counters of its own.
+        let other = std::thread::spawn(thread_counters).join().ok().flatten();
+        assert!(other.is_some_and(|other| other.0 < after.0));
+        assert!(allocated_bytes().is_some_and(|bytes| bytes > 0));
+    }
 
     const DUMP: &str = "heap_v2/524288
   t*: 3: 1572864 [0: 0]

@@ -90,6 +90,13 @@ const RUNTIME_THREAD_STACK: usize = 16 << 20;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // Queries are metered by the allocator's per-thread counters, and the heap watch reads
+    // its live bytes (`trawl_common::memory`, decision 012).
+    #[cfg(not(feature = "mimalloc"))]
+    {
+        trawl_common::memory::install_thread_counters(trawl_heap::thread_counters);
+        trawl_common::memory::install_heap_reader(trawl_heap::allocated_bytes);
+    }
     // Query plans are bounded in depth (see `trawl_planner::limits`), but running one polls
     // and evaluates recursively: 16 MiB stacks (reserved, touched only as used) leave room.
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -22,6 +22,7 @@ fn run(sender: mpsc::Sender<QueryEvent>) -> Run {
         budgets: Vec::new(),
         distributed: false,
         principal: String::new(),
+        memory: trawl_common::memory::QueryMemory::standalone(1 << 30),
     }
 }
 
@@ -53,7 +54,7 @@ fn received(receiver: &mut mpsc::Receiver<QueryEvent>) -> (Vec<i64>, Vec<String>
 async fn rows_go_out_as_they_come_when_nothing_is_held() {
     let (sender, mut receiver) = mpsc::channel(16);
     let run = run(sender);
-    let mut sent = SentRows::new("t", 100);
+    let mut sent = SentRows::new("t", 100, 1 << 30);
     assert!(sent.send(&run, batch(0..3)).await.is_ok_and(|more| more));
     assert!(sent.delivered);
     assert_eq!(received(&mut receiver).0, vec![0, 1, 2]);
@@ -63,7 +64,7 @@ async fn rows_go_out_as_they_come_when_nothing_is_held() {
 async fn held_rows_wait_for_the_release_and_a_dropped_run_sends_none() {
     let (sender, mut receiver) = mpsc::channel(16);
     let run = run(sender);
-    let mut sent = SentRows::new("t", 100).holding(1 << 20);
+    let mut sent = SentRows::new("t", 100, 1 << 30).holding(1 << 20);
     assert!(sent.send(&run, batch(0..3)).await.is_ok_and(|more| more));
     assert!(sent.send(&run, batch(3..5)).await.is_ok_and(|more| more));
     assert_eq!(sent.rows, 5);
@@ -73,7 +74,7 @@ async fn held_rows_wait_for_the_release_and_a_dropped_run_sends_none() {
     drop(sent);
     assert_eq!(received(&mut receiver).0, Vec::<i64>::new());
 
-    let mut sent = SentRows::new("t", 100).holding(1 << 20);
+    let mut sent = SentRows::new("t", 100, 1 << 30).holding(1 << 20);
     assert!(sent.send(&run, batch(0..3)).await.is_ok_and(|more| more));
     assert!(sent.release(&run).await.is_ok());
     assert!(sent.delivered);
@@ -85,7 +86,7 @@ async fn rows_past_the_held_bytes_go_out_after_those_held() {
     let (sender, mut receiver) = mpsc::channel(16);
     let run = run(sender);
     let first = batch(0..1000);
-    let mut sent = SentRows::new("t", 10_000).holding(first.get_array_memory_size());
+    let mut sent = SentRows::new("t", 10_000, 1 << 30).holding(first.get_array_memory_size());
     assert!(sent.send(&run, first).await.is_ok_and(|more| more));
     assert!(!sent.delivered);
     assert!(sent.send(&run, batch(1000..1010)).await.is_ok_and(|more| more));
@@ -98,11 +99,45 @@ async fn rows_past_the_held_bytes_go_out_after_those_held() {
 async fn the_result_limit_sends_the_held_rows_then_the_cut_and_a_warning() {
     let (sender, mut receiver) = mpsc::channel(16);
     let run = run(sender);
-    let mut sent = SentRows::new("t", 5).holding(1 << 20);
+    let mut sent = SentRows::new("t", 5, 1 << 30).holding(1 << 20);
     assert!(sent.send(&run, batch(0..3)).await.is_ok_and(|more| more));
     assert!(sent.send(&run, batch(3..10)).await.is_ok_and(|more| !more));
     assert_eq!(sent.rows, 5);
     let (rows, warnings) = received(&mut receiver);
     assert_eq!(rows, vec![0, 1, 2, 3, 4]);
     assert_eq!(warnings, vec!["ResultTruncated".to_string()]);
+}
+
+#[tokio::test]
+async fn the_byte_limit_cuts_within_a_batch_and_counts_strings_that_share_their_bytes() {
+    use datafusion::arrow::array::StringViewBuilder;
+    let (sender, mut receiver) = mpsc::channel(16);
+    let run = run(sender);
+    // 1,000 rows of one 1 KiB string, stored once: 1 MiB of cell data as a face writes it.
+    let mut strings = StringViewBuilder::new();
+    if strings.try_append_value_n("x".repeat(1024), 1000).is_err() {
+        panic!("cannot build the strings");
+    }
+    let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8View, false)]));
+    let Ok(wide) = RecordBatch::try_new(schema, vec![Arc::new(strings.finish())]) else {
+        panic!("cannot build the batch");
+    };
+    assert!(super::payload_bytes(&wide) >= 1000 * 1024);
+    assert!(wide.get_array_memory_size() < 100 * 1024, "the string is stored once");
+    let mut sent = SentRows::new("t", 10_000, 100 * 1024);
+    assert!(sent.send(&run, wide).await.is_ok_and(|more| !more));
+    let mut rows = 0;
+    let mut warnings = Vec::new();
+    while let Ok(event) = receiver.try_recv() {
+        match event {
+            QueryEvent::Rows(batch) => rows += batch.num_rows(),
+            QueryEvent::Warning(warning) => warnings.push(warning.message),
+            _ => {}
+        }
+    }
+    // About 100 KiB of 1 KiB strings (each row writes a few bytes more than its string).
+    assert!((95..=100).contains(&rows), "{rows} rows");
+    assert_eq!(sent.rows, rows);
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("of cell data at most"), "{}", warnings[0]);
 }

@@ -37,7 +37,9 @@ pub(super) async fn serve_ingest(
     };
     let budget = match args.ingest_inflight_bytes {
         Some(bytes) => ByteBudget::new(bytes),
-        None => ByteBudget::from_available_memory(),
+        None => ByteBudget::new(
+            (super::memory::available_memory(&super::memory::process_memory()) / 4).clamp(64 << 20, 2 << 30) as usize,
+        ),
     };
     let ingest_state = IngestState {
         door: Door::new(ingestor.clone(), ingest_auth, budget),

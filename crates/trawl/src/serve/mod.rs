@@ -16,6 +16,7 @@ mod background;
 mod code_pages;
 mod ingest;
 mod janitor;
+pub(crate) mod memory;
 mod roles;
 mod setup;
 
@@ -156,27 +157,41 @@ pub struct ServeArgs {
     pub max_body_bytes: usize,
     /// Bytes all ingest requests may hold at once (decoded bodies and their rows); beyond
     /// it requests get 503 with Retry-After. Default: a quarter of the memory available at
-    /// start, between 64 MiB and 2 GiB.
+    /// start (within the process's control-group limit), between 64 MiB and 2 GiB.
     #[arg(long, env = "INGEST_INFLIGHT_BYTES")]
     pub ingest_inflight_bytes: Option<usize>,
-    /// Memory the query engine may use before spilling (bytes).
-    #[arg(long, env = "QUERY_MEMORY_LIMIT_BYTES", default_value_t = 2 << 30)]
-    pub query_memory_limit_bytes: usize,
-    /// Memory one query may use (bytes, within --query-memory-limit-bytes) before its
-    /// operators spill or it fails alone with a clear error.
-    #[arg(long, env = "QUERY_MEMORY_PER_QUERY_BYTES", default_value_t = 1 << 30)]
-    pub query_memory_per_query_bytes: usize,
+    /// Memory all running queries may hold at once (bytes); past it the query holding the
+    /// most is stopped (503). Operators that can spill start spilling at three quarters of
+    /// it. Default: three eighths of the memory the process may use, at most 2 GiB.
+    #[arg(long, env = "QUERY_MEMORY_LIMIT_BYTES")]
+    pub query_memory_limit_bytes: Option<usize>,
+    /// Memory one query may hold (bytes, within --query-memory-limit-bytes): everything it
+    /// builds counts; past it the query alone fails with a clear error (400). Its operators
+    /// that can spill start spilling at three quarters of it. Default: half of
+    /// --query-memory-limit-bytes, at most 1 GiB.
+    #[arg(long, env = "QUERY_MEMORY_PER_QUERY_BYTES")]
+    pub query_memory_per_query_bytes: Option<usize>,
+    /// Live heap of the whole process (bytes) past which the queries holding the most are
+    /// stopped: the last guard for memory no query's account saw (0: off). Default: three
+    /// quarters of the memory the process may use.
+    #[arg(long, env = "MEMORY_HEAP_LIMIT_BYTES")]
+    pub memory_heap_limit_bytes: Option<u64>,
     /// Disk all queries' spill files may take (bytes); past it the spilling query fails.
     #[arg(long, env = "QUERY_SPILL_LIMIT_BYTES", default_value_t = 16 << 30)]
     pub query_spill_limit_bytes: u64,
     /// Memory one grouping summarize may hold (bytes); past it whole groups are dropped with a
-    /// `SummarizeMemoryLimit` warning.
-    #[arg(long, env = "QUERY_SUMMARIZE_MEMORY_LIMIT_BYTES", default_value_t = 512 << 20)]
-    pub summarize_memory_limit_bytes: usize,
+    /// `SummarizeMemoryLimit` warning. Default: half of one query's spilling share, at most
+    /// 512 MiB.
+    #[arg(long, env = "QUERY_SUMMARIZE_MEMORY_LIMIT_BYTES")]
+    pub summarize_memory_limit_bytes: Option<usize>,
     /// Rows a result table returns before it is cut, with a `ResultTruncated` warning (the
     /// implicit limit of interactive queries; `take` or `summarize` ask for less).
     #[arg(long, env = "QUERY_MAX_RESULT_ROWS", default_value_t = 500_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_result_rows: u64,
+    /// Bytes of cell data a result table returns before it is cut, with a `ResultTruncated`
+    /// warning (ADX's `truncationmaxsize`).
+    #[arg(long, env = "QUERY_MAX_RESULT_BYTES", default_value_t = 64 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_result_bytes: u64,
     /// A query that reads at least this many bytes of a table with no bound on `timestamp`
     /// gets a `MissingTimeFilter` warning (0: never).
     #[arg(long, env = "QUERY_TIME_FILTER_ADVICE_BYTES", default_value_t = 1 << 30)]
@@ -395,7 +410,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if roles.has(ServiceRole::Query)
         && let Some(store) = &store
     {
-        let mut engine = Engine::new(catalog.clone(), store, engine_config(args))?;
+        let mut engine = Engine::new(catalog.clone(), store, engine_config(args, &memory::process_memory()))?;
         // A query node of a cluster takes part in distributed queries: as their coordinator
         // and as a worker of the others' (the worker service needs the service token).
         let mut worker_routes = None;

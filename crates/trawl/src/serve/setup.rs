@@ -103,17 +103,42 @@ pub(super) async fn open_store(
     Ok(store)
 }
 
-pub(super) fn engine_config(args: &ServeArgs) -> EngineConfig {
+pub(super) fn engine_config(args: &ServeArgs, process: &super::memory::ProcessMemory) -> EngineConfig {
+    let defaults = super::memory::defaults(process.bytes);
+    let queries = args.query_memory_limit_bytes.unwrap_or(defaults.queries);
+    let per_query = args
+        .query_memory_per_query_bytes
+        .unwrap_or(defaults.per_query.min(queries))
+        .min(queries);
+    let summarize = args
+        .summarize_memory_limit_bytes
+        .unwrap_or_else(|| super::memory::summarize_default(per_query));
+    let heap = match args.memory_heap_limit_bytes {
+        Some(0) => None,
+        Some(bytes) => Some(bytes),
+        None => Some(defaults.heap),
+    };
+    tracing::info!(
+        process_bytes = process.bytes,
+        source = %process.source,
+        queries,
+        per_query,
+        summarize,
+        heap = heap.unwrap_or(0),
+        "memory limits"
+    );
     EngineConfig {
-        memory_limit_bytes: args.query_memory_limit_bytes,
-        query_memory_limit_bytes: args.query_memory_per_query_bytes.min(args.query_memory_limit_bytes),
+        memory_limit_bytes: queries,
+        query_memory_limit_bytes: per_query,
+        heap_limit_bytes: heap,
+        max_result_bytes: usize::try_from(args.max_result_bytes).unwrap_or(usize::MAX),
         spill_dir: Some(args.data_dir.join("spill")),
         spill_limit_bytes: args.query_spill_limit_bytes,
         max_concurrent_queries: args
             .max_concurrent_queries
             .unwrap_or_else(trawl_engine::default_concurrent_queries),
         max_queued_queries: args.max_queued_queries,
-        summarize_memory_limit_bytes: args.summarize_memory_limit_bytes,
+        summarize_memory_limit_bytes: summarize,
         max_result_rows: usize::try_from(args.max_result_rows).unwrap_or(usize::MAX),
         time_filter_advice_bytes: (args.time_filter_advice_bytes > 0).then_some(args.time_filter_advice_bytes),
         require_time_filter: args.require_time_filter,
