@@ -13,7 +13,9 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::metrics::MetricValue;
-use trawl_storage::{ScanCounters, ScanTotals, segment_scan};
+use trawl_planner::Binning;
+use trawl_storage::progress::ChunkRange;
+use trawl_storage::{ScanCounters, ScanTotals, read_metrics, segment_scan};
 
 use crate::memory::MemoryUse;
 
@@ -40,6 +42,13 @@ pub struct Progress {
     pub chunk_scanned_compressed_size: u64,
     /// Compressed bytes of skipped chunks.
     pub chunk_skipped_compressed_size: u64,
+    /// Uncompressed bytes (the row groups' `total_byte_size`) of the chunks read or being
+    /// read, and of the chunks skipped.
+    pub chunk_scanned_raw_body_size: u64,
+    pub chunk_skipped_raw_body_size: u64,
+    /// Bytes of bloom filters evaluated: token-index filters the scans consulted to skip
+    /// chunks and blocks, and Parquet bloom filters the readers fetched.
+    pub bloom_filter_bytes: u64,
     /// Time the scans spent reading and decoding, summed over scan threads.
     pub chunk_scan_time_nanos: u64,
     /// Wall-clock time since the query arrived.
@@ -51,7 +60,8 @@ pub struct Progress {
     pub queue_wait_nanos: Option<u64>,
     /// Segments classified and listed, while the query is being planned.
     pub planning: Option<PlanningProgress>,
-    /// Completion by time bin, for queries that summarize by `bin(timestamp, span)`.
+    /// Completion by bin, for queries that summarize by `bin()`, `bin_at()` or `bin_auto()`
+    /// of a stored column (see [`BinProgress`]).
     pub bins: Option<BinProgress>,
     /// Per operator of the running plans: output rows, compute time, spills.
     pub operators: Vec<OperatorDiagnostics>,
@@ -59,8 +69,9 @@ pub struct Progress {
     /// plans read, which the node that ran each one counted in its own metrics.
     pub counted_rows: u64,
     pub counted_bytes: u64,
-    /// Bytes the query's operators hold reserved on this node now (hash tables, sort
-    /// buffers, ...), and the most they held at once so far. Scans of a distributed plan on
+    /// Bytes the query holds on this node now (what its work allocated and has not freed,
+    /// or what its operators reserved when that is more: hash tables, sort buffers, function
+    /// results, ...), and the most it held at once so far. Scans of a distributed plan on
     /// other nodes count against those nodes' limits and are not included.
     pub memory_reserved_bytes: u64,
     pub memory_peak_bytes: u64,
@@ -73,14 +84,17 @@ pub struct PlanningProgress {
     pub segments_total: u64,
 }
 
-/// Completion by time bin: bin `i` covers `[first_bin_start + i * bin_span, ... + bin_span)`
-/// (nanoseconds since the Unix epoch) and is `completion[i]` percent read (100: every
-/// segment with rows in it is read).
+/// Completion by bin: bin `i` covers `[first_bin_start + i * bin_span, ... + bin_span)` and is
+/// `completion[i]` percent read: of the segments (binned by `timestamp`) or chunks (binned by
+/// another column) that may hold rows in it, the share that is read; 100 when all are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BinProgress {
     pub first_bin_start: i64,
     pub bin_span: i64,
     pub completion: Vec<u8>,
+    /// Whether the bins are of time (a datetime or timespan column; the bounds are then
+    /// nanoseconds) rather than of a number (the bounds in its own units).
+    pub time: bool,
 }
 
 /// Most bins a progress report describes; finer binnings get none.
@@ -116,7 +130,7 @@ pub(crate) struct Tracker {
     queue_wait: Option<Duration>,
     pub(crate) planning: bool,
     /// See `trawl_planner::PlannedQuery::time_bin`.
-    pub(crate) time_bin: Option<i64>,
+    pub(crate) time_bin: Option<Binning>,
     /// Plans of the result tables run or running, in order, with what the scans of a
     /// distributed one read on every node so far (their metrics arrive when they end).
     plans: Vec<(Arc<dyn ExecutionPlan>, Option<LiveTotals>)>,
@@ -128,7 +142,13 @@ pub(crate) struct Tracker {
 type LiveTotals = Arc<std::sync::Mutex<ScanTotals>>;
 
 impl Tracker {
+    #[cfg(test)]
     pub(crate) fn new(counters: Arc<ScanCounters>, arrived: Instant) -> Tracker {
+        Tracker::with_memory(counters, arrived, Arc::default())
+    }
+
+    /// A tracker whose plans reserve their memory in `memory`.
+    pub(crate) fn with_memory(counters: Arc<ScanCounters>, arrived: Instant, memory: Arc<MemoryUse>) -> Tracker {
         Tracker {
             counters,
             arrived,
@@ -137,7 +157,7 @@ impl Tracker {
             planning: true,
             time_bin: None,
             plans: Vec::new(),
-            memory: Arc::default(),
+            memory,
         }
     }
 
@@ -214,11 +234,16 @@ impl Tracker {
                 + sample.lazy.skipped_bloom,
             chunks_skipped_required_fields: load(&counters.chunks_skipped_required_fields)
                 + sample.lazy.skipped_required_fields,
-            predicate_checks: sample.predicate_checks,
+            predicate_checks: sample.predicate_checks + sample.lazy.predicate_checks,
             short_circuit_completion: finished && sample.lazy.chunks_read == 0 && opened < counters.planned_total(),
             chunk_scanned_compressed_size: sample.bytes_scanned + sample.lazy.bytes,
             chunk_skipped_compressed_size: load(&counters.skipped_compressed_bytes) + sample.lazy.skipped_bytes,
-            chunk_scan_time_nanos: sample.scan_nanos,
+            chunk_scanned_raw_body_size: sample.raw_bytes + sample.lazy.raw_bytes,
+            chunk_skipped_raw_body_size: load(&counters.skipped_raw_bytes)
+                + sample.pruned_raw_bytes
+                + sample.lazy.skipped_raw_bytes,
+            bloom_filter_bytes: load(&counters.index_bytes) + sample.bloom_bytes + sample.lazy.bloom_bytes,
+            chunk_scan_time_nanos: sample.scan_nanos + sample.lazy.scan_nanos,
             query_time_nanos: nanos(self.arrived.elapsed()),
             merge_time_nanos: sample.merge_nanos,
             queue_wait_nanos: queue_wait.map(nanos),
@@ -228,10 +253,11 @@ impl Tracker {
             }),
             bins: self
                 .time_bin
-                .and_then(|span| bin_progress(span, counters, &sample.unfinished)),
+                .as_ref()
+                .and_then(|binning| bin_progress(binning, counters, &sample.unfinished)),
             operators,
-            memory_reserved_bytes: self.memory.reserved() as u64,
-            memory_peak_bytes: self.memory.peak() as u64,
+            memory_reserved_bytes: self.memory.held(),
+            memory_peak_bytes: self.memory.held_peak(),
         }
     }
 }
@@ -250,6 +276,11 @@ struct Sample {
     pruned_statistics: u64,
     pruned_bloom: u64,
     predicate_checks: u64,
+    /// Uncompressed bytes of the chunks the Parquet readers read, and of those they pruned.
+    raw_bytes: u64,
+    pruned_raw_bytes: u64,
+    /// Bytes of Parquet bloom filters the readers evaluated.
+    bloom_bytes: u64,
     /// Segment files the scans opened.
     files: HashSet<String>,
     /// Whether the plan being walked is still running.
@@ -275,6 +306,11 @@ fn add_scan_metrics(totals: &mut ScanTotals, metrics: &datafusion::physical_plan
             segment_scan::CHUNKS_SKIPPED_BLOOM => totals.skipped_bloom += value,
             segment_scan::CHUNKS_SKIPPED_REQUIRED_FIELDS => totals.skipped_required_fields += value,
             segment_scan::SKIPPED_BYTES => totals.skipped_bytes += value,
+            segment_scan::RAW_BYTES_READ => totals.raw_bytes += value,
+            segment_scan::SKIPPED_RAW_BYTES => totals.skipped_raw_bytes += value,
+            segment_scan::BLOOM_BYTES => totals.bloom_bytes += value,
+            segment_scan::PREDICATE_CHECKS => totals.predicate_checks += value,
+            segment_scan::SCAN_NANOS => totals.scan_nanos += value,
             _ => {}
         }
     }
@@ -317,10 +353,7 @@ impl Sample {
             add_scan_metrics(&mut self.lazy, metrics);
         }
         if plan.name() == "FilterExec" {
-            for child in plan.children() {
-                let rows = child.metrics().and_then(|m| m.output_rows()).unwrap_or(0);
-                self.predicate_checks += rows as u64;
-            }
+            self.predicate_checks += read_metrics::predicate_checks(plan);
         }
         for child in plan.children() {
             self.walk(child.as_ref(), operators);
@@ -329,6 +362,12 @@ impl Sample {
 
     fn scan(&mut self, metrics: &datafusion::physical_plan::metrics::MetricsSet) {
         self.rows += metrics.output_rows().unwrap_or(0) as u64;
+        let read = read_metrics::read_totals(metrics);
+        self.raw_bytes += read.raw_bytes;
+        self.pruned_raw_bytes += read.pruned_raw_bytes;
+        self.bloom_bytes += read.bloom_filter_bytes;
+        // Filters evaluated inside the reader.
+        self.predicate_checks += read.pushdown_checks;
         for metric in metrics.iter() {
             if let Some(label) = metric.labels().iter().find(|l| l.name() == "filename")
                 && !self.files.contains(label.value())
@@ -373,26 +412,73 @@ impl Sample {
     }
 }
 
-/// Completion of each `span`-wide time bin over the planned segments; `None` when there
-/// are none, or too many bins.
-fn bin_progress(span: i64, counters: &ScanCounters, unfinished: &HashSet<String>) -> Option<BinProgress> {
+/// Completion of each bin of `binning` over what is planned for reading; `None` when nothing
+/// tells where the rows fall, or there are too many bins.
+///
+/// Binned by `timestamp`, the planned segments' time ranges (from the catalog) say which bins
+/// each may hold rows of. Binned by another column, the statistics of the planned chunks in
+/// their segments' footers do (a chunk whose statistics do not tell counts in every bin, and
+/// so does every chunk of a segment whose footer is not at hand). A segment or chunk is read
+/// once its scan has moved past its file.
+fn bin_progress(binning: &Binning, counters: &ScanCounters, unfinished: &HashSet<String>) -> Option<BinProgress> {
     let segments = counters.planned_segments();
-    let low = segments.iter().map(|(_, s)| s.min_time).min()?;
-    let high = segments.iter().map(|(_, s)| s.max_time).max()?;
-    let first = low.div_euclid(span) * span;
-    let count = (high - first) / span + 1;
-    if count > MAX_REPORTED_BINS {
+    // Per segment: whether it is read, and the ranges of its segment or chunks (`None`: any).
+    let mut ranges = Vec::with_capacity(segments.len());
+    for (path, segment) in &segments {
+        let finished = !unfinished.contains(path);
+        let values = if binning.time && binning.column == trawl_common::TIME_COLUMN {
+            vec![Some((segment.min_time, segment.max_time))]
+        } else {
+            match counters.chunk_ranges(path, &binning.column) {
+                Some(chunks) => chunks
+                    .iter()
+                    .map(|range| match *range {
+                        ChunkRange::Within(min, max) => Some((min, max)),
+                        ChunkRange::Unknown => None,
+                    })
+                    .collect(),
+                None => vec![None; usize::try_from(segment.chunks).unwrap_or(1)],
+            }
+        };
+        ranges.push((finished, values));
+    }
+    bins_of(binning, &ranges)
+}
+
+/// Per planned segment, whether it is read and the ranges of values it may hold (of the
+/// segment, or of each planned chunk; `None`: any value).
+type PlannedRanges = [(bool, Vec<Option<(i64, i64)>>)];
+
+/// The completion of each bin of `binning` over `ranges`; `None` when no range is known, or
+/// there are too many bins.
+fn bins_of(binning: &Binning, ranges: &PlannedRanges) -> Option<BinProgress> {
+    let known = || ranges.iter().flat_map(|(_, values)| values.iter().flatten());
+    let low = known().map(|(min, _)| *min).min()?;
+    let high = known().map(|(_, max)| *max).max()?;
+    let (span, origin) = (i128::from(binning.span), i128::from(binning.origin));
+    if span <= 0 {
         return None;
     }
-    let mut total = vec![0u32; count as usize];
-    let mut done = vec![0u32; count as usize];
-    for (path, segment) in &segments {
-        let from = ((segment.min_time - first) / span) as usize;
-        let to = ((segment.max_time - first) / span) as usize;
-        let finished = !unfinished.contains(path);
-        for bin in from..=to.min(total.len() - 1) {
-            total[bin] += 1;
-            done[bin] += u32::from(finished);
+    let bin_of = |value: i64| (i128::from(value) - origin).div_euclid(span);
+    let first_bin = bin_of(low);
+    let count = bin_of(high) - first_bin + 1;
+    if count > i128::from(MAX_REPORTED_BINS) {
+        return None;
+    }
+    let first = i64::try_from(origin + first_bin * span).ok()?;
+    let count = count as usize;
+    let mut total = vec![0u32; count];
+    let mut done = vec![0u32; count];
+    for (finished, values) in ranges {
+        for value in values {
+            let (from, to) = match value {
+                Some((min, max)) => ((bin_of(*min) - first_bin) as usize, (bin_of(*max) - first_bin) as usize),
+                None => (0, count - 1),
+            };
+            for bin in from..=to.min(count - 1) {
+                total[bin] += 1;
+                done[bin] += u32::from(*finished);
+            }
         }
     }
     let completion = total
@@ -402,8 +488,9 @@ fn bin_progress(span: i64, counters: &ScanCounters, unfinished: &HashSet<String>
         .collect();
     Some(BinProgress {
         first_bin_start: first,
-        bin_span: span,
+        bin_span: binning.span,
         completion,
+        time: binning.time,
     })
 }
 
@@ -445,5 +532,63 @@ mod tests {
             totals.rows = 100;
         }
         assert_eq!(tracker.snapshot(true).rows_processed, 100);
+    }
+
+    #[test]
+    fn a_distributed_plan_counts_what_its_nodes_report_of_raw_bytes_blooms_and_filters() {
+        let mut tracker = Tracker::new(Arc::new(ScanCounters::default()), Instant::now());
+        tracker.planning = false;
+        let live = Arc::new(Mutex::new(ScanTotals {
+            raw_bytes: 4_000,
+            skipped_raw_bytes: 1_000,
+            bloom_bytes: 96,
+            predicate_checks: 50,
+            scan_nanos: 7,
+            ..ScanTotals::default()
+        }));
+        let plan: Arc<dyn ExecutionPlan> = Arc::new(EmptyExec::new(Arc::new(Schema::empty())));
+        tracker.running(plan, Some(live));
+        let progress = tracker.snapshot(true);
+        assert_eq!(progress.chunk_scanned_raw_body_size, 4_000);
+        assert_eq!(progress.chunk_skipped_raw_body_size, 1_000);
+        assert_eq!(progress.bloom_filter_bytes, 96);
+        assert_eq!(progress.predicate_checks, 50);
+        assert_eq!(progress.chunk_scan_time_nanos, 7);
+    }
+
+    fn number_bins(span: i64, origin: i64) -> Binning {
+        Binning {
+            column: "n".into(),
+            time: false,
+            span,
+            origin,
+        }
+    }
+
+    #[test]
+    fn number_bins_complete_as_the_chunks_that_may_hold_their_values_are_read() -> Result<(), String> {
+        // Read: a chunk of 0..=19 and one of 40..=45; not yet: a chunk of 15..=29.
+        let ranges = [
+            (true, vec![Some((0, 19)), Some((40, 45))]),
+            (false, vec![Some((15, 29))]),
+        ];
+        let bins = bins_of(&number_bins(10, 0), &ranges).ok_or("bins")?;
+        assert_eq!((bins.first_bin_start, bins.bin_span, bins.time), (0, 10, false));
+        // Bins 0-9 and 40-49 are read; 10-19 half (one of two chunks); 20-29 not; 30-39 holds
+        // no chunk's values, so nothing is left to read.
+        assert_eq!(bins.completion, vec![100, 50, 0, 100, 100]);
+        // `bin_at(n, 10, 5)`: bins start at 5 + 10k.
+        let bins = bins_of(&number_bins(10, 5), &ranges).ok_or("bins")?;
+        assert_eq!(bins.first_bin_start, -5);
+        assert_eq!(bins.completion, vec![100, 100, 50, 0, 100, 100]);
+        // A chunk whose statistics do not tell counts in every bin.
+        let unknown = [(true, vec![Some((0, 19))]), (false, vec![None])];
+        let bins = bins_of(&number_bins(10, 0), &unknown).ok_or("bins")?;
+        assert_eq!(bins.completion, vec![50, 50]);
+        // Nothing known, or too many bins: no report.
+        assert_eq!(bins_of(&number_bins(10, 0), &[(false, vec![None])]), None);
+        assert_eq!(bins_of(&number_bins(1, 0), &[(true, vec![Some((0, MAX_REPORTED_BINS))])]), None);
+        assert_eq!(bins_of(&number_bins(1, 0), &[(true, vec![Some((i64::MIN, i64::MAX))])]), None);
+        Ok(())
     }
 }

@@ -186,6 +186,101 @@ async fn bin_queries_report_completion_by_time_bin() -> TestResult {
 }
 
 #[tokio::test]
+async fn raw_sizes_of_scanned_and_skipped_chunks_are_counted() -> TestResult {
+    let f = four_segments().await?;
+    let events = drain(
+        f.engine
+            .run(request("default | where severity_text == 'WARN'"), with_progress()),
+    )
+    .await;
+    let progress = last_progress(&events)?;
+    // One chunk read, three skipped (two by statistics, one lacking the column): each side
+    // counts its chunks' uncompressed bytes, which are more than their compressed bytes.
+    assert_eq!((progress.chunks_scanned, progress.chunks_total), (1, 4), "{progress:?}");
+    assert!(progress.chunk_scanned_raw_body_size > 0, "{progress:?}");
+    assert!(progress.chunk_skipped_raw_body_size > progress.chunk_scanned_raw_body_size, "{progress:?}");
+    // The token index of `severity_text` was consulted (statistics did the skipping).
+    assert!(progress.bloom_filter_bytes > 0, "{progress:?}");
+    // Reading everything skips nothing.
+    let events = drain(f.engine.run(request("default | summarize count() by strlen(severity_text)"), with_progress())).await;
+    let all = last_progress(&events)?;
+    assert!(all.chunk_scanned_raw_body_size > progress.chunk_scanned_raw_body_size, "{all:?}");
+    assert_eq!(all.chunk_skipped_raw_body_size, 0, "{all:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn filters_scans_and_merges_are_timed_and_counted() -> TestResult {
+    let f = four_segments().await?;
+    // A filter above the scan (`tostring(body)` is not decided by statistics), a scan, and a
+    // grouping whose partial results are merged.
+    let text = "default | where tostring(body) != 'x' | summarize n = count() by severity_text | sort by n";
+    let events = drain(f.engine.run(request(text), with_progress())).await;
+    let progress = last_progress(&events)?;
+    // Every row is checked (a span has no body, and `tostring` of it is empty: it passes).
+    assert!(progress.predicate_checks >= 130, "{progress:?}");
+    assert!(progress.chunk_scan_time_nanos > 0, "{progress:?}");
+    assert!(progress.merge_time_nanos > 0, "{progress:?}");
+    // A filter evaluated inside the readers counts the rows it was evaluated on too.
+    let events = drain(
+        f.engine
+            .run(request("default | where body contains 'o' | count"), with_progress()),
+    )
+    .await;
+    let progress = last_progress(&events)?;
+    assert!(progress.predicate_checks >= 130, "{progress:?}");
+    Ok(())
+}
+
+/// Two segments of a table with numbers: `n` 0 to 49 and 100 to 149, `x` a tenth of `n`.
+async fn numbers() -> Result<Fixture, Box<dyn std::error::Error>> {
+    let f = Fixture::new().await?;
+    let row = |i: i64| {
+        let mut row = log(i, "INFO", "n", "api", None);
+        row.push("n", trawl_common::Value::Long(i));
+        row.push("x", trawl_common::Value::Real(i as f64 / 10.0));
+        row
+    };
+    f.segment((0..50).map(row).collect()).await?;
+    f.segment((100..150).map(row).collect()).await?;
+    Ok(f)
+}
+
+#[tokio::test]
+async fn number_bins_report_completion_from_chunk_statistics() -> TestResult {
+    let f = numbers().await?;
+    let bins = |text: &str| {
+        let run = f.engine.run(request(text), with_progress());
+        async move { Ok::<_, String>(last_progress(&drain(run).await)?.bins.ok_or("no bins")?) }
+    };
+    // bin(n, 10): values 0 to 149 make bins 0, 10, ..., 140; all read.
+    let by_ten = bins("default | summarize count() by bin(n, 10)").await?;
+    assert_eq!((by_ten.first_bin_start, by_ten.bin_span, by_ten.time), (0, 10, false));
+    assert_eq!(by_ten.completion, vec![100; 15]);
+    // bin_at(n, 25, 5): bins start at 5 + 25k, from -20.
+    let at = bins("default | summarize count() by bin_at(n, 25, 5)").await?;
+    assert_eq!((at.first_bin_start, at.bin_span), (-20, 25));
+    assert_eq!(at.completion.len(), 7, "{at:?}");
+    // A real column binned by a whole number.
+    let real = bins("default | summarize count() by bin(x, 2)").await?;
+    assert_eq!((real.first_bin_start, real.bin_span, real.time), (0, 2, false));
+    assert_eq!(real.completion.len(), 8, "{real:?}");
+    // Bins of a fraction cannot be told in whole numbers: none.
+    let events = drain(f.engine.run(request("default | summarize count() by bin(x, 0.5)"), with_progress())).await;
+    assert_eq!(last_progress(&events)?.bins, None);
+    // bin_auto and bin_at over time are time bins.
+    let auto = bins("default | summarize count() by bin_auto(timestamp)").await?;
+    assert!(auto.time && auto.bin_span > 0, "{auto:?}");
+    assert!(auto.completion.iter().all(|&c| c == 100), "{auto:?}");
+    let hour = 3_600_000_000_000;
+    let at_time = bins("default | summarize count() by bin_at(timestamp, 1h, datetime(2023-11-14 00:30))").await?;
+    assert_eq!(at_time.bin_span, hour);
+    assert_eq!((at_time.first_bin_start - T0.div_euclid(hour) * hour).rem_euclid(hour), hour / 2);
+    assert!(at_time.first_bin_start <= T0, "{at_time:?}");
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_take_completes_early() -> TestResult {
     let f = four_segments().await?;
     let events = drain(f.engine.run(request("default | take 3"), with_progress())).await;

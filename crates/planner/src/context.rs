@@ -139,7 +139,7 @@ pub struct Planner<'a> {
     /// `materialize()` calls planned so far (they are numbered in planning order).
     pub materialize_calls: usize,
     /// See [`crate::PlannedQuery::time_bin`].
-    pub time_bin: Option<i64>,
+    pub time_bin: Option<crate::Binning>,
     /// See [`crate::PlannedQuery::runtime_warning_key`].
     pub runtime_warning_key: Option<i64>,
     /// Inside `partition by`: the column telling partitions apart, for operators that keep

@@ -55,6 +55,7 @@ mod top_nested;
 mod trace_find;
 mod unpack;
 mod user_functions;
+pub mod warning_operators;
 mod windows;
 
 use std::sync::Arc;
@@ -66,6 +67,7 @@ use trawl_common::{ErrorCode, KqlType, TrawlError};
 
 pub use context::Tabular;
 pub use names::bracketed;
+pub use warning_operators::{WarningOperator, WarningOperators};
 
 /// The functions the planner builds itself with fixed settings (beside the registries of
 /// `trawl_functions`): registered by name on every query node, so plans that call them can
@@ -177,6 +179,20 @@ pub struct PlannedResult {
     pub name: Option<String>,
 }
 
+/// How a `summarize` bins its rows by a column as stored: `bin(c, span)` (or `floor`),
+/// `bin_at(c, span, start)`, or `bin_auto(c)` (which is one of those). Bin `k` holds the rows
+/// whose `c` is in `[origin + k * span, origin + (k + 1) * span)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binning {
+    pub column: String,
+    /// Whether `c` is a datetime or a timespan (then `span` and `origin` are nanoseconds)
+    /// rather than a number.
+    pub time: bool,
+    /// Positive. A number's bins are reported only when their span and start are whole.
+    pub span: i64,
+    pub origin: i64,
+}
+
 /// A whole query: result tables in statement order, and warnings.
 #[derive(Debug, Clone)]
 pub struct PlannedQuery {
@@ -187,9 +203,9 @@ pub struct PlannedQuery {
     pub discoveries: Vec<Discovery>,
     /// `materialize()` calls to run before this plan is final (after the discoveries).
     pub materializations: Vec<Materialization>,
-    /// The span (nanoseconds) of the first `summarize ... by bin(timestamp, span)`, for
-    /// progress reports by time bin.
-    pub time_bin: Option<i64>,
+    /// How the first `summarize ... by bin(...)` over a stored column bins its rows (time or
+    /// number), for progress reports by bin.
+    pub time_bin: Option<Binning>,
     /// The key under which aggregates report warnings while the query runs
     /// (`trawl_functions::otel::take_warnings`), when any may.
     pub runtime_warning_key: Option<i64>,
@@ -236,7 +252,7 @@ pub fn plan_query(
     let visualization = planner.visualization.take();
     let discoveries = std::mem::take(&mut planner.discoveries);
     let materializations = std::mem::take(&mut planner.materializations);
-    let time_bin = planner.time_bin;
+    let time_bin = planner.time_bin.take();
     let runtime_warning_key = planner.runtime_warning_key;
     let summarize_budgets = std::mem::take(&mut planner.summarize_budgets);
     Ok(PlannedQuery {

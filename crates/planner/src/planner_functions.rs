@@ -548,13 +548,18 @@ fn iff(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
 }
 
 fn bin_auto(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
-    let Call {
-        function,
-        args,
-        e,
-        input,
-        ..
-    } = *c;
+    let call = bin_auto_equivalent(p, c.function, c.args, c.e, c.input)?;
+    p.scalar(&call, c.input)
+}
+
+/// The `bin` or `bin_at` call that `bin_auto(args)` (the call `e`) stands for.
+pub(crate) fn bin_auto_equivalent(
+    p: &mut Planner<'_>,
+    function: &Ident,
+    args: &[KExpr],
+    e: &KExpr,
+    input: &Tabular,
+) -> Result<KExpr, TrawlError> {
     // With `set query_bin_auto_size`: bin_at(value, size, query_bin_auto_at), or bin(value,
     // size) without a fixed point.
     if let (Some(size), [value]) = (p.bin_auto_size.clone(), args) {
@@ -566,14 +571,13 @@ fn bin_auto(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
             }
             None => "bin",
         };
-        let call = KExpr::new(
+        return Ok(KExpr::new(
             ExprKind::Call {
                 function: trawl_kql::ast::Ident::new(name, function.span),
                 args: bin_args,
             },
             e.span,
-        );
-        return p.scalar(&call, input);
+        ));
     }
     // Else bin(ts, size) with a size from a ladder of round intervals giving 750–1,500
     // bins over the query window (one day when the query has no start).
@@ -614,7 +618,7 @@ fn bin_auto(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
             format!("bin_auto() takes a datetime, found {}", typed.kql_type),
         ));
     }
-    let call = KExpr::new(
+    Ok(KExpr::new(
         ExprKind::Call {
             function: trawl_kql::ast::Ident::new("bin", function.span),
             args: vec![
@@ -623,8 +627,7 @@ fn bin_auto(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
             ],
         },
         e.span,
-    );
-    p.scalar(&call, input)
+    ))
 }
 
 fn column_ifexists(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {

@@ -1,6 +1,7 @@
 //! `summarize`: group keys (`bin` keeps its column's name), each aggregate computed once and
 //! finished per output, `percentiles_array` sugar.
 
+use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Expr;
 use trawl_common::{ErrorCode, KqlType, TrawlError};
 use trawl_kql::ast::{Expr as KExpr, ExprKind, NamedExpr};
@@ -11,25 +12,64 @@ use crate::names::default_name;
 use crate::operators::build;
 
 impl Planner<'_> {
-    /// The span of `expr` when it is `bin(timestamp, <constant timespan>)` (or `floor`).
-    fn time_bin_span(&mut self, expr: &trawl_kql::ast::Expr, input: &Tabular) -> Result<Option<i64>, TrawlError> {
+    /// How `expr` bins its rows, when it is `bin(c, span)` (or `floor`), `bin_at(c, span,
+    /// start)` or `bin_auto(c)` of a column `c` of `input`, with constant arguments.
+    fn binning(&mut self, expr: &KExpr, input: &Tabular) -> Result<Option<crate::Binning>, TrawlError> {
         let ExprKind::Call { function, args } = &expr.kind else {
             return Ok(None);
         };
-        let on_time = matches!(
-            args.first().map(|a| &a.kind),
-            Some(ExprKind::Name(name)) if name.name == trawl_common::TIME_COLUMN
-        );
-        if !matches!(function.name.as_str(), "bin" | "floor") || args.len() != 2 || !on_time {
-            return Ok(None);
+        if function.name == "bin_auto" {
+            let Ok(equivalent) = crate::planner_functions::bin_auto_equivalent(self, function, args, expr, input) else {
+                return Ok(None);
+            };
+            return self.binning(&equivalent, input);
         }
-        let span = self.scalar(&args[1], input)?;
-        Ok(match span.expr {
-            Expr::Literal(datafusion::common::ScalarValue::DurationNanosecond(Some(nanos)), _) if nanos > 0 => {
-                Some(nanos)
-            }
+        let fixed = match (function.name.as_str(), args.len()) {
+            ("bin" | "floor", 2) => false,
+            ("bin_at", 3) => true,
+            _ => return Ok(None),
+        };
+        let Some(ExprKind::Name(name)) = args.first().map(|a| &a.kind) else {
+            return Ok(None);
+        };
+        let Some(kql_type) = input.column_type(&name.name) else {
+            return Ok(None);
+        };
+        let time = match kql_type {
+            KqlType::DateTime | KqlType::Timespan => true,
+            KqlType::Int | KqlType::Long | KqlType::Real => false,
+            _ => return Ok(None),
+        };
+        let Some(span) = self.whole_constant(&args[1], time) else {
+            return Ok(None);
+        };
+        let origin = match fixed {
+            true => match self.whole_constant(&args[2], time) {
+                Some(origin) => origin,
+                None => return Ok(None),
+            },
+            false => 0,
+        };
+        Ok((span > 0).then(|| crate::Binning {
+            column: name.name.clone(),
+            time,
+            span,
+            origin,
+        }))
+    }
+
+    /// The value of a constant argument of a bin: nanoseconds of a timespan or datetime when
+    /// `time`, else a whole number; `None` for anything else.
+    fn whole_constant(&mut self, arg: &KExpr, time: bool) -> Option<i64> {
+        let empty = self.empty_tabular().ok()?;
+        let typed = self.scalar(arg, &empty).ok()?;
+        match crate::sources::constant_value(&typed.expr)? {
+            ScalarValue::DurationNanosecond(Some(n)) | ScalarValue::TimestampNanosecond(Some(n), _) if time => Some(n),
+            ScalarValue::Int64(Some(n)) if !time => Some(n),
+            ScalarValue::Int32(Some(n)) if !time => Some(i64::from(n)),
+            ScalarValue::Float64(Some(n)) if !time && n.fract() == 0.0 && n.abs() < 9.0e18 => Some(n as i64),
             _ => None,
-        })
+        }
     }
 
     pub(crate) fn summarize(
@@ -56,7 +96,7 @@ impl Planner<'_> {
                 },
             };
             if self.time_bin.is_none() {
-                self.time_bin = self.time_bin_span(&item.expr, &input)?;
+                self.time_bin = self.binning(&item.expr, &input)?;
             }
             group_exprs.push(value.expr.alias(&name));
             columns.push((name, value.kql_type));

@@ -22,12 +22,13 @@ use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
 use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::{ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData};
-use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use crate::read_hint::ReadHint;
+use crate::read_metrics::{BLOOM_FILTER_BYTES, CHUNKS_PLANNED, RAW_BYTES_PLANNED};
 use crate::thrift_check;
 
 /// Bytes read from a file's end at first: most footers fit, so one request fetches the footer.
@@ -171,6 +172,13 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
                 .map(|access| matches!(access, RowGroupAccess::Scan))
                 .collect()
         });
+        let read = file.extensions.get::<ParquetAccessPlan>().map(|plan| {
+            plan.inner()
+                .iter()
+                .map(|access| !matches!(access, RowGroupAccess::Skip))
+                .collect()
+        });
+        let counted = Counted::new(metrics, partition_index, object.location.as_ref(), read);
         let inner = self
             .inner
             .create_reader(partition_index, file, metadata_size_hint, metrics)?;
@@ -184,7 +192,46 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
             footer: None,
             whole,
             hint: self.hint.clone(),
+            bloom_starts: Vec::new(),
+            counted: Some(counted),
         }))
+    }
+}
+
+/// What a reader adds to its scan's metrics ([`crate::read_metrics`]).
+struct Counted {
+    /// Which row groups the access plan reads (all without a plan); taken when counted.
+    read: Option<Option<Vec<bool>>>,
+    raw_bytes: Count,
+    chunks: Count,
+    bloom_bytes: Count,
+}
+
+impl Counted {
+    fn new(metrics: &ExecutionPlanMetricsSet, partition: usize, file: &str, read: Option<Vec<bool>>) -> Counted {
+        let per_file = || MetricBuilder::new(metrics).with_new_label("filename", file.to_string());
+        Counted {
+            read: Some(read),
+            raw_bytes: per_file().counter(RAW_BYTES_PLANNED, partition),
+            chunks: per_file().counter(CHUNKS_PLANNED, partition),
+            bloom_bytes: MetricBuilder::new(metrics).counter(BLOOM_FILTER_BYTES, partition),
+        }
+    }
+
+    /// Counts the chunks the reader reads of the file whose footer is `footer`, once.
+    fn planned(&mut self, footer: &ParquetMetaData) {
+        let Some(read) = self.read.take() else {
+            return;
+        };
+        let (mut raw, mut chunks) = (0u64, 0usize);
+        for (index, group) in footer.row_groups().iter().enumerate() {
+            if read.as_ref().is_none_or(|read| read.get(index).copied().unwrap_or(false)) {
+                raw = raw.saturating_add(u64::try_from(group.total_byte_size()).unwrap_or(0));
+                chunks += 1;
+            }
+        }
+        self.raw_bytes.add(usize::try_from(raw).unwrap_or(usize::MAX));
+        self.chunks.add(chunks);
     }
 }
 
@@ -208,6 +255,10 @@ pub(crate) struct CheckedReader {
     /// Told once, at the first read of column chunks, which the later row groups will take
     /// ([`crate::read_hint`]); taken then.
     hint: Option<Arc<dyn ReadHint>>,
+    /// Where the file's Parquet bloom filters start, sorted (known once the footer is).
+    bloom_starts: Vec<u64>,
+    /// What the reader counts into its scan's metrics; `None` for readers made without.
+    counted: Option<Counted>,
 }
 
 impl CheckedReader {
@@ -227,6 +278,24 @@ impl CheckedReader {
             footer: None,
             whole: None,
             hint: None,
+            bloom_starts: Vec::new(),
+            counted: None,
+        }
+    }
+
+    /// Counts the reads of whole bloom filters among `ranges` into the scan's metrics.
+    fn count_blooms(&self, ranges: &[Range<u64>]) {
+        let Some(counted) = &self.counted else {
+            return;
+        };
+        if self.bloom_starts.is_empty() {
+            return;
+        }
+        for range in ranges {
+            if self.bloom_starts.binary_search(&range.start).is_ok() {
+                let len = range.end.saturating_sub(range.start);
+                counted.bloom_bytes.add(usize::try_from(len).unwrap_or(usize::MAX));
+            }
         }
     }
 
@@ -287,6 +356,20 @@ fn page_starts(footer: &ParquetMetaData) -> Vec<u64> {
     starts
 }
 
+/// The offsets at which the file's Parquet bloom filters start, sorted (empty for most
+/// segments: only a few columns have them).
+fn bloom_starts(footer: &ParquetMetaData) -> Vec<u64> {
+    let mut starts: Vec<u64> = footer
+        .row_groups()
+        .iter()
+        .flat_map(|group| group.columns())
+        .filter_map(|column| column.bloom_filter_offset())
+        .filter_map(|offset| u64::try_from(offset).ok())
+        .collect();
+    starts.sort_unstable();
+    starts
+}
+
 /// The byte ranges of the same columns as `ranges` (whole column chunks of one row group) in
 /// the row groups after theirs that `whole` marks (all of them when `None`), in file order,
 /// up to [`MOST_HINTED_BYTES`]; `None` when `ranges` are not whole chunks of one row group.
@@ -329,6 +412,7 @@ pub(crate) fn chunk_range(column: &ColumnChunkMetaData) -> Range<u64> {
 
 impl AsyncFileReader for CheckedReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, datafusion::parquet::errors::Result<Bytes>> {
+        self.count_blooms(std::slice::from_ref(&range));
         async move {
             let bytes = self.inner.get_bytes(range.clone()).await?;
             self.check(std::slice::from_ref(&range), std::slice::from_ref(&bytes))?;
@@ -342,6 +426,7 @@ impl AsyncFileReader for CheckedReader {
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, datafusion::parquet::errors::Result<Vec<Bytes>>> {
         self.hint_later(&ranges);
+        self.count_blooms(&ranges);
         async move {
             let bytes = self.inner.get_byte_ranges(ranges.clone()).await?;
             self.check(&ranges, &bytes)?;
@@ -366,6 +451,10 @@ impl AsyncFileReader for CheckedReader {
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))?;
             self.page_starts = Some(page_starts(&footer));
+            self.bloom_starts = bloom_starts(&footer);
+            if let Some(counted) = &mut self.counted {
+                counted.planned(&footer);
+            }
             self.footer = Some(Arc::clone(&footer));
             Ok(footer)
         }
@@ -502,6 +591,52 @@ mod tests {
         let told = Arc::new(Told::default());
         assert_eq!(read(&store, &object, None, vec![4], &told).await?, 100);
         assert!(told.hints().is_empty());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_reader_counts_the_raw_bytes_of_its_chunks_and_the_bloom_filters_it_reads()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let (store, object, footer) = segment().await?;
+        let cache = RuntimeEnv::default().cache_manager.get_file_metadata_cache();
+        let factory = CheckedReaderFactory::new(Arc::clone(&store), cache, None);
+        let mut plan = ParquetAccessPlan::new_all(5);
+        plan.skip(0);
+        plan.skip(2);
+        let file = PartitionedFile::from(object.clone()).with_extension(plan);
+        let metrics = ExecutionPlanMetricsSet::new();
+        let reader = Reader(factory.create_reader(0, file, None, &metrics)?);
+        let builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
+        let stream = builder.with_row_groups(vec![1, 3, 4]).build()?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await?;
+        assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 300);
+        let raw: i64 = [1, 3, 4].iter().map(|&g| footer.row_group(g).total_byte_size()).sum();
+        let totals = crate::read_metrics::read_totals(&metrics.clone_inner());
+        assert_eq!(totals.raw_bytes, u64::try_from(raw)?);
+        assert_eq!(totals.bloom_filter_bytes, 0, "the file has no bloom filters");
+
+        // A file with a bloom filter on a column: reading it counts its bytes.
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(StringArray::from_iter_values((0..100).map(|i| format!("id{i}"))))],
+        )?;
+        let properties = WriterProperties::builder().set_bloom_filter_enabled(true).build();
+        let mut bytes = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(properties))?;
+        writer.write(&batch)?;
+        writer.close()?;
+        let location = Path::from("segments/blooms.parquet");
+        store.put(&location, Bytes::from(bytes).into()).await?;
+        let object = store.head(&location).await?;
+        let metrics = ExecutionPlanMetricsSet::new();
+        let reader = Reader(factory.create_reader(0, PartitionedFile::from(object), None, &metrics)?);
+        let mut builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
+        let length = builder.metadata().row_group(0).column(0).bloom_filter_length().ok_or("no length")?;
+        let filter = builder.get_row_group_column_bloom_filter(0, 0).await?.ok_or("no filter")?;
+        assert!(filter.check(&"id7"));
+        let totals = crate::read_metrics::read_totals(&metrics.clone_inner());
+        assert_eq!(totals.bloom_filter_bytes, u64::try_from(length)?);
         Ok(())
     }
 

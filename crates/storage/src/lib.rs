@@ -28,6 +28,7 @@ mod probe;
 pub mod progress;
 mod read_ahead;
 mod read_hint;
+pub mod read_metrics;
 pub mod row_filter;
 pub mod schema;
 mod segment;

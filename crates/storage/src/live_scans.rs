@@ -18,7 +18,8 @@ pub const KEEP_FOR: Duration = Duration::from_secs(600);
 /// Most queries whose totals are kept (the oldest go first).
 pub const MAX_QUERIES: usize = 4096;
 
-/// What scans read: rows and compressed bytes of segments, chunks read and skipped.
+/// What scans read: rows and compressed bytes of segments, chunks read and skipped, and what
+/// progress reports count of their work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanTotals {
     pub rows: u64,
@@ -29,6 +30,15 @@ pub struct ScanTotals {
     pub skipped_bloom: u64,
     pub skipped_required_fields: u64,
     pub skipped_bytes: u64,
+    /// Uncompressed bytes of the chunks read and of those skipped.
+    pub raw_bytes: u64,
+    pub skipped_raw_bytes: u64,
+    /// Bytes of bloom filters evaluated: the token index's and Parquet's.
+    pub bloom_bytes: u64,
+    /// Rows the scans' filters were evaluated on.
+    pub predicate_checks: u64,
+    /// Time the Parquet readers spent reading and decoding, summed over threads.
+    pub scan_nanos: u64,
 }
 
 impl ScanTotals {
@@ -42,6 +52,11 @@ impl ScanTotals {
             skipped_bloom: self.skipped_bloom.max(other.skipped_bloom),
             skipped_required_fields: self.skipped_required_fields.max(other.skipped_required_fields),
             skipped_bytes: self.skipped_bytes.max(other.skipped_bytes),
+            raw_bytes: self.raw_bytes.max(other.raw_bytes),
+            skipped_raw_bytes: self.skipped_raw_bytes.max(other.skipped_raw_bytes),
+            bloom_bytes: self.bloom_bytes.max(other.bloom_bytes),
+            predicate_checks: self.predicate_checks.max(other.predicate_checks),
+            scan_nanos: self.scan_nanos.max(other.scan_nanos),
         }
     }
 
@@ -57,6 +72,11 @@ impl ScanTotals {
                 .skipped_required_fields
                 .saturating_sub(other.skipped_required_fields),
             skipped_bytes: self.skipped_bytes.saturating_sub(other.skipped_bytes),
+            raw_bytes: self.raw_bytes.saturating_sub(other.raw_bytes),
+            skipped_raw_bytes: self.skipped_raw_bytes.saturating_sub(other.skipped_raw_bytes),
+            bloom_bytes: self.bloom_bytes.saturating_sub(other.bloom_bytes),
+            predicate_checks: self.predicate_checks.saturating_sub(other.predicate_checks),
+            scan_nanos: self.scan_nanos.saturating_sub(other.scan_nanos),
         }
     }
 }
@@ -75,6 +95,11 @@ impl std::ops::Add for ScanTotals {
                 .skipped_required_fields
                 .saturating_add(other.skipped_required_fields),
             skipped_bytes: self.skipped_bytes.saturating_add(other.skipped_bytes),
+            raw_bytes: self.raw_bytes.saturating_add(other.raw_bytes),
+            skipped_raw_bytes: self.skipped_raw_bytes.saturating_add(other.skipped_raw_bytes),
+            bloom_bytes: self.bloom_bytes.saturating_add(other.bloom_bytes),
+            predicate_checks: self.predicate_checks.saturating_add(other.predicate_checks),
+            scan_nanos: self.scan_nanos.saturating_add(other.scan_nanos),
         }
     }
 }
@@ -95,6 +120,11 @@ pub struct LiveTotals {
     skipped_bloom: AtomicU64,
     skipped_required_fields: AtomicU64,
     skipped_bytes: AtomicU64,
+    raw_bytes: AtomicU64,
+    skipped_raw_bytes: AtomicU64,
+    bloom_bytes: AtomicU64,
+    predicate_checks: AtomicU64,
+    scan_nanos: AtomicU64,
 }
 
 impl LiveTotals {
@@ -111,6 +141,11 @@ impl LiveTotals {
         add(&self.skipped_bloom, more.skipped_bloom);
         add(&self.skipped_required_fields, more.skipped_required_fields);
         add(&self.skipped_bytes, more.skipped_bytes);
+        add(&self.raw_bytes, more.raw_bytes);
+        add(&self.skipped_raw_bytes, more.skipped_raw_bytes);
+        add(&self.bloom_bytes, more.bloom_bytes);
+        add(&self.predicate_checks, more.predicate_checks);
+        add(&self.scan_nanos, more.scan_nanos);
     }
 
     pub fn read(&self) -> ScanTotals {
@@ -123,6 +158,11 @@ impl LiveTotals {
             skipped_bloom: load(&self.skipped_bloom),
             skipped_required_fields: load(&self.skipped_required_fields),
             skipped_bytes: load(&self.skipped_bytes),
+            raw_bytes: load(&self.raw_bytes),
+            skipped_raw_bytes: load(&self.skipped_raw_bytes),
+            bloom_bytes: load(&self.bloom_bytes),
+            predicate_checks: load(&self.predicate_checks),
+            scan_nanos: load(&self.scan_nanos),
         }
     }
 }

@@ -260,7 +260,7 @@ impl ExecutionPlan for SegmentScanExec {
                 scanned,
                 live,
                 chunks,
-                reported: (0, 0),
+                reported: ScanTotals::default(),
             };
             let stream = futures::stream::iter(streams).flatten().map(move |batch| {
                 if done.live.is_some() {
@@ -288,6 +288,11 @@ struct Scanned {
     skipped_bloom: Count,
     skipped_required_fields: Count,
     skipped_bytes: Count,
+    raw_bytes: Count,
+    skipped_raw_bytes: Count,
+    bloom_bytes: Count,
+    predicate_checks: Count,
+    scan_nanos: Count,
 }
 
 impl Scanned {
@@ -303,6 +308,11 @@ impl Scanned {
             skipped_bloom: count(CHUNKS_SKIPPED_BLOOM),
             skipped_required_fields: count(CHUNKS_SKIPPED_REQUIRED_FIELDS),
             skipped_bytes: count(SKIPPED_BYTES),
+            raw_bytes: count(RAW_BYTES_READ),
+            skipped_raw_bytes: count(SKIPPED_RAW_BYTES),
+            bloom_bytes: count(BLOOM_BYTES),
+            predicate_checks: count(PREDICATE_CHECKS),
+            scan_nanos: count(SCAN_NANOS),
         }
     }
 
@@ -323,6 +333,8 @@ impl Scanned {
             skipped_bloom: load(&counters.chunks_skipped_bloom),
             skipped_required_fields: load(&counters.chunks_skipped_required_fields),
             skipped_bytes: load(&counters.skipped_compressed_bytes),
+            skipped_raw_bytes: load(&counters.skipped_raw_bytes),
+            bloom_bytes: load(&counters.index_bytes),
             ..ScanTotals::default()
         };
         self.chunks_read.add(size(chunks));
@@ -330,6 +342,8 @@ impl Scanned {
         self.skipped_bloom.add(size(skipped.skipped_bloom));
         self.skipped_required_fields.add(size(skipped.skipped_required_fields));
         self.skipped_bytes.add(size(skipped.skipped_bytes));
+        self.skipped_raw_bytes.add(size(skipped.skipped_raw_bytes));
+        self.bloom_bytes.add(size(skipped.bloom_bytes));
         if let Some(live) = live {
             live.add(skipped);
         }
@@ -346,6 +360,15 @@ pub const CHUNKS_SKIPPED_RANGE: &str = "chunks_skipped_range";
 pub const CHUNKS_SKIPPED_BLOOM: &str = "chunks_skipped_bloom";
 pub const CHUNKS_SKIPPED_REQUIRED_FIELDS: &str = "chunks_skipped_required_fields";
 pub const SKIPPED_BYTES: &str = "chunk_skipped_compressed_bytes";
+/// Uncompressed bytes of the chunks read and skipped.
+pub const RAW_BYTES_READ: &str = "chunk_scanned_raw_bytes";
+pub const SKIPPED_RAW_BYTES: &str = "chunk_skipped_raw_bytes";
+/// Bytes of bloom filters (the token index's and Parquet's) evaluated.
+pub const BLOOM_BYTES: &str = "bloom_filter_bytes";
+/// Rows the scan's filters were evaluated on.
+pub const PREDICATE_CHECKS: &str = "segment_predicate_checks";
+/// Nanoseconds the scan's Parquet readers spent reading and decoding.
+pub const SCAN_NANOS: &str = "segment_scan_nanos";
 
 /// Records what a partition's plan read: into the query's live totals as it goes, into the
 /// scan's metrics and this node's once it is done with.
@@ -355,39 +378,41 @@ struct Finished {
     live: Option<Arc<LiveTotals>>,
     /// Chunks the plan reads (counted live when it is done).
     chunks: u64,
-    /// Rows and bytes already added to the live totals.
-    reported: (u64, u64),
+    /// What was already added to the live totals.
+    reported: ScanTotals,
 }
 
 impl Finished {
     /// Adds what the plan read since the last call to the live totals.
-    fn report(&mut self) -> (u64, u64) {
-        let (rows, bytes) = read_by(self.plan.as_ref());
+    fn report(&mut self) -> ScanTotals {
+        let read = read_by(self.plan.as_ref());
         if let Some(live) = &self.live {
-            live.add(ScanTotals {
-                rows: rows.saturating_sub(self.reported.0),
-                bytes: bytes.saturating_sub(self.reported.1),
-                ..ScanTotals::default()
-            });
+            live.add(read.minus(self.reported));
         }
-        self.reported = (rows.max(self.reported.0), bytes.max(self.reported.1));
-        (rows, bytes)
+        self.reported = read.max(self.reported);
+        read
     }
 }
 
 impl Drop for Finished {
     fn drop(&mut self) {
-        let (rows, bytes) = self.report();
+        let read = self.report();
         if let Some(live) = &self.live {
             live.add(ScanTotals {
                 chunks_read: self.chunks,
                 ..ScanTotals::default()
             });
         }
-        self.scanned.rows.add(usize::try_from(rows).unwrap_or(usize::MAX));
-        self.scanned.bytes.add(usize::try_from(bytes).unwrap_or(usize::MAX));
-        METRICS.query_scanned_rows.inc_by(rows);
-        METRICS.query_scanned_bytes.inc_by(bytes);
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        self.scanned.rows.add(size(read.rows));
+        self.scanned.bytes.add(size(read.bytes));
+        self.scanned.raw_bytes.add(size(read.raw_bytes));
+        self.scanned.skipped_raw_bytes.add(size(read.skipped_raw_bytes));
+        self.scanned.bloom_bytes.add(size(read.bloom_bytes));
+        self.scanned.predicate_checks.add(size(read.predicate_checks));
+        self.scanned.scan_nanos.add(size(read.scan_nanos));
+        METRICS.query_scanned_rows.inc_by(read.rows);
+        METRICS.query_scanned_bytes.inc_by(read.bytes);
     }
 }
 
@@ -397,27 +422,37 @@ pub const ROWS_READ: &str = "segment_rows_read";
 /// Name of the metric of the compressed segment bytes a [`SegmentScanExec`] read.
 pub const BYTES_READ: &str = "segment_bytes_read";
 
-/// Rows and compressed bytes the Parquet readers under `plan` produced and fetched.
-pub fn read_by(plan: &dyn ExecutionPlan) -> (u64, u64) {
-    let (mut rows, mut bytes) = (0, 0);
+/// What the Parquet readers under `plan` produced and fetched: rows, compressed bytes, the
+/// uncompressed bytes of the chunks read (those the readers pruned counted as skipped), the
+/// bytes of Parquet bloom filters evaluated, the rows the plan's filters were evaluated on,
+/// and the readers' time. Chunk counts are not among them (the planning counts those).
+pub fn read_by(plan: &dyn ExecutionPlan) -> ScanTotals {
+    let mut totals = ScanTotals {
+        predicate_checks: crate::read_metrics::predicate_checks(plan),
+        ..ScanTotals::default()
+    };
     if plan.name() == "DataSourceExec"
         && let Some(metrics) = plan.metrics()
     {
-        rows += metrics.output_rows().unwrap_or(0) as u64;
+        totals.rows += metrics.output_rows().unwrap_or(0) as u64;
         for metric in metrics.iter() {
-            if let MetricValue::Count { name, count } = metric.value()
-                && name == "bytes_scanned"
-            {
-                bytes += count.value() as u64;
+            match metric.value() {
+                MetricValue::Count { name, count } if name == "bytes_scanned" => totals.bytes += count.value() as u64,
+                MetricValue::Time { name, time } if name == "time_elapsed_scanning_total" => {
+                    totals.scan_nanos += time.value() as u64;
+                }
+                _ => {}
             }
         }
+        let read = crate::read_metrics::read_totals(&metrics);
+        totals.raw_bytes += read.raw_bytes;
+        totals.skipped_raw_bytes += read.pruned_raw_bytes;
+        totals.bloom_bytes += read.bloom_filter_bytes;
     }
     for child in plan.children() {
-        let (r, b) = read_by(child.as_ref());
-        rows += r;
-        bytes += b;
+        totals += read_by(child.as_ref());
     }
-    (rows, bytes)
+    totals
 }
 
 #[cfg(test)]

@@ -437,6 +437,7 @@ impl TrawlTable {
         let projection = projection.as_ref();
         let wanted = wanted.to_vec();
         let needed = self.needed_columns(&wanted, filters)?;
+        self.count(|c| c.footers_in(&state.runtime_env().cache_manager.get_file_metadata_cache()));
         // A scan that reads no column and applies no filter counts rows from the catalog and
         // opens no segment; a scan with only a row limit (`take`) opens segments until it has
         // its rows, and fetching every footer first would cost it a request per segment.
@@ -486,6 +487,26 @@ fn lacks_shredded(segment: &SegmentMeta, schema: &SchemaRef, needed: &[usize]) -
 }
 
 impl TrawlTable {
+    /// Counts the uncompressed bytes of the chunks of `segment` not among `read` (sorted
+    /// indices; none read when empty) as skipped, from the footer planning fetched (found in
+    /// the footer cache). Progress only: a footer that cannot be had is not counted.
+    async fn count_skipped_raw(&self, state: &dyn Session, segment: &SegmentMeta, read: &[usize]) {
+        let Some(counters) = &self.counters else {
+            return;
+        };
+        let Ok(footer) = crate::probe::footer(state, segment).await else {
+            return;
+        };
+        let raw: u64 = footer
+            .row_groups()
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| read.binary_search(index).is_err())
+            .map(|(_, group)| u64::try_from(group.total_byte_size()).unwrap_or(0))
+            .sum();
+        counters.skipped_raw(raw);
+    }
+
     /// The columns `wanted` and then those only the filters read, as indices of the schema.
     fn needed_columns(&self, wanted: &[usize], filters: &[Expr]) -> DfResult<Vec<usize>> {
         let mut needed = wanted.to_vec();
@@ -615,13 +636,19 @@ impl TrawlTable {
             for (segment, (bytes, file)) in segments.iter().zip(files) {
                 let narrowed = match &need {
                     Some(need) => narrowed(state, segment, need, Chunks::AllFull).await?,
-                    None => (Chunks::AllFull, Vec::new(), 0),
+                    None => (Chunks::AllFull, Vec::new(), 0, 0),
                 };
                 selected.add(&narrowed);
-                let (chunks, selections, _) = narrowed;
-                self.count(|c| c.classified());
+                let (chunks, selections, _, index_bytes) = narrowed;
+                self.count(|c| {
+                    c.classified();
+                    c.evaluated_index(index_bytes);
+                });
                 match chunks {
-                    Chunks::None => self.count(|c| c.skipped_by_index(chunks_of(segment.rows), bytes)),
+                    Chunks::None => {
+                        self.count(|c| c.skipped_by_index(chunks_of(segment.rows), bytes));
+                        self.count_skipped_raw(state, segment, &[]).await;
+                    }
                     Chunks::Some {
                         count, full, partial, ..
                     } => {
@@ -630,9 +657,12 @@ impl TrawlTable {
                         let share = |n: usize| bytes * n as u64 / count.max(1) as u64;
                         let skipped = count.saturating_sub(read.len());
                         self.count(|c| {
-                            c.planned(segment, read.len() as u64);
+                            c.planned_some(segment, &read);
                             c.skipped_by_index(skipped as u64, share(skipped));
                         });
+                        if skipped > 0 {
+                            self.count_skipped_raw(state, segment, &read).await;
+                        }
                         let plan = access_plan_selected(count, &read, &selections);
                         counted.push((share(read.len()), file.with_extension(plan)));
                     }
@@ -665,11 +695,14 @@ impl TrawlTable {
         for ((segment, (bytes, file)), chunks) in segments.iter().zip(files).zip(classified) {
             let narrowed = match &need {
                 Some(need) => narrowed(state, segment, need, chunks).await?,
-                None => (chunks, Vec::new(), 0),
+                None => (chunks, Vec::new(), 0, 0),
             };
             selected.add(&narrowed);
-            let (chunks, selections, ruled_out) = narrowed;
-            self.count(|c| c.classified());
+            let (chunks, selections, ruled_out, index_bytes) = narrowed;
+            self.count(|c| {
+                c.classified();
+                c.evaluated_index(index_bytes);
+            });
             match chunks {
                 Chunks::None => {
                     let lacks = |name: &str| !segment.columns.iter().any(|c| c.name == name);
@@ -681,6 +714,7 @@ impl TrawlTable {
                         c.skipped_by_index(by_index, index_bytes);
                         c.skipped(total - by_index, bytes - index_bytes, required);
                     });
+                    self.count_skipped_raw(state, segment, &[]).await;
                 }
                 Chunks::AllFull | Chunks::Unknown => {
                     self.count(|c| c.planned(segment, chunks_of(segment.rows)));
@@ -697,11 +731,12 @@ impl TrawlTable {
                     partial: partial_chunks,
                 } => {
                     let share = |n: usize| bytes * n as u64 / count.max(1) as u64;
-                    let read = full_chunks.len() + partial_chunks.len();
-                    let skipped = count.saturating_sub(read);
+                    let mut read: Vec<usize> = full_chunks.iter().chain(&partial_chunks).copied().collect();
+                    read.sort_unstable();
+                    let skipped = count.saturating_sub(read.len());
                     let by_index = ruled_out.min(skipped);
                     self.count(|c| {
-                        c.planned(segment, read as u64);
+                        c.planned_some(segment, &read);
                         c.skipped(
                             (skipped - by_index) as u64,
                             share(skipped).saturating_sub(share(by_index)),
@@ -709,6 +744,9 @@ impl TrawlTable {
                         );
                         c.skipped_by_index(by_index as u64, share(by_index));
                     });
+                    if skipped > 0 {
+                        self.count_skipped_raw(state, segment, &read).await;
+                    }
                     if !full_chunks.is_empty() {
                         let plan = access_plan(count, &full_chunks);
                         let counted = self.with_row_count(file.clone(), full_rows);

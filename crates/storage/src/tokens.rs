@@ -132,11 +132,19 @@ impl TokenIndex {
     /// Whether block `block` may hold a row of `column` with every one of `terms` (lowercased).
     /// A column without an index may.
     fn may_hold(&self, column: &str, block: usize, terms: &[Vec<u8>]) -> bool {
+        self.may_hold_counted(column, block, terms, &mut 0)
+    }
+
+    /// [`TokenIndex::may_hold`], adding the bytes of the filter it evaluated to `evaluated`.
+    fn may_hold_counted(&self, column: &str, block: usize, terms: &[Vec<u8>], evaluated: &mut u64) -> bool {
         let Some(filters) = self.columns.get(column) else {
             return true;
         };
         match filters.get(block) {
-            Some(Some(filter)) => terms.iter().all(|term| filter.check(&term[..])),
+            Some(Some(filter)) => {
+                *evaluated += filter.num_blocks() as u64 * 32;
+                terms.iter().all(|term| filter.check(&term[..]))
+            }
             Some(None) => false,
             None => true,
         }
@@ -321,11 +329,18 @@ impl Need {
         }
     }
 
+    #[cfg(test)]
     fn may_match(&self, index: &TokenIndex, block: usize) -> bool {
+        self.may_match_counted(index, block, &mut 0)
+    }
+
+    /// Whether block `block` may hold a passing row, adding the bytes of the filters it
+    /// evaluated to `evaluated` (a filter evaluated for two conditions counts twice).
+    fn may_match_counted(&self, index: &TokenIndex, block: usize, evaluated: &mut u64) -> bool {
         match self {
-            Need::Terms { column, terms } => index.may_hold(column, block, terms),
-            Need::All(needs) => needs.iter().all(|n| n.may_match(index, block)),
-            Need::Any(needs) => needs.iter().any(|n| n.may_match(index, block)),
+            Need::Terms { column, terms } => index.may_hold_counted(column, block, terms, evaluated),
+            Need::All(needs) => needs.iter().all(|n| n.may_match_counted(index, block, evaluated)),
+            Need::Any(needs) => needs.iter().any(|n| n.may_match_counted(index, block, evaluated)),
         }
     }
 
@@ -416,31 +431,44 @@ pub(crate) enum ChunkRows {
     Some(RowSelection),
 }
 
-/// The rows of each chunk of `segment` that may pass `need`, by its token index; `None` when
-/// the segment has no index that can tell.
+/// The rows of each chunk of `segment` that may pass `need`, by its token index, and the
+/// bytes of the index's filters evaluated; `None` when the segment has no index that can tell.
 pub(crate) async fn chunk_rows(
     state: &dyn Session,
     segment: &SegmentMeta,
     footer: &ParquetMetaData,
     need: &Need,
-) -> Option<Vec<ChunkRows>> {
+) -> Option<(Vec<ChunkRows>, u64)> {
     let index = index_of(state, segment, footer).await?;
     let group_rows: Vec<u64> = footer
         .row_groups()
         .iter()
         .map(|group| u64::try_from(group.num_rows()).unwrap_or(0))
         .collect();
-    rows_by_chunk(&index, need, &group_rows)
+    rows_by_chunk_counted(&index, need, &group_rows)
 }
 
 /// The rows of each chunk (of `group_rows` rows each, in order) that may pass `need` by
 /// `index`; `None` when the index cannot tell or does not match the chunks.
+#[cfg(test)]
 pub(crate) fn rows_by_chunk(index: &TokenIndex, need: &Need, group_rows: &[u64]) -> Option<Vec<ChunkRows>> {
+    rows_by_chunk_counted(index, need, group_rows).map(|(rows, _)| rows)
+}
+
+/// [`rows_by_chunk`], with the bytes of the index's filters evaluated.
+pub(crate) fn rows_by_chunk_counted(
+    index: &TokenIndex,
+    need: &Need,
+    group_rows: &[u64],
+) -> Option<(Vec<ChunkRows>, u64)> {
     if !need.uses(index) || group_rows.iter().sum::<u64>() != index.rows {
         return None;
     }
     let block_rows = index.block_rows as u64;
-    let passing: Vec<bool> = (0..index.blocks()).map(|b| need.may_match(index, b)).collect();
+    let mut evaluated = 0u64;
+    let passing: Vec<bool> = (0..index.blocks())
+        .map(|b| need.may_match_counted(index, b, &mut evaluated))
+        .collect();
     let mut start = 0u64;
     let mut chunks = Vec::with_capacity(group_rows.len());
     for &rows in group_rows {
@@ -470,12 +498,13 @@ pub(crate) fn rows_by_chunk(index: &TokenIndex, need: &Need, group_rows: &[u64])
         });
         start = end;
     }
-    Some(chunks)
+    Some((chunks, evaluated))
 }
 
 /// What the index made of a segment's chunks: the chunks to read, row selections of those it
-/// narrowed (by chunk index), and how many chunks it ruled out.
-pub(crate) type Narrowed = (Chunks, Vec<(usize, RowSelection)>, usize);
+/// narrowed (by chunk index), how many chunks it ruled out, and the bytes of its filters
+/// evaluated.
+pub(crate) type Narrowed = (Chunks, Vec<(usize, RowSelection)>, usize, u64);
 
 /// How much of the chunks a scan reads its token index selected, summed over segments: a
 /// scan whose selections keep few rows evaluates its filters inside the reader
@@ -491,7 +520,7 @@ pub(crate) struct Selected {
 impl Selected {
     /// Adds what the index made of one segment.
     pub(crate) fn add(&mut self, narrowed: &Narrowed) {
-        let (chunks, selections, _) = narrowed;
+        let (chunks, selections, _, _) = narrowed;
         let read = match chunks {
             Chunks::Some { full, partial, .. } => full.len() + partial.len(),
             Chunks::None => 0,
@@ -549,15 +578,15 @@ pub(crate) async fn narrowed(
     chunks: Chunks,
 ) -> datafusion::error::Result<Narrowed> {
     if chunks == Chunks::None {
-        return Ok((chunks, Vec::new(), 0));
+        return Ok((chunks, Vec::new(), 0, 0));
     }
     let footer = crate::probe::footer(state, segment).await?;
-    let Some(rows) = chunk_rows(state, segment, &footer, need).await else {
-        return Ok((chunks, Vec::new(), 0));
+    let Some((rows, evaluated)) = chunk_rows(state, segment, &footer, need).await else {
+        return Ok((chunks, Vec::new(), 0, 0));
     };
     let count = rows.len();
     let (was_full, was_partial): (Vec<usize>, Vec<usize>) = match &chunks {
-        Chunks::None => return Ok((chunks, Vec::new(), 0)),
+        Chunks::None => return Ok((chunks, Vec::new(), 0, evaluated)),
         Chunks::AllFull => ((0..count).collect(), Vec::new()),
         Chunks::Unknown => (Vec::new(), (0..count).collect()),
         Chunks::Some {
@@ -567,7 +596,7 @@ pub(crate) async fn narrowed(
             ..
         } => {
             if *classified != count {
-                return Ok((chunks, Vec::new(), 0));
+                return Ok((chunks, Vec::new(), 0, evaluated));
             }
             (full.clone(), partial.clone())
         }
@@ -590,7 +619,7 @@ pub(crate) async fn narrowed(
         }
     }
     if full.is_empty() && partial.is_empty() {
-        return Ok((Chunks::None, Vec::new(), ruled_out));
+        return Ok((Chunks::None, Vec::new(), ruled_out, evaluated));
     }
     partial.sort_unstable();
     let full_rows = full
@@ -607,6 +636,7 @@ pub(crate) async fn narrowed(
         },
         selections,
         ruled_out,
+        evaluated,
     ))
 }
 

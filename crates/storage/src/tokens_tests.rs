@@ -106,6 +106,31 @@ fn chunks_become_skips_and_row_selections() -> TestResult {
 }
 
 #[test]
+fn the_bytes_of_the_filters_evaluated_are_counted() -> TestResult {
+    let rows = 4 * BLOCK_ROWS;
+    let index = index_of_batches(&[batch(rows, &[BLOCK_ROWS + 3])?])?;
+    let (_, body_bytes, blocks) = index
+        .columns()
+        .into_iter()
+        .find(|(name, _, _)| name == "body")
+        .ok_or("body is indexed")?;
+    assert_eq!(blocks, 4);
+    let one = Need::of_filters(&[has("body", "zqxjkv")]).ok_or("no need")?;
+    let (_, evaluated) = rows_by_chunk_counted(&index, &one, &[rows as u64]).ok_or("none")?;
+    // Each block's filter is evaluated once.
+    assert_eq!(evaluated, body_bytes as u64);
+    // Two conditions on the column: its filters are evaluated for each, but the second only
+    // where the first passed (one block).
+    let two = Need::of_filters(&[has("body", "zqxjkv"), has("body", "token")]).ok_or("no need")?;
+    let (_, evaluated) = rows_by_chunk_counted(&index, &two, &[rows as u64]).ok_or("none")?;
+    assert!(evaluated > body_bytes as u64 && evaluated < 2 * body_bytes as u64, "{evaluated}");
+    // A column without an index evaluates nothing: the index cannot tell.
+    let unindexed = Need::of_filters(&[has("n", "1")]).ok_or("no need")?;
+    assert!(rows_by_chunk_counted(&index, &unindexed, &[rows as u64]).is_none());
+    Ok(())
+}
+
+#[test]
 fn filters_the_index_can_and_cannot_use() {
     let terms = |t: &[&str]| t.iter().map(|t| t.as_bytes().to_vec()).collect::<Vec<_>>();
     let body = |t: &[&str]| Need::Terms {
