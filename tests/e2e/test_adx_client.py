@@ -266,21 +266,52 @@ def test_v2_progressive_newest_rows_come_as_refined_fragments(loaded):
     assert completion["RowCount"] == 3
 
 
-def test_v2_progressive_errors(loaded):
-    # Planning fails: an error status, as in non-progressive mode.
-    body = {"db": "default", "csl": "nope | take 1", "properties": {"Options": {"results_progressive_enabled": True}}}
+def progressive_failure(server, csl: str) -> tuple[int, dict]:
+    """A progressive query expected to fail before any row went out: (status, error body)."""
+    body = {"db": "default", "csl": csl, "properties": {"Options": {"results_progressive_enabled": True}}}
     status, _, answer = http_request(
-        loaded.gateway_url + "/v2/rest/query",
+        server.gateway_url + "/v2/rest/query",
         json.dumps(body).encode(),
-        {"Content-Type": "application/json", **loaded.query_auth},
+        {"Content-Type": "application/json", **server.query_auth},
         "POST",
     )
+    return status, json.loads(answer)
+
+
+def test_v2_progressive_errors_before_rows_are_an_error_status(loaded):
+    # Planning fails: an error status, as in non-progressive mode.
+    status, answer = progressive_failure(loaded, "nope | take 1")
     assert status == 400, answer
-    assert json.loads(answer)["error"]["code"]
-    # Running fails after the stream began: the completion frame says so.
-    _, frames = progressive(
+    assert answer["error"]["code"] == "General_BadRequest"
+    assert answer["error"]["@type"] == "Kusto.Data.Exceptions.SemanticException"
+    # Running fails before the first row fragment: an error status too, never frames.
+    status, answer = progressive_failure(
         loaded, f'default | where body has "{MARKER}" | extend x = 1 / (toint(attributes.n) - toint(attributes.n))'
     )
+    assert status == 400, answer
+    error = answer["error"]
+    assert error["code"] == "General_BadRequest" and "divides" in error["message"]
+    assert error["@type"] == "Kusto.Data.Exceptions.KustoBadRequestException"
+
+
+def test_v2_progressive_failure_after_rows_ends_the_stream_with_the_error(loaded):
+    # The newest time slice (the row with n = 2) goes out as a refined fragment; an older slice
+    # divides by zero (n = 0): the 200 has gone, so the stream ends with the error.
+    _, frames = progressive(
+        loaded,
+        f'default | where body has "{MARKER}" | extend x = 10 / toint(attributes.n) | top 3 by timestamp desc '
+        "| project body, x",
+    )
+    kinds = [f["FrameType"] for f in frames if f["FrameType"] != "TableProgress"]
+    assert kinds[-4:] == ["TableFragment", "TableCompletion", "DataTable", "DataSetCompletion"], kinds
+    fragment = next(f for f in frames if f["FrameType"] == "TableFragment")
+    assert fragment["Rows"] == [[f"{MARKER} 2", 5]]
+    completion = next(f for f in frames if f["FrameType"] == "TableCompletion")
+    assert completion["RowCount"] >= 1
+    assert "divides" in completion["OneApiErrors"][0]["error"]["message"]
+    status_rows = frames[-2]["Rows"]
+    assert frames[-2]["TableKind"] == "QueryCompletionInformation"
+    assert status_rows[0][6] == "Error" and "divides" in status_rows[0][-1]
     last = frames[-1]
-    assert last["FrameType"] == "DataSetCompletion" and last["HasErrors"] is True
+    assert last["FrameType"] == "DataSetCompletion" and last["HasErrors"] is True and last["Cancelled"] is False
     assert "divides" in last["OneApiErrors"][0]["error"]["message"]

@@ -484,13 +484,20 @@ fn v2_frames(output: &QueryOutput, request_id: &str, elapsed: std::time::Duratio
         request_id,
         elapsed,
         None,
+        None,
     ));
     frames.push(json!({"FrameType": "DataSetCompletion", "HasErrors": false, "Cancelled": false}));
     Json::Array(frames)
 }
 
-/// The `QueryCompletionInformation` table: a `QueryInfo` row, one `Warning` row per
-/// warning, and the `QueryResourceConsumption` statistics.
+/// The status of `QueryCompletionInformation` rows: `S_OK`, and `E_FAIL` on the `Error` row
+/// of a failed query.
+const OK_STATUS: (i32, &str) = (0, "S_OK (0)");
+const FAILED_STATUS: (i32, &str) = (-2147467259, "E_FAIL (0x80004005)");
+
+/// The `QueryCompletionInformation` table: a `QueryInfo` row (an `Error` row, Level 2, when
+/// the query failed after its answer began: `failure`), one `Warning` row per warning, and
+/// the `QueryResourceConsumption` statistics.
 fn completion_information(
     id: usize,
     warnings: &[QueryWarning],
@@ -498,10 +505,11 @@ fn completion_information(
     request_id: &str,
     elapsed: std::time::Duration,
     scanned: Option<&trawl_engine::Progress>,
+    failure: Option<&TrawlError>,
 ) -> Json {
     let now = trawl_common::time::format_datetime(trawl_common::time::now_nanos());
     let activity = uuid::Uuid::new_v4().to_string();
-    let row = |level: i32, level_name: &str, event: i32, event_name: &str, payload: Json| {
+    let row = |(level, level_name): (i32, &str), (status, status_name): (i32, &str), event: i32, event_name: &str, payload: Json| {
         json!([
             now,
             request_id,
@@ -510,24 +518,33 @@ fn completion_information(
             activity,
             level,
             level_name,
-            0,
-            "S_OK (0)",
+            status,
+            status_name,
             event,
             event_name,
             payload.to_string()
         ])
     };
-    let mut rows = vec![row(
-        4,
-        "Info",
-        4,
-        "QueryInfo",
-        json!({"Count": 1, "Text": "Query completed successfully"}),
-    )];
+    let mut rows = vec![match failure {
+        None => row(
+            (4, "Info"),
+            OK_STATUS,
+            4,
+            "QueryInfo",
+            json!({"Count": 1, "Text": "Query completed successfully"}),
+        ),
+        Some(error) => row(
+            (2, "Error"),
+            FAILED_STATUS,
+            4,
+            "QueryInfo",
+            json!({"Count": 1, "Text": format!("Query failed: {}: {}", error.code.as_str(), error.message)}),
+        ),
+    }];
     for warning in warnings {
         rows.push(row(
-            3,
-            "Warning",
+            (3, "Warning"),
+            OK_STATUS,
             4,
             "QueryInfo",
             json!({"Count": 1, "Text": format!("{}: {}", warning.kind, warning.message)}),
@@ -558,7 +575,7 @@ fn completion_information(
         });
         consumption["resource_usage"] = json!({"memory": {"peak_per_node": progress.memory_peak_bytes}});
     }
-    rows.push(row(6, "Stats", 0, "QueryResourceConsumption", consumption));
+    rows.push(row((6, "Stats"), OK_STATUS, 0, "QueryResourceConsumption", consumption));
     data_table(
         id,
         "QueryCompletionInformation",

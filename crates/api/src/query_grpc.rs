@@ -160,7 +160,13 @@ pub struct Framer {
     building_bytes: usize,
     /// The last full batch, held back until it is known whether it is the last.
     pending: Option<pb::RowBatch>,
-    warnings: Vec<QueryWarning>,
+    /// The warnings so far, each with the result table (from 0) that was running when it
+    /// came, if one was: what its `operator_id` is found from.
+    warnings: Vec<(QueryWarning, Option<usize>)>,
+    /// Result tables started so far.
+    tables_started: usize,
+    /// The query's operators, read from its text when a warning needs them.
+    operators: std::cell::OnceCell<trawl_planner::WarningOperators>,
     partial_failures: Vec<PartialFailure>,
     visualization: Option<Visualization>,
     /// Warnings (or partial failures) found while running, sent in a second metadata frame
@@ -181,6 +187,8 @@ impl Framer {
             building_bytes: 0,
             pending: None,
             warnings: Vec::new(),
+            tables_started: 0,
+            operators: std::cell::OnceCell::new(),
             partial_failures: Vec::new(),
             visualization: None,
             late_warnings: false,
@@ -208,7 +216,7 @@ impl Framer {
                 warnings,
                 visualization,
             } => {
-                self.warnings = warnings;
+                self.warnings = warnings.into_iter().map(|warning| (warning, None)).collect();
                 self.visualization = visualization;
             }
             QueryEvent::TableStarted { name, columns } => {
@@ -229,6 +237,7 @@ impl Framer {
                 );
                 self.table = name;
                 self.columns = columns;
+                self.tables_started += 1;
                 if first {
                     out.push(self.frame(Payload::Metadata(self.metadata())));
                 }
@@ -252,7 +261,8 @@ impl Framer {
             }
             QueryEvent::TableFinished { .. } => {}
             QueryEvent::Warning(warning) => {
-                self.warnings.push(warning);
+                let running = self.tables_started.checked_sub(1);
+                self.warnings.push((warning, running));
                 self.late_warnings = true;
             }
             QueryEvent::PartialFailure(failure) => {
@@ -297,7 +307,13 @@ impl Framer {
         if let Some(batch) = self.pending.take() {
             out.push(self.frame(Payload::Batch(batch)));
         }
-        out.push(self.frame(Payload::Error(error_message(&error, &self.query))));
+        // The log line the support ticket id (the call's request id) finds.
+        if error.code.http_status() >= 500 {
+            tracing::warn!(request_id = %self.request_id, code = error.code.as_str(), message = %error.message, "a gRPC query failed");
+        } else {
+            tracing::info!(request_id = %self.request_id, code = error.code.as_str(), message = %error.message, "a gRPC query failed");
+        }
+        out.push(self.frame(Payload::Error(error_message(&error, &self.query, &self.request_id))));
         out.push(self.frame(Payload::Done(pb::Completion {})));
         self.ended = true;
     }
@@ -329,13 +345,19 @@ impl Framer {
             warnings: self
                 .warnings
                 .iter()
-                .map(|w| pb::QueryWarning {
-                    operator_id: 0,
-                    branch_index: None,
-                    kind: w.kind.clone(),
-                    location: w.location.map(location_message),
-                    message: w.message.clone(),
-                    details: json!({"kind": w.kind, "message": w.message}).to_string(),
+                .map(|(w, table)| {
+                    let operator = self
+                        .operators
+                        .get_or_init(|| trawl_planner::WarningOperators::of(&self.query))
+                        .operator_of(w, *table);
+                    pb::QueryWarning {
+                        operator_id: operator.operator_id,
+                        branch_index: operator.branch_index,
+                        kind: w.kind.clone(),
+                        location: w.location.map(location_message),
+                        message: w.message.clone(),
+                        details: json!({"kind": w.kind, "message": w.message}).to_string(),
+                    }
                 })
                 .collect(),
         }
@@ -466,11 +488,13 @@ fn location_message(location: Location) -> pb::Location {
     }
 }
 
-pub fn error_message(error: &TrawlError, query: &str) -> pb::Error {
+/// The Error frame of `error` in `query`; `support_ticket_id` is the request id the failure
+/// was logged under.
+pub fn error_message(error: &TrawlError, query: &str, support_ticket_id: &str) -> pb::Error {
     pb::Error {
         code: error.code.as_str().to_string(),
         title: error.code.title().to_string(),
-        support_ticket_id: String::new(),
+        support_ticket_id: support_ticket_id.to_string(),
         message: error.annotated(query),
         location: error.location.map(location_message),
         details: json!({
@@ -482,7 +506,13 @@ pub fn error_message(error: &TrawlError, query: &str) -> pb::Error {
     }
 }
 
+/// The Progress frame of a report. Three fields are structurally zero in Trawl (see
+/// `docs/api.md`, "Progress counters"): no chunk is skipped by hash (segments are not
+/// hash-sharded), a chunk that fails to decode fails the query instead of being counted, and
+/// no operator can tell which chunk a row that failed the filters came from.
 pub fn progress_message(p: &Progress) -> pb::Progress {
+    // Time bins travel in 100 ns ticks, bins of numbers in the numbers' own units.
+    let bin_units = |bins: &trawl_engine::BinProgress, value: i64| if bins.time { ticks(value) } else { value };
     pb::Progress {
         rows_processed: p.rows_processed,
         chunks_total: p.chunks_total,
@@ -492,15 +522,15 @@ pub fn progress_message(p: &Progress) -> pb::Progress {
         chunks_skipped_shar: 0,
         predicate_checks: p.predicate_checks,
         short_circuit_completion: p.short_circuit_completion,
-        chunk_scanned_raw_body_size: 0,
-        chunk_skipped_raw_body_size: 0,
+        chunk_scanned_raw_body_size: p.chunk_scanned_raw_body_size,
+        chunk_skipped_raw_body_size: p.chunk_skipped_raw_body_size,
         chunk_skipped_compressed_size: p.chunk_skipped_compressed_size,
         chunk_scan_time_nanos: p.chunk_scan_time_nanos,
         query_time_nanos: p.query_time_nanos,
         chunk_scanned_compressed_size: p.chunk_scanned_compressed_size,
         bin_progress: p.bins.as_ref().map(|bins| pb::BinProgress {
-            first_bin_start: ticks(bins.first_bin_start),
-            bin_span: u64::try_from(ticks(bins.bin_span)).unwrap_or(0),
+            first_bin_start: bin_units(bins, bins.first_bin_start),
+            bin_span: u64::try_from(bin_units(bins, bins.bin_span)).unwrap_or(0),
             completion_percentages: bins.completion.clone(),
         }),
         queue_wait_nanos: p.queue_wait_nanos,
@@ -508,7 +538,7 @@ pub fn progress_message(p: &Progress) -> pb::Progress {
             segments_done: planning.segments_done,
             segments_total: planning.segments_total,
         }),
-        bloom_filter_bytes: 0,
+        bloom_filter_bytes: p.bloom_filter_bytes,
         merge_time_nanos: p.merge_time_nanos,
         chunks_empty_scan: 0,
         chunks_errored: 0,

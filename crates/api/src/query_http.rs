@@ -1,4 +1,6 @@
-//! The query service's HTTP routes on port 9510: `POST /query` and `GET /catalog`.
+//! The query service's HTTP routes on port 9510: `POST /query`, `POST /plan`,
+//! `GET /v1/databases` (and the router of every route of the port; `GET /catalog` and
+//! `GET /v1/datasources` are in `datasources.rs`).
 //!
 //! `POST /query` takes `{query, since, until, timezone}` (`from`/`to` are aliases of
 //! `since`/`until`) and answers `{Tables: [...]}`: `PrimaryResult` (then `ExtraTable_N` for
@@ -54,7 +56,7 @@ pub fn router(state: QueryState) -> Router {
     let router = Router::new()
         .route("/query", post(query))
         .route("/plan", post(plan))
-        .route("/catalog", get(catalog))
+        .route("/catalog", get(crate::datasources::catalog))
         .route("/v1/databases", get(databases))
         .route("/v1/datasources", get(crate::datasources::datasources))
         .route("/timeline-query", post(crate::timeline::timeline))
@@ -227,24 +229,6 @@ async fn databases(State(state): State<QueryState>) -> Response {
     };
     match listed.await {
         Ok(databases) => Json(json!({ "databases": databases })).into_response(),
-        Err(error) => Problem(error.into()).into_response(),
-    }
-}
-
-async fn catalog(State(state): State<QueryState>) -> Response {
-    match state.engine.catalog().tables(&state.database).await {
-        Ok(tables) => {
-            let tables: Vec<Json_> = tables
-                .iter()
-                .map(|t| {
-                    json!({
-                        "name": t.name,
-                        "schema": t.visible_columns().map(|c| json!({"name": c.name, "data_type": c.kql_type.as_str()})).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            Json(json!({ "tables": tables })).into_response()
-        }
         Err(error) => Problem(error.into()).into_response(),
     }
 }

@@ -57,6 +57,11 @@ impl Scans for LiveScans {
             chunks_skipped_bloom: totals.skipped_bloom,
             chunks_skipped_required_fields: totals.skipped_required_fields,
             chunks_skipped_bytes: totals.skipped_bytes,
+            raw_bytes: totals.raw_bytes,
+            skipped_raw_bytes: totals.skipped_raw_bytes,
+            bloom_bytes: totals.bloom_bytes,
+            predicate_checks: totals.predicate_checks,
+            scan_nanos: totals.scan_nanos,
         }))
     }
 }

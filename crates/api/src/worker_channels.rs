@@ -102,6 +102,11 @@ impl ScanProbe for TokenChannels {
             skipped_bloom: answer.chunks_skipped_bloom,
             skipped_required_fields: answer.chunks_skipped_required_fields,
             skipped_bytes: answer.chunks_skipped_bytes,
+            raw_bytes: answer.raw_bytes,
+            skipped_raw_bytes: answer.skipped_raw_bytes,
+            bloom_bytes: answer.bloom_bytes,
+            predicate_checks: answer.predicate_checks,
+            scan_nanos: answer.scan_nanos,
         })
     }
 }

@@ -1,6 +1,8 @@
 //! OTLP faces against a real ingestor and catalog on a temporary directory, and the query
 //! service's gRPC stream.
 
+mod adx;
+mod catalog;
 mod log_push;
 mod meta;
 mod query_grpc;

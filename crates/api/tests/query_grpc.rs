@@ -32,6 +32,15 @@ impl Drop for Server {
 
 /// A query port over `rows` log rows (one segment), with `slots` query slots.
 async fn server(rows: usize, slots: usize) -> Result<Server, Box<dyn std::error::Error>> {
+    let config = EngineConfig {
+        max_concurrent_queries: slots,
+        ..EngineConfig::default()
+    };
+    server_with(rows, config).await
+}
+
+/// A query port over `rows` log rows (one segment), its engine configured so.
+async fn server_with(rows: usize, config: EngineConfig) -> Result<Server, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let catalog: Arc<dyn Catalog> = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
     let store = SegmentStore::local(&dir.path().join("segments"))?;
@@ -54,10 +63,6 @@ async fn server(rows: usize, slots: usize) -> Result<Server, Box<dyn std::error:
         .write_rows("default", "default", rows)
         .await?;
     catalog.commit_segments(&[meta], &[]).await?;
-    let config = EngineConfig {
-        max_concurrent_queries: slots,
-        ..EngineConfig::default()
-    };
     let state = QueryState {
         engine: Engine::new(catalog, &store, config)?,
         database: "default".into(),
@@ -96,10 +101,22 @@ async fn frames(
     client: &mut QueryServiceClient<tonic::transport::Channel>,
     text: &str,
 ) -> Result<Vec<Payload>, Box<dyn std::error::Error>> {
+    let mut all = Vec::new();
+    for ExecuteQueryResultFrame { payload, .. } in whole_frames(client, text).await? {
+        all.push(payload.ok_or("a frame without payload")?);
+    }
+    Ok(all)
+}
+
+/// Every frame of `text`'s stream, with its request id.
+async fn whole_frames(
+    client: &mut QueryServiceClient<tonic::transport::Channel>,
+    text: &str,
+) -> Result<Vec<ExecuteQueryResultFrame>, Box<dyn std::error::Error>> {
     let mut stream = client.execute_query(query(text)).await?.into_inner();
     let mut all = Vec::new();
-    while let Some(ExecuteQueryResultFrame { payload, .. }) = stream.message().await? {
-        all.push(payload.ok_or("a frame without payload")?);
+    while let Some(frame) = stream.message().await? {
+        all.push(frame);
     }
     Ok(all)
 }
@@ -323,5 +340,122 @@ async fn newest_rows_arrive_as_refined_snapshots_then_the_final_iteration() -> T
     }
     let ids: std::collections::HashSet<&String> = iterations.iter().map(|i| &i.0).collect();
     assert_eq!(ids.len(), iterations.len(), "every iteration has its own id");
+    Ok(())
+}
+
+/// Log lines, as the server writes them, for a test to read.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut lines) = self.0.lock() {
+            lines.extend_from_slice(bytes);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|lines| String::from_utf8_lossy(&lines).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn an_error_frame_names_the_request_id_its_failure_was_logged_under() -> TestResult {
+    // The test's runtime has one thread: the server's tasks log to this subscriber too.
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let server = server(10, 4).await?;
+    let mut client = client(&server).await?;
+    let all = whole_frames(&mut client, "default | where nope == 1").await?;
+    let (request_id, error) = all
+        .iter()
+        .find_map(|frame| match &frame.payload {
+            Some(Payload::Error(error)) => Some((&frame.request_id, error)),
+            _ => None,
+        })
+        .ok_or("no error frame")?;
+    assert!(!error.support_ticket_id.is_empty());
+    assert_eq!(&error.support_ticket_id, request_id, "the ticket is the call's request id");
+    uuid::Uuid::parse_str(&error.support_ticket_id)?;
+    assert!(all.iter().all(|frame| &frame.request_id == request_id));
+    let logged = log.text();
+    let line = logged
+        .lines()
+        .find(|line| line.contains("a gRPC query failed"))
+        .ok_or_else(|| format!("no log line of the failure in:\n{logged}"))?;
+    assert!(line.contains(&format!("request_id={request_id}")), "{line}");
+    assert!(line.contains("UnknownColumn"), "{line}");
+    Ok(())
+}
+
+/// The warnings of the last metadata frame (it holds all of them): (kind, operator_id,
+/// branch_index).
+fn warnings(all: &[Payload]) -> Vec<(String, u32, Option<u32>)> {
+    all.iter()
+        .rev()
+        .find_map(|p| match p {
+            Payload::Metadata(metadata) => Some(metadata),
+            _ => None,
+        })
+        .map(|metadata| {
+            metadata
+                .warnings
+                .iter()
+                .map(|w| (w.kind.clone(), w.operator_id, w.branch_index))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn warnings_name_their_operator_and_fork_branch() -> TestResult {
+    let config = EngineConfig {
+        max_result_rows: 5,
+        ..EngineConfig::default()
+    };
+    let server = server_with(50, config).await?;
+    let mut client = client(&server).await?;
+    // Operators as syntax_sexp lists them: the source `default` 1, `take` 2.
+    let all = frames(&mut client, "default | take 10").await?;
+    assert_eq!(warnings(&all), [("ResultTruncated".to_string(), 2, None)]);
+
+    // Source 1, where 2, fork 3: a warning from a branch carries the branch (from 1).
+    let all = frames(
+        &mut client,
+        "default | where severity_text == 'ERROR' | fork (take 10) sampled = (summarize hint.sample = 0.5 n = count())",
+    )
+    .await?;
+    let mut found = warnings(&all);
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("ResultTruncated".to_string(), 3, Some(1)),
+            ("SummarizeSample".to_string(), 3, Some(2)),
+        ]
+    );
+    let schemas: Vec<&str> = all
+        .iter()
+        .filter_map(|p| match p {
+            Payload::Schema(schema) => Some(schema.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(schemas, ["GenericResult_1", "sampled"]);
     Ok(())
 }

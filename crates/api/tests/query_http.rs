@@ -18,13 +18,13 @@ use crate::TestResult;
 
 const T0: i64 = 1_700_000_000_000_000_000;
 
-struct Port {
+pub(crate) struct Port {
     _dir: tempfile::TempDir,
     router: axum::Router,
 }
 
 /// A query port over 120 log rows a second apart in table `default`, plus an empty table `spans`.
-async fn port() -> Result<Port, Box<dyn std::error::Error>> {
+pub(crate) async fn port() -> Result<Port, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let catalog: Arc<dyn Catalog> = Arc::new(SqlCatalog::open_sqlite(&dir.path().join("catalog.db")).await?);
     let store = SegmentStore::local(&dir.path().join("segments"))?;
@@ -62,7 +62,7 @@ async fn port() -> Result<Port, Box<dyn std::error::Error>> {
 }
 
 impl Port {
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: &str,
         path: &str,

@@ -238,6 +238,9 @@ impl Gateway {
             .route("/v2/rest/query", post(forward_same))
             .route("/api/runs/{id}", get(forward_same))
             .route("/v1/rest/mgmt", post(forward_same))
+            // What the caller may read of the catalog (the query service filters it).
+            .route("/catalog", get(forward_same))
+            .route("/v1/datasources", get(forward_same))
             .route("/api/grpc/{*method}", any(forward_grpc))
             // Stubs generated from the .proto call the bare method path; it is the same.
             .route("/trawl.query.v1.QueryService/{method}", any(forward_same))
@@ -432,6 +435,8 @@ fn route_of(path: &str) -> &'static str {
         "meta"
     } else if path.starts_with("/api/runs/") {
         "runs"
+    } else if path.starts_with("/catalog") || path.starts_with("/v1/datasources") {
+        "catalog"
     } else {
         "grpc"
     }
@@ -439,7 +444,7 @@ fn route_of(path: &str) -> &'static str {
 
 /// Whether a request to `path` only reads (a query), so running it twice changes nothing.
 fn reads_only(path: &str) -> bool {
-    matches!(route_of(path), "v1" | "v2" | "runs") || path.starts_with("/trawl.query.")
+    matches!(route_of(path), "v1" | "v2" | "runs" | "catalog") || path.starts_with("/trawl.query.")
 }
 
 /// The services a path may go to, in the order to try them: meta for its methods and
@@ -723,6 +728,8 @@ mod tests {
         assert!(reads_only("/v1/rest/query"));
         assert!(reads_only("/v2/rest/query"));
         assert!(reads_only("/trawl.query.v1.QueryService/ExecuteQuery"));
+        assert!(reads_only("/catalog"));
+        assert!(reads_only("/v1/datasources?limit=5"));
         assert!(!reads_only("/v1/rest/mgmt"));
         assert!(!reads_only("/trawl.meta.v1.MetaService/CreateTable"));
     }
