@@ -20,15 +20,7 @@ use trawl_gateway::{Gateway, GatewayConfig};
 use trawl_storage::{SegmentStore, SegmentWriter};
 
 use crate::TestResult;
-
-async fn serve(router: axum::Router) -> Result<String, std::io::Error> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    Ok(format!("http://{address}"))
-}
+use crate::support::serve;
 
 struct Setup {
     _dir: tempfile::TempDir,

@@ -15,15 +15,7 @@ use trawl_proto::meta as pb;
 use trawl_proto::meta::meta_service_client::MetaServiceClient;
 
 use crate::TestResult;
-
-async fn serve(router: axum::Router) -> Result<String, std::io::Error> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    Ok(format!("http://{address}"))
-}
+use crate::support::serve;
 
 struct Setup {
     meta_url: String,

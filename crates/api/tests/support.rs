@@ -10,6 +10,16 @@ use trawl_catalog::{Catalog, Directory, IngestTokenRecord, SignalTables, SqlCata
 use trawl_ingest::{ByteBudget, Door, IngestAuth, IngestConfig, Ingestor};
 use trawl_storage::{SegmentStore, SegmentWriter};
 
+/// Serves `router` on a free local port; its base URL.
+pub async fn serve(router: axum::Router) -> Result<String, std::io::Error> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok(format!("http://{address}"))
+}
+
 pub struct IngestSetup {
     pub _dir: tempfile::TempDir,
     pub catalog: Arc<dyn Catalog>,
