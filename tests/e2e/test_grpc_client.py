@@ -151,6 +151,26 @@ def test_several_statements_give_extra_tables_in_order(pb, stub):
     assert batches[0].result_iteration_id == batches[1].result_iteration_id
 
 
+def test_fork_names_its_tables_by_branch_and_its_warnings_carry_the_branch(pb, stub):
+    # Source 1, where 2, fork 3: the first branch is unnamed, the second named.
+    frames = run(
+        pb,
+        stub,
+        f'default | where body has "{MARKER}" '
+        "| fork (summarize n = count()) sampled = (summarize hint.sample = 0.5 n = count())",
+    )
+    schemas = [f.schema.name for f in frames if f.WhichOneof("payload") == "schema"]
+    assert schemas == ["GenericResult_1", "sampled"]
+    batches = [f.batch for f in frames if f.WhichOneof("payload") == "batch"]
+    assert [b.table_name for b in batches] == ["GenericResult_1", "sampled"]
+    assert batches[0].rows[0].values[0].long_value == ROWS
+    warnings = [w for f in frames if f.WhichOneof("payload") == "metadata" for w in f.metadata.warnings]
+    sampled = [w for w in warnings if w.HasField("branch_index")]
+    assert sampled, f"no warning names its fork branch: {warnings}"
+    assert {(w.operator_id, w.branch_index) for w in sampled} == {(3, 2)}
+    assert kinds(frames)[-1] == "done"
+
+
 def test_render_puts_the_visualization_in_the_metadata_frame(pb, stub):
     frames = run(pb, stub, f'default | where body has "{MARKER}" | summarize count() by bin(timestamp, 1s) | render timechart')
     metadata = next(f.metadata for f in frames if f.WhichOneof("payload") == "metadata")
@@ -173,6 +193,9 @@ def test_a_bad_query_gets_an_error_frame_then_done(pb, stub):
     assert error.location.start_line == 1 and error.location.start_column == 17
     assert "^" in error.message
     assert json.loads(error.details)["code"] == "UnknownColumn"
+    # The support ticket is the id the failure was logged under: the call's request id.
+    request_ids = {f.request_id for f in frames}
+    assert request_ids == {error.support_ticket_id}
 
 
 def test_a_cancelled_call_leaves_the_server_serving(pb, stub):

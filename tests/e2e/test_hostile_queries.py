@@ -10,38 +10,16 @@ acknowledged record is stored exactly once.
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
 
-from hostile_shapes import QUERY_LIMIT, memory_shapes, result_shapes
+from hostile_shapes import memory_refusal_problem, memory_shapes
 from trawl_e2e import http_request, post_otlp_json_logs
 
 # Small limits so the memory and time cases fail fast.
 QUERY_MEMORY_BYTES = 64 << 20
 SEED = 1616
-
-
-def legacy_memory_cases(n) -> list[tuple[str, str, set[int]]]:
-    """The two row multipliers the suite ran before hostile_shapes.py."""
-    rows = n(2_000_000, 4_000_000)
-    side = n(2500, 3000)
-    return [
-        (
-            "join past the memory limit",
-            f'range x from 1 to {rows} step 1 | extend s = strcat("abcdefghijklmnopqrstuvwxyz", x) '
-            f'| join kind=inner (range x from 1 to {rows} step 1 | extend t = strcat("abcdefghijklmnopqrstuvwxyz", x)) on x '
-            "| summarize max(strlen(s)), max(strlen(t))",
-            {400, 504},
-        ),
-        (
-            "mv-expand past the memory limit",
-            f"range x from 1 to {side} step 1 | extend a = range(1, {side}, 1) | mv-expand a "
-            '| summarize make_list(strcat("abcdefghijklmnopqrstuvwxyz", a)) by x % 7',
-            {400, 504},
-        ),
-    ]
 
 
 def hostile_queries(rng: random.Random) -> list[tuple[str, str, set[int]]]:
@@ -82,17 +60,11 @@ def hostile_queries(rng: random.Random) -> list[tuple[str, str, set[int]]]:
     k = n(3000, 6000)
     chain = "let a0 = 1;" + "".join(f"let a{i + 1} = a{i} + 1;" for i in range(k))
     cases.append(("long let chain", chain + f"print a{k}", {400}))
-    # Row multipliers past the per-query memory limit or the operators' own bounds (on a
-    # busy machine the time limit may come first: either way the query fails alone).
     # Row, array and string builders past the per-query memory limit (hostile_shapes.py; on a
     # busy machine the time limit may come first for the ones that stream: either way the
     # query fails alone).
-    # Until every shape's expected error is settled they run only on request.
-    if os.environ.get("TRAWL_E2E_MEMORY_SHAPES") == "1":
-        for shape in memory_shapes():
-            cases.append((shape.name, shape.kql, shape.statuses))
-    else:
-        cases.extend(legacy_memory_cases(n))
+    for shape in memory_shapes():
+        cases.append((shape.name, shape.kql, shape.statuses))
     cases.append(("huge range", f"range x from 1 to {n(10**8, 10**15)} step 1 | count", {400}))
     cases.append((
         "huge make-series",
@@ -176,8 +148,8 @@ def test_hostile_queries_fail_alone_while_ingest_goes_on(trawl_factory):
                 assert "the server log has details" not in error["message"], f"{name!r}: an internal error: {error}"
                 shape = shapes.get(name)
                 if shape is not None and status == 400:
-                    assert QUERY_LIMIT in error["message"], f"{name!r}: not the memory limit: {error}"
-                    assert any(what in error["message"] for what in shape.says), f"{name!r}: {error['message']}"
+                    problem = memory_refusal_problem(shape, error["message"])
+                    assert problem is None, problem
     finally:
         ingest.stopping.set()
         ingest.join(timeout=30)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hostile_shapes import QUERY_LIMIT, SERVER_LIMIT, memory_shapes, result_shapes
+from hostile_shapes import SERVER_LIMIT, memory_refusal_problem, memory_shapes, result_shapes
 from test_hostile_queries import SteadyIngest, adx_query
 from trawl_e2e import TrawlServer, http_request, operator_gauges, stop_all
 
@@ -142,7 +142,10 @@ def healthy(server: TrawlServer) -> None:
 
 
 def check_answer(shape, status: int, body: str) -> str:
-    assert status in shape.statuses | {503}, f"{shape.name!r}: {status} {body[:400]}"
+    # The defaults a 2 GiB cap gives are larger than the budget the shapes were sized for
+    # (test_hostile_queries.py): one that fits them is answered, one that runs long meets the
+    # time limit.
+    assert status in shape.statuses | {200, 503, 504}, f"{shape.name!r}: {status} {body[:400]}"
     if status == 200:
         return "answered"
     error = json.loads(body)["error"]
@@ -152,8 +155,8 @@ def check_answer(shape, status: int, body: str) -> str:
         # Several at once may spend the server's memory for queries: the largest is stopped.
         assert SERVER_LIMIT in message, f"{shape.name!r}: {message}"
     elif status == 400:
-        assert QUERY_LIMIT in message, f"{shape.name!r}: not the memory limit: {message}"
-        assert any(what in message for what in shape.says), f"{shape.name!r}: {message}"
+        problem = memory_refusal_problem(shape, message)
+        assert problem is None, problem
     return message
 
 
@@ -171,10 +174,6 @@ def capped_server(trawl_bin, tmp_path):
         cap.remove()
 
 
-# Not yet run to a pass: its shapes' expected errors are still being settled (issue notes).
-@pytest.mark.skipif(
-    os.environ.get("TRAWL_E2E_MEMORY_SHAPES") != "1", reason="set TRAWL_E2E_MEMORY_SHAPES=1 to run"
-)
 def test_hostile_queries_under_a_memory_cap(capped_server):
     server, cap = capped_server
     pid = server.process.pid

@@ -87,6 +87,10 @@ pub enum LimitKind {
     Server,
     /// A call made outside any query ([`UNSCOPED_LIMIT`]).
     Unscoped,
+    /// Not a limit of memory: the query was given up (its time limit passed, its caller went
+    /// away, or it ended) while work for it still ran ([`QueryMemory::give_up`]). Nobody reads
+    /// the error; it only stops the work at its next check.
+    GivenUp,
 }
 
 /// Why a query was stopped for memory.
@@ -130,6 +134,7 @@ impl fmt::Display for MemoryExceeded {
                 f,
                 "{what} would build {held}, more than the {limit} one call may build outside a query"
             ),
+            LimitKind::GivenUp => write!(f, "the query was given up while {what} still ran"),
         }
     }
 }
@@ -249,6 +254,13 @@ impl QueryMemory {
     /// Waits until the account is exceeded.
     pub fn wait_exceeded(&self) -> impl Future<Output = MemoryExceeded> + '_ {
         std::future::poll_fn(move |cx| self.poll_exceeded(cx))
+    }
+
+    /// Gives the query up: work still running for it (a function's loop, an expansion) stops
+    /// at its next check ([`admit`], [`OutputMeter::add`]) instead of running to its end after
+    /// the query's answer was already given. A query already stopped keeps its reason.
+    pub fn give_up(&self) {
+        self.exceed(LimitKind::GivenUp, self.limit, self.held(), Some("its work"));
     }
 
     /// Records the operators' pool reservations growing (or shrinking, negative) by `delta`.
@@ -426,6 +438,21 @@ thread_local! {
     static ENTERED: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
     /// What the thread builds for the query now (a function's name), for messages.
     static DOING: Cell<&'static str> = const { Cell::new("") };
+    /// The builder whose meter checked last on this thread since an account was entered
+    /// ([`OutputMeter`]): named when the allocations are charged at the entry's end and that
+    /// takes the account past its limit.
+    static RECENT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Notes `what` as the builder at work on this thread (no allocation once the name fits).
+fn note_recent(what: &str) {
+    let _ = RECENT.try_with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if recent.as_str() != what {
+            recent.clear();
+            recent.push_str(what);
+        }
+    });
 }
 
 /// The account entered on this thread, if any.
@@ -449,7 +476,16 @@ fn with_entered(change: impl FnOnce(&mut Vec<Entered>, (u64, u64)) -> Vec<(Arc<Q
     let charges = ENTERED
         .try_with(|entered| change(&mut entered.borrow_mut(), now))
         .unwrap_or_default();
-    let what = doing_now();
+    if charges.is_empty() {
+        return;
+    }
+    let doing = doing_now();
+    let recent = if doing.is_empty() {
+        RECENT.try_with(|recent| recent.borrow().clone()).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let what = if doing.is_empty() { recent.as_str() } else { doing };
     for (account, delta) in charges {
         account.charge(delta, Some(what));
     }
@@ -468,6 +504,7 @@ pub fn enter(account: &Arc<QueryMemory>) -> Entry {
         entered.push(Entered { account, mark: now });
         charges
     });
+    let _ = RECENT.try_with(|recent| recent.borrow_mut().clear());
     Entry {
         _thread_bound: std::marker::PhantomData,
     }
@@ -612,33 +649,44 @@ pub fn doing<R>(what: &'static str, work: impl FnOnce() -> R) -> R {
 }
 
 /// Counts the bytes a loop builds and asks [`admit`] every [`OutputMeter::STEP`] bytes, so a
-/// call that builds too much stops near the limit instead of far past it.
+/// call that builds too much stops near the limit instead of far past it; and every
+/// [`OutputMeter::CALLS`] calls, so a loop that builds little but long stops soon after its
+/// query was given up.
 #[derive(Debug)]
 pub struct OutputMeter {
     what: String,
     built: u64,
     next_check: u64,
+    calls: u32,
 }
 
 impl OutputMeter {
     /// Bytes built between two checks.
     pub const STEP: u64 = 4 << 20;
+    /// Calls of [`OutputMeter::add`] between two checks.
+    pub const CALLS: u32 = 1024;
 
     pub fn new(what: impl Into<String>) -> OutputMeter {
         OutputMeter {
             what: what.into(),
             built: 0,
             next_check: Self::STEP,
+            calls: 0,
         }
     }
 
-    /// Counts `bytes` more; an error once the query may not hold what was built.
+    /// Counts `bytes` more; an error once the query may not hold what was built, or was
+    /// given up.
     pub fn add(&mut self, bytes: usize) -> Result<(), MemoryExceeded> {
         self.built = self.built.saturating_add(bytes as u64);
-        if self.built < self.next_check {
+        self.calls = self.calls.wrapping_add(1);
+        if self.built < self.next_check && self.calls % Self::CALLS != 0 {
             return Ok(());
         }
-        self.next_check = self.built.saturating_add(Self::STEP);
+        if self.built >= self.next_check {
+            self.next_check = self.built.saturating_add(Self::STEP);
+        }
+        note_recent(&self.what);
         admit(self.unmetered(0), &self.what)
     }
 

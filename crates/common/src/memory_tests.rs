@@ -157,6 +157,26 @@ fn an_output_meter_asks_at_every_step() {
 }
 
 #[test]
+fn a_given_up_query_stops_its_loops_at_their_next_check() {
+    let account = QueryMemory::standalone(1 << 30);
+    let _entry = enter(&account);
+    let mut meter = OutputMeter::new("range()");
+    for _ in 0..5000 {
+        assert!(meter.add(8).is_ok());
+    }
+    account.give_up();
+    let calls = (1..=OutputMeter::CALLS).find(|_| meter.add(8).is_err());
+    assert!(calls.is_some(), "a loop that builds little never saw the query given up");
+    let stopped = admit(0, "strrep()").err();
+    assert_eq!(stopped.as_ref().map(|s| s.kind), Some(LimitKind::GivenUp));
+    // A query stopped for memory keeps that reason.
+    let other = QueryMemory::standalone(1);
+    other.exceed(LimitKind::Query, 1, 2, Some("mv-expand"));
+    other.give_up();
+    assert_eq!(other.exceeded().map(|e| e.kind), Some(LimitKind::Query));
+}
+
+#[test]
 fn the_server_limit_stops_the_query_that_holds_the_most() {
     metered_here();
     let server = ServerMemory::new(100 << 20);

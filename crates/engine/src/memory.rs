@@ -164,6 +164,8 @@ pub(crate) fn operator_of(consumer: &str) -> &'static str {
         ("ExternalSorter", "sort"),
         ("TopK", "top"),
         ("GroupedHashAggregate", "summarize"),
+        ("PartialHashAggregate", "summarize"),
+        ("HashAggregate", "summarize"),
         ("AggregateStream", "summarize"),
         ("GroupedTopK", "summarize"),
         ("RepartitionExec", "the hand-over of rows between threads"),
@@ -298,6 +300,8 @@ pub(crate) fn memory_error(exceeded: &MemoryExceeded) -> TrawlError {
     match exceeded.kind {
         LimitKind::Query | LimitKind::Unscoped => TrawlError::new(ErrorCode::BadRequest, exceeded.to_string()),
         LimitKind::Server => TrawlError::unavailable(exceeded.to_string()),
+        // The run already ended (its caller has the timeout or went away).
+        LimitKind::GivenUp => TrawlError::new(ErrorCode::Timeout, exceeded.to_string()),
     }
 }
 

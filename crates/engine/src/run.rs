@@ -240,9 +240,13 @@ impl Engine {
             .server_memory
             .account(self.config.query_memory_limit_bytes as u64);
         tokio::spawn(async move {
+            // However the run ends, work still running for it stops at its next check.
+            let _give_up = GiveUp(Arc::clone(&account));
             let mut ended = ended;
             let arrived = Instant::now();
             let deadline = tokio::time::sleep(limit);
+            // Work that holds a thread past the deadline stops at its next check.
+            let _watched = crate::deadlines::give_up_at(arrived + limit, &account);
             let memory_use = Arc::new(crate::memory::MemoryUse::for_account(Arc::clone(&account)));
             account.set_namer(memory_use.namer());
             let mut run = Run {
@@ -270,7 +274,18 @@ impl Engine {
                 // at its next tick).
                 _ = std::future::ready(()), if limit.is_zero() => Err(Stop::Failed(timeout(limit))),
                 _ = deadline => Err(Stop::Failed(timeout(limit))),
-                outcome = running => outcome,
+                // Given up by the deadline thread while a function held the thread: the
+                // function's error is the timeout.
+                outcome = running => match outcome {
+                    Err(Stop::Failed(_))
+                        if account
+                            .exceeded()
+                            .is_some_and(|e| e.kind == trawl_common::memory::LimitKind::GivenUp) =>
+                    {
+                        Err(Stop::Failed(timeout(limit)))
+                    }
+                    other => other,
+                },
             };
             record_metrics(&options, &outcome, &run.tracker.snapshot(true), arrived);
             (ended.state, ended.failure) = match &outcome {
@@ -596,6 +611,15 @@ fn record_metrics(options: &RunOptions, outcome: &Result<(), Stop>, progress: &P
                 .get_or_create(&label("reason", reason))
                 .inc_by(chunks);
         }
+    }
+}
+
+/// Gives the query's account up when its run ends ([`QueryMemory::give_up`]).
+struct GiveUp(Arc<QueryMemory>);
+
+impl Drop for GiveUp {
+    fn drop(&mut self) {
+        self.0.give_up();
     }
 }
 

@@ -425,7 +425,14 @@ pub fn split(args: &[Val]) -> Result<Out> {
     let parts: Vec<Value> = if delimiter.is_empty() {
         vec![Value::String(source.to_string())]
     } else {
-        source.split(delimiter).map(|s| Value::String(s.to_string())).collect()
+        // Millions of pieces build far more than the text they come from: counted as built.
+        let mut built = crate::util::Built::new("split");
+        let mut parts = Vec::new();
+        for piece in source.split(delimiter) {
+            built.add(std::mem::size_of::<Value>() + piece.len())?;
+            parts.push(Value::String(piece.to_string()));
+        }
+        parts
     };
     match arg(args, 2) {
         Val::Null => Ok(out(Value::Array(parts))),

@@ -46,6 +46,7 @@ pub mod series_decompose;
 pub mod series_fft;
 pub mod series_poly;
 pub mod short_eq;
+pub mod strcat;
 pub mod strings;
 pub mod strings_more;
 pub mod tdigest;
@@ -73,5 +74,6 @@ pub fn scalar_udfs() -> Vec<ScalarUDF> {
         ScalarUDF::from(dynamic::DynamicToStringUdf::new()),
         ScalarUDF::from(dynamic::ToJsonStringUdf::new()),
         ScalarUDF::from(short_eq::ShortEqUdf::new()),
+        ScalarUDF::from(strcat::StrcatUdf::new()),
     ]
 }

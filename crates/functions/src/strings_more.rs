@@ -393,23 +393,28 @@ pub fn extract_all(args: &[Val]) -> Result<Out> {
             _ if count == 0 => vec![Some(0)],
             _ => (1..=count).map(Some).collect(),
         };
-        re.captures_iter(source)
-            .map(|c| {
-                let values: Vec<Value> = wanted
-                    .iter()
-                    .map(|g| {
-                        g.and_then(|g| c.get(g))
-                            .map_or(Value::String(String::new()), |m| Value::String(m.as_str().to_string()))
-                    })
-                    .collect();
-                if wanted.len() == 1 {
-                    values.into_iter().next().unwrap_or(Value::Null)
-                } else {
-                    Value::Array(values)
-                }
-            })
-            .collect::<Vec<Value>>()
-    })?;
+        // Millions of matches build far more than the text they come from: counted as built.
+        let mut built = Built::new("extract_all");
+        let mut rows = Vec::new();
+        for c in re.captures_iter(source) {
+            let mut bytes = std::mem::size_of::<Value>();
+            let values: Vec<Value> = wanted
+                .iter()
+                .map(|g| {
+                    let found = g.and_then(|g| c.get(g)).map_or("", |m| m.as_str());
+                    bytes += std::mem::size_of::<Value>() + found.len();
+                    Value::String(found.to_string())
+                })
+                .collect();
+            built.add(bytes)?;
+            rows.push(if wanted.len() == 1 {
+                values.into_iter().next().unwrap_or(Value::Null)
+            } else {
+                Value::Array(values)
+            });
+        }
+        Ok::<_, datafusion::error::DataFusionError>(rows)
+    })??;
     Ok(if rows.is_empty() {
         Out::Null
     } else {

@@ -504,7 +504,8 @@ fn strcat(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
     for arg in args {
         parts.push(to_string(p.scalar(arg, input)?));
     }
-    Ok(Typed::new(f::concat(parts), KqlType::String))
+    // Metered: `concat` builds a whole batch's strings at once (`trawl_functions::strcat`).
+    Ok(Typed::new(trawl_functions::strcat::udf().call(parts), KqlType::String))
 }
 
 fn now(p: &mut Planner<'_>, c: &Call<'_>) -> Result<Typed, TrawlError> {
