@@ -7,9 +7,56 @@ use serde_json::{Map, Number, Value};
 
 use crate::rowfn::{Out, Val};
 
-/// The dynamic value of an argument (`None` for a null argument or text that is not JSON).
+thread_local! {
+    /// The function evaluating rows on this thread (a registered name), for messages.
+    static CALLER: std::cell::Cell<&'static str> = const { std::cell::Cell::new("") };
+    /// A parse refused for memory, for the function's loop to fail with.
+    static REFUSED: std::cell::RefCell<Option<trawl_common::memory::MemoryExceeded>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Texts longer than this are weighed before they are parsed.
+const WEIGHED_TEXT: usize = 1 << 20;
+
+/// Notes the function evaluating rows on this thread (`kql_…`).
+pub(crate) fn set_caller(name: &'static str) {
+    let _ = CALLER.try_with(|caller| caller.set(name));
+}
+
+/// A parse refused for memory since the last call, if any.
+pub(crate) fn take_refusal() -> Option<trawl_common::memory::MemoryExceeded> {
+    REFUSED.try_with(|refused| refused.borrow_mut().take()).ok().flatten()
+}
+
+/// Asks the query's memory for what parsing `text` builds: a value per element and key (the
+/// commas, colons and brackets count them) beside the text's own bytes. A refusal is kept
+/// for the function's loop ([`take_refusal`]).
+fn admitted(text: &str) -> bool {
+    if text.len() <= WEIGHED_TEXT {
+        return true;
+    }
+    let tokens = text.bytes().filter(|b| matches!(b, b',' | b':' | b'[' | b'{')).count();
+    let bytes = tokens.saturating_mul(std::mem::size_of::<Value>() + 16).saturating_add(text.len());
+    let caller = CALLER.try_with(std::cell::Cell::get).unwrap_or("");
+    let what = if caller.is_empty() {
+        "parse_json()".to_string()
+    } else {
+        format!("{}()", crate::util::kql_name(caller))
+    };
+    match trawl_common::memory::admit(bytes as u64, &what) {
+        Ok(()) => true,
+        Err(refused) => {
+            let _ = REFUSED.try_with(|r| *r.borrow_mut() = Some(refused));
+            false
+        }
+    }
+}
+
+/// The dynamic value of an argument (`None` for a null argument or text that is not JSON,
+/// and for text whose values the query's memory cannot hold: the function then fails).
 pub fn parse(v: Val<'_>) -> Option<Value> {
     match v {
+        Val::Str(text) if !admitted(text) => None,
         Val::Str(text) => serde_json::from_str(text).ok(),
         Val::Null => None,
         Val::Bool(b) => Some(Value::Bool(b)),
@@ -192,5 +239,25 @@ mod tests {
         assert_eq!(compare(&Value::Null, &serde_json::json!("a")), Ordering::Greater);
         assert_eq!(real_text(1.5), "1.5");
         assert_eq!(real_text(f64::NAN), "NaN");
+    }
+}
+
+#[cfg(test)]
+mod weighing_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_text_whose_values_do_not_fit_is_refused_before_it_is_parsed() {
+        let account = trawl_common::memory::QueryMemory::standalone(4 << 20);
+        let _entry = trawl_common::memory::enter(&account);
+        set_caller("kql_array_length");
+        let small = format!("[{}1]", "1,".repeat(1000));
+        assert!(parse(Val::Str(&small)).is_some());
+        assert!(take_refusal().is_none());
+        // 2 MiB of text, a million elements: tens of MiB of values.
+        let large = format!("[{}1]", "1,".repeat(1 << 20));
+        assert!(parse(Val::Str(&large)).is_none());
+        let refused = take_refusal().map(|r| r.to_string()).unwrap_or_default();
+        assert!(refused.contains("array_length()"), "{refused}");
     }
 }

@@ -236,13 +236,18 @@ impl ScalarUDFImpl for RowUdf {
                     row.push(scalar_val(s)?);
                 }
             }
+            crate::json::set_caller(self.name);
             let out = (self.eval)(&row).map_err(|e| self.context(e))?;
+            if let Some(refused) = crate::json::take_refusal() {
+                return Err(crate::util::memory_error(refused));
+            }
             return Ok(ColumnarValue::Scalar(to_scalar(out, &target)?));
         }
         let mut values = Vec::with_capacity(rows);
         // What the batch's results take (each value, then the array built from them), asked
         // of the query's memory as they grow: a column of long results stops near the limit.
         let mut built = crate::util::Built::new(self.name);
+        crate::json::set_caller(self.name);
         for i in 0..rows {
             row.clear();
             for arg in &args.args {
@@ -252,6 +257,9 @@ impl ScalarUDFImpl for RowUdf {
                 });
             }
             let out = (self.eval)(&row).map_err(|e| self.context(e))?;
+            if let Some(refused) = crate::json::take_refusal() {
+                return Err(crate::util::memory_error(refused));
+            }
             built.add(out_bytes(&out))?;
             values.push(to_scalar(out, &target)?);
         }
