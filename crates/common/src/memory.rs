@@ -480,14 +480,19 @@ fn with_entered(change: impl FnOnce(&mut Vec<Entered>, (u64, u64)) -> Vec<(Arc<Q
         return;
     }
     let doing = doing_now();
-    let recent = if doing.is_empty() {
-        RECENT.try_with(|recent| recent.borrow().clone()).unwrap_or_default()
-    } else {
-        String::new()
-    };
-    let what = if doing.is_empty() { recent.as_str() } else { doing };
-    for (account, delta) in charges {
-        account.charge(delta, Some(what));
+    let mut charges = Some(charges);
+    if doing.is_empty() {
+        // Named by the builder that checked last, borrowed (this runs at every poll's end).
+        let _ = RECENT.try_with(|recent| {
+            if let (Ok(recent), Some(charges)) = (recent.try_borrow(), charges.take()) {
+                for (account, delta) in charges {
+                    account.charge(delta, Some(recent.as_str()));
+                }
+            }
+        });
+    }
+    for (account, delta) in charges.into_iter().flatten() {
+        account.charge(delta, Some(doing));
     }
 }
 

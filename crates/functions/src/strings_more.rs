@@ -394,7 +394,7 @@ pub fn extract_all(args: &[Val]) -> Result<Out> {
             _ => (1..=count).map(Some).collect(),
         };
         // Millions of matches build far more than the text they come from: counted as built.
-        let mut built = Built::new("extract_all");
+        let mut built = (source.len() > crate::util::METERED_TEXT).then(|| Built::new("extract_all"));
         let mut rows = Vec::new();
         for c in re.captures_iter(source) {
             let mut bytes = std::mem::size_of::<Value>();
@@ -406,7 +406,9 @@ pub fn extract_all(args: &[Val]) -> Result<Out> {
                     Value::String(found.to_string())
                 })
                 .collect();
-            built.add(bytes)?;
+            if let Some(built) = built.as_mut() {
+                built.add(bytes)?;
+            }
             rows.push(if wanted.len() == 1 {
                 values.into_iter().next().unwrap_or(Value::Null)
             } else {

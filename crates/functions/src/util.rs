@@ -109,6 +109,10 @@ pub fn memory_error(exceeded: trawl_common::memory::MemoryExceeded) -> datafusio
     datafusion::error::DataFusionError::ResourcesExhausted(exceeded.to_string())
 }
 
+/// Texts longer than this are split into pieces under a meter ([`Built`]): the pieces of a
+/// shorter one (at most a few MiB of values) are counted with the function's result.
+pub const METERED_TEXT: usize = 64 << 10;
+
 /// A meter of what a function builds for one call (see `trawl_common::memory::OutputMeter`),
 /// whose refusals are DataFusion errors.
 #[derive(Debug)]
