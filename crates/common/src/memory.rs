@@ -101,6 +101,9 @@ pub struct MemoryExceeded {
     pub limit: u64,
     /// What the query held (or asked to hold) when it was stopped.
     pub held: u64,
+    /// Whether `held` counts what was asked for before it was built (the builder was refused
+    /// and never built it), not only what was held.
+    pub asked: bool,
     /// What was building when it was stopped: a KQL operator (`mv-expand`, `join`, ...) or
     /// function (`strrep()`), or a description of the rows held.
     pub what: String,
@@ -120,9 +123,10 @@ impl fmt::Display for MemoryExceeded {
         match self.kind {
             LimitKind::Query => write!(
                 f,
-                "{} of {limit}: {what} took it to {held}; filter earlier, project fewer or shorter \
+                "{} of {limit}: {what} {} {held}; filter earlier, project fewer or shorter \
                  columns, or raise the per-query limit (--query-memory-per-query-bytes)",
-                Self::QUERY_LIMIT
+                Self::QUERY_LIMIT,
+                if self.asked { "would have taken it to" } else { "took it to" },
             ),
             LimitKind::Server => write!(
                 f,
@@ -260,7 +264,7 @@ impl QueryMemory {
     /// at its next check ([`admit`], [`OutputMeter::add`]) instead of running to its end after
     /// the query's answer was already given. A query already stopped keeps its reason.
     pub fn give_up(&self) {
-        self.exceed(LimitKind::GivenUp, self.limit, self.held(), Some("its work"));
+        self.exceed(LimitKind::GivenUp, self.limit, self.held(), false, Some("its work"));
     }
 
     /// Records the operators' pool reservations growing (or shrinking, negative) by `delta`.
@@ -297,14 +301,14 @@ impl QueryMemory {
         let held = self.held();
         self.peak.fetch_max(held, Ordering::AcqRel);
         if held > self.limit {
-            self.exceed(LimitKind::Query, self.limit, held, what);
+            self.exceed(LimitKind::Query, self.limit, held, false, what);
         } else if let Some(server) = &self.server {
             server.relieve_if_over();
         }
     }
 
     /// Marks the account exceeded (the first reason stays) and wakes its waiters.
-    fn exceed(&self, kind: LimitKind, limit: u64, held: u64, what: Option<&str>) {
+    fn exceed(&self, kind: LimitKind, limit: u64, held: u64, asked: bool, what: Option<&str>) {
         if self.exceeded.get().is_some() {
             return;
         }
@@ -316,7 +320,13 @@ impl QueryMemory {
                 .and_then(|namer| namer())
                 .unwrap_or_else(|| "the rows its operators hold".to_string()),
         };
-        let _ = self.exceeded.set(MemoryExceeded { kind, limit, held, what });
+        let _ = self.exceeded.set(MemoryExceeded {
+            kind,
+            limit,
+            held,
+            asked,
+            what,
+        });
         if let Ok(mut wakers) = self.wakers.lock() {
             for waker in wakers.drain(..) {
                 waker.wake();
@@ -409,7 +419,7 @@ impl ServerMemory {
             }
             let held = account.held();
             relieving = relieving.saturating_add(held);
-            account.exceed(kind, limit, held, None);
+            account.exceed(kind, limit, held, false, None);
             stopped.push(account);
         }
         stopped
@@ -618,6 +628,7 @@ pub fn admit(bytes: u64, what: &str) -> Result<(), MemoryExceeded> {
                 kind: LimitKind::Unscoped,
                 limit: UNSCOPED_LIMIT,
                 held: bytes,
+                asked: true,
                 what: what.to_string(),
             });
         }
@@ -628,11 +639,14 @@ pub fn admit(bytes: u64, what: &str) -> Result<(), MemoryExceeded> {
     }
     let wanted = account.held().saturating_add(bytes);
     if wanted > account.limit {
-        account.exceed(LimitKind::Query, account.limit, wanted, Some(what));
+        // Refused before it was built: `wanted` was never held.
+        let asked = bytes > 0;
+        account.exceed(LimitKind::Query, account.limit, wanted, asked, Some(what));
         return Err(account.exceeded().cloned().unwrap_or(MemoryExceeded {
             kind: LimitKind::Query,
             limit: account.limit,
             held: wanted,
+            asked,
             what: what.to_string(),
         }));
     }

@@ -121,6 +121,9 @@ fn admit_refuses_what_would_pass_the_limit_and_names_the_builder() {
     };
     assert_eq!(refused.what, "strrep()");
     assert_eq!(refused.held, 1100 << 10);
+    // It was refused before it was built: the message does not say the query held it.
+    assert!(refused.asked);
+    assert!(refused.to_string().contains("strrep() would have taken it to"), "{refused}");
     assert_eq!(account.exceeded(), Some(&refused));
 }
 
@@ -171,7 +174,7 @@ fn a_given_up_query_stops_its_loops_at_their_next_check() {
     assert_eq!(stopped.as_ref().map(|s| s.kind), Some(LimitKind::GivenUp));
     // A query stopped for memory keeps that reason.
     let other = QueryMemory::standalone(1);
-    other.exceed(LimitKind::Query, 1, 2, Some("mv-expand"));
+    other.exceed(LimitKind::Query, 1, 2, false, Some("mv-expand"));
     other.give_up();
     assert_eq!(other.exceeded().map(|e| e.kind), Some(LimitKind::Query));
 }

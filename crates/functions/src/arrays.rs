@@ -430,7 +430,8 @@ pub fn split(args: &[Val]) -> Result<Out> {
         let mut parts = Vec::new();
         for piece in source.split(delimiter) {
             if let Some(built) = built.as_mut() {
-                built.add(std::mem::size_of::<Value>() + piece.len())?;
+                built.room_for_one_more(&parts)?;
+                built.add(piece.len())?;
             }
             parts.push(Value::String(piece.to_string()));
         }

@@ -397,7 +397,7 @@ pub fn extract_all(args: &[Val]) -> Result<Out> {
         let mut built = (source.len() > crate::util::METERED_TEXT).then(|| Built::new("extract_all"));
         let mut rows = Vec::new();
         for c in re.captures_iter(source) {
-            let mut bytes = std::mem::size_of::<Value>();
+            let mut bytes = 0;
             let values: Vec<Value> = wanted
                 .iter()
                 .map(|g| {
@@ -407,6 +407,7 @@ pub fn extract_all(args: &[Val]) -> Result<Out> {
                 })
                 .collect();
             if let Some(built) = built.as_mut() {
+                built.room_for_one_more(&rows)?;
                 built.add(bytes)?;
             }
             rows.push(if wanted.len() == 1 {

@@ -139,6 +139,17 @@ impl Built {
     pub fn reserve(&mut self, bytes: usize) -> Result<()> {
         self.0.reserve(bytes).map_err(memory_error)
     }
+
+    /// Asks for the room `items` takes when it next grows, before a push that would grow it:
+    /// a vector doubles in one step, holding the old and the new buffer at once, which a
+    /// meter counting piece by piece would see only after the fact.
+    pub fn room_for_one_more<T>(&mut self, items: &Vec<T>) -> Result<()> {
+        if items.len() < items.capacity() {
+            return Ok(());
+        }
+        let grown = items.capacity().max(4).saturating_mul(std::mem::size_of::<T>());
+        self.reserve(grown)
+    }
 }
 
 /// A registered function's name as KQL users write it (`kql_strcat` is `strcat`).
