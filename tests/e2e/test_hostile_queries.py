@@ -103,6 +103,8 @@ class SteadyIngest(threading.Thread):
         self.acknowledged: list[str] = []
         self.failures: list[str] = []
         self.latencies: list[float] = []
+        # When each request was sent (time.monotonic()), beside its latency.
+        self.sent_at: list[float] = []
 
     def run(self) -> None:
         sequence = 0
@@ -117,11 +119,16 @@ class SteadyIngest(threading.Thread):
                 self.failures.append(f"{type(error).__name__}: {error}")
                 continue
             self.latencies.append(time.monotonic() - started)
+            self.sent_at.append(started)
             if status == 200:
                 self.acknowledged.extend(ids)
             else:
                 self.failures.append(f"{status}: {answer[:200]!r}")
             self.stopping.wait(self.every)
+
+    def slowest_between(self, start: float, end: float) -> float:
+        """The slowest acknowledgement of the requests sent between two instants (0: none)."""
+        return max((l for at, l in zip(self.sent_at, self.latencies) if start <= at < end), default=0.0)
 
 
 def test_hostile_queries_fail_alone_while_ingest_goes_on(trawl_factory):

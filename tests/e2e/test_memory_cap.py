@@ -192,7 +192,8 @@ def test_hostile_queries_under_a_memory_cap(capped_server):
             status, body = adx_query(server, path, shape.kql, timeout="00:01:00")
             outcomes.append((shape.name, status, check_answer(shape, status, body)[:160]))
             healthy(server)
-        sequential_secs = time.monotonic() - started
+        concurrent_started = time.monotonic()
+        sequential_secs = concurrent_started - started
         sequential_peak_kib = status_kib(pid, "VmHWM")
         with ThreadPoolExecutor(max_workers=4) as pool:
             answers = list(
@@ -204,6 +205,7 @@ def test_hostile_queries_under_a_memory_cap(capped_server):
         for shape, status, body in answers:
             outcomes.append((f"{shape.name} (concurrent)", status, check_answer(shape, status, body)[:160]))
         healthy(server)
+        concurrent_ended = time.monotonic()
         # What the queries held is freed once they end.
         deadline = time.monotonic() + 30
         end_heap = heap_allocated(server)
@@ -224,7 +226,9 @@ def test_hostile_queries_under_a_memory_cap(capped_server):
     )
     print(
         f"ingest during them: {len(ingest.latencies)} requests, {len(ingest.acknowledged)} records, "
-        f"slowest acknowledgement {max(ingest.latencies):.2f} s"
+        f"slowest acknowledgement {max(ingest.latencies):.2f} s "
+        f"(one after another {ingest.slowest_between(started, concurrent_started):.2f} s, "
+        f"at once {ingest.slowest_between(concurrent_started, concurrent_ended):.2f} s)"
     )
     assert ingest.failures == [], f"ingest failed while the queries ran: {ingest.failures[:5]}"
     assert end_heap <= start_heap + HEAP_SLACK, f"heap {start_heap:.0f} -> {end_heap:.0f} bytes"

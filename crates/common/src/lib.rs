@@ -16,6 +16,7 @@ pub mod role;
 pub mod row;
 pub mod shred;
 pub mod signal;
+pub mod threads;
 pub mod time;
 pub mod types;
 pub mod window;

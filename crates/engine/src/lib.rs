@@ -198,6 +198,8 @@ pub struct Engine {
     distribution: Option<Arc<distributed::Distribution>>,
     /// The memory all queries hold; each query's account counts against it.
     server_memory: Arc<trawl_common::memory::ServerMemory>,
+    /// Where queries run (none: on the caller's runtime); see [`Engine::with_query_threads`].
+    query_threads: Option<tokio::runtime::Handle>,
 }
 
 /// A physical plan ready to run.
@@ -302,7 +304,17 @@ impl Engine {
             journal: Arc::new(journal::QueryJournal::default()),
             distribution: None,
             server_memory,
+            query_threads: None,
         })
+    }
+
+    /// Runs every query (its planning's async parts, its execution and the tasks its plan
+    /// spawns) on `threads`, a runtime of its own at a lower priority than the one that
+    /// acknowledges ingest: a query that keeps every core busy cannot hold up the tasks that
+    /// write and acknowledge (DataFusion's advice: CPU-bound plans on a runtime of their own).
+    pub fn with_query_threads(mut self, threads: tokio::runtime::Handle) -> Engine {
+        self.query_threads = Some(threads);
+        self
     }
 
     /// This engine as a query node of a cluster: queries that read enough segments spread
@@ -578,6 +590,8 @@ fn planning_threads() -> Option<&'static tokio::runtime::Handle> {
                 .max_blocking_threads(PLANNING_THREADS)
                 .thread_stack_size(PLANNING_STACK)
                 .thread_name("trawl-planning")
+                // Planning is the query's work: at the queries' priority.
+                .on_thread_start(|| trawl_common::threads::run_at_step(trawl_common::threads::QUERY_STEP))
                 .build()
                 .map_err(|error| tracing::warn!(%error, "no planning threads; queries plan on stack segments"))
                 .ok()

@@ -239,7 +239,7 @@ impl Engine {
         let account = self
             .server_memory
             .account(self.config.query_memory_limit_bytes as u64);
-        tokio::spawn(async move {
+        let work = async move {
             // However the run ends, work still running for it stops at its next check.
             let _give_up = GiveUp(Arc::clone(&account));
             let mut ended = ended;
@@ -299,7 +299,11 @@ impl Engine {
                 Err(Stop::Gone) => return,
             };
             let _ = sender.send(last).await;
-        });
+        };
+        match &self.query_threads {
+            Some(threads) => drop(threads.spawn(work)),
+            None => drop(tokio::spawn(work)),
+        }
         QueryEvents::new(receiver)
     }
 

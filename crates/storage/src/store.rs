@@ -124,6 +124,11 @@ impl SegmentStore {
         )
     }
 
+    /// The local cache reads go through, if any.
+    pub fn cache(&self) -> Option<Arc<SegmentCache>> {
+        self.cache.clone()
+    }
+
     /// What the engine's sessions carry so that scans can say what they will read next
     /// ([`crate::read_hint`]); `None` when this store takes no hints.
     pub fn read_hints(&self) -> Option<ReadHints> {

@@ -86,7 +86,7 @@ enum Command {
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Stack of each runtime thread (workers and blocking threads).
-const RUNTIME_THREAD_STACK: usize = 16 << 20;
+pub(crate) const RUNTIME_THREAD_STACK: usize = 16 << 20;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();

@@ -1,33 +1,42 @@
-//! A runtime for background work that must not take CPU from ingest and queries: its threads
-//! run at a lower scheduling priority (nice 10 on Linux), so the kernel gives them what the
-//! process's other threads leave idle, and about a tenth of a core while those are busy.
+//! Runtimes whose threads yield the CPU (`trawl_common::threads`): the queries' (a few steps
+//! nicer than ingest, so a query that keeps every core busy leaves ingest its acknowledgements)
+//! and the background work's (merges, nicer again: they get what the process's other threads
+//! leave idle, and about a tenth of a core while those are busy).
 
 use tokio::runtime::{Handle, Runtime};
+use trawl_common::threads::{BACKGROUND_STEP, QUERY_STEP, run_at_step};
 
-/// How much nicer background threads are than the thread that started them: a thread of
-/// nice 0 weighs about 10 times as much as one of nice 10.
-const NICE: i32 = 10;
-
-/// The lower-priority runtime; shut down (its tasks dropped) when dropped.
+/// A runtime at a lower priority; shut down (its tasks dropped) when dropped.
 #[derive(Debug)]
 pub struct Background {
     runtime: Option<Runtime>,
 }
 
 impl Background {
-    /// One worker thread (and blocking threads for file reads) at the lower priority.
+    /// One worker thread (and blocking threads for file reads) at the background priority.
     pub fn start(name: &str) -> std::io::Result<Background> {
-        // Threads inherit their creator's priority (a blocking thread is started by a worker,
-        // already lowered): every one is set to the same value, not lowered again.
-        let target = (own_nice().unwrap_or(0) + NICE).min(19);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .max_blocking_threads(4)
+        Background::build(name, BACKGROUND_STEP, 1, 4, None)
+    }
+
+    /// The threads queries run on: one worker per core (and blocking threads for file reads)
+    /// at the query priority, on stacks of `stack` bytes.
+    pub fn for_queries(workers: usize, stack: usize) -> std::io::Result<Background> {
+        // Blocking threads read segments; tokio's default bound.
+        Background::build("trawl-query", QUERY_STEP, workers.max(1), 512, Some(stack))
+    }
+
+    fn build(name: &str, step: i32, workers: usize, blocking: usize, stack: Option<usize>) -> std::io::Result<Background> {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder
+            .worker_threads(workers)
+            .max_blocking_threads(blocking)
             .thread_name(name)
-            .on_thread_start(move || lower_priority(target))
-            .enable_all()
-            .build()?;
-        Ok(Background { runtime: Some(runtime) })
+            .on_thread_start(move || run_at_step(step))
+            .enable_all();
+        if let Some(stack) = stack {
+            builder.thread_stack_size(stack);
+        }
+        Ok(Background { runtime: Some(builder.build()?) })
     }
 
     pub fn handle(&self) -> Option<Handle> {
@@ -54,43 +63,33 @@ impl Drop for Background {
     }
 }
 
-/// Sets the calling thread's nice value to `target`, when that lowers its priority; a failure
-/// only means the work competes as an equal.
-fn lower_priority(target: i32) {
-    #[cfg(target_os = "linux")]
-    if own_nice().is_some_and(|now| now < target)
-        && let Err(error) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), target)
-    {
-        tracing::debug!(%error, "cannot lower a background thread's priority");
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = target;
-}
-
-/// The nice value of the calling thread (on Linux, where each thread has its own).
-fn own_nice() -> Option<i32> {
-    #[cfg(target_os = "linux")]
-    return rustix::process::getpriority_process(Some(rustix::thread::gettid())).ok();
-    #[cfg(not(target_os = "linux"))]
-    None
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+    use trawl_common::threads::own_nice;
 
     #[tokio::test]
     async fn background_threads_run_at_a_lower_priority_than_the_callers() {
         let caller = own_nice().unwrap_or(0);
         let background = Background::start("test-background").expect("a runtime");
         let theirs = background.run(async { own_nice() }).await.flatten();
-        assert_eq!(theirs, Some((caller + NICE).min(19)));
+        assert_eq!(theirs, Some((caller + BACKGROUND_STEP).min(19)));
         // Blocking threads too (where file reads of the object store run).
         let blocking = background
             .run(async { tokio::task::spawn_blocking(own_nice).await.ok().flatten() })
             .await
             .flatten();
-        assert_eq!(blocking, Some((caller + NICE).min(19)));
+        assert_eq!(blocking, Some((caller + BACKGROUND_STEP).min(19)));
         drop(background);
+    }
+
+    #[tokio::test]
+    async fn query_threads_run_between_the_callers_and_the_background_priority() {
+        let caller = own_nice().unwrap_or(0);
+        let queries = Background::for_queries(2, 2 << 20).expect("a runtime");
+        let theirs = queries.run(async { own_nice() }).await.flatten();
+        assert_eq!(theirs, Some((caller + QUERY_STEP).min(19)));
+        assert!(QUERY_STEP > 0 && QUERY_STEP < BACKGROUND_STEP);
+        drop(queries);
     }
 }

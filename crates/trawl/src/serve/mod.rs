@@ -377,7 +377,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         true => Some(open_store(args, faults.clone(), roles.has(ServiceRole::Query)).await?),
         false => None,
     };
-    let writer = store.as_ref().map(|store| SegmentWriter::new(store.clone()));
+    let writer = match &store {
+        Some(store) => Some(SegmentWriter::new(setup::ingest_store(args, faults.clone(), store)?)),
+        None => None,
+    };
 
     let readiness = Arc::new(Readiness::default());
     let (stop_sender, stop) = watch::channel(false);
@@ -407,10 +410,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         servers.spawn(serve_http(bind(args.meta_bind, "meta").await?, router, stop.clone()));
         listening.push(format!("meta {}", args.meta_bind));
     }
+    // Queries run on threads of their own, a few steps nicer than this runtime's, which
+    // acknowledges ingest and answers probes (`background.rs`); kept until the server ends.
+    let mut _query_threads = None;
     if roles.has(ServiceRole::Query)
         && let Some(store) = &store
     {
         let mut engine = Engine::new(catalog.clone(), store, engine_config(args, &memory::process_memory()))?;
+        let workers = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        match background::Background::for_queries(workers, crate::RUNTIME_THREAD_STACK) {
+            Ok(threads) => {
+                if let Some(handle) = threads.handle() {
+                    engine = engine.with_query_threads(handle);
+                }
+                _query_threads = Some(threads);
+            }
+            Err(error) => tracing::warn!(%error, "cannot start the query threads; queries share the ingest threads"),
+        }
         // A query node of a cluster takes part in distributed queries: as their coordinator
         // and as a worker of the others' (the worker service needs the service token).
         let mut worker_routes = None;

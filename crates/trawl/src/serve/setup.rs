@@ -67,6 +67,29 @@ pub(super) fn janitor_store(
     })
 }
 
+/// A client of the segment store for ingest's writes, beside `shared` (the queries'): on
+/// object storage a client of its own, writing through the same cache. Queries run on threads
+/// of their own (`background.rs`), and a pooled connection belongs to the runtime that opened
+/// it: an acknowledgement must not wait on a connection a busy query thread would serve.
+pub(super) fn ingest_store(
+    args: &ServeArgs,
+    faults: Option<Arc<trawl_common::faults::Faults>>,
+    shared: &trawl_storage::SegmentStore,
+) -> anyhow::Result<trawl_storage::SegmentStore> {
+    let (location, store) = open_location(args)?;
+    if location.local_path().is_some() {
+        return Ok(shared.clone());
+    }
+    let store = match faults {
+        Some(faults) => store.with_faults(faults),
+        None => store,
+    };
+    Ok(match shared.cache() {
+        Some(cache) => store.with_cache(cache),
+        None => store,
+    })
+}
+
 /// The segment store, swept of partial writes, behind the local cache when `cached` and on
 /// object storage.
 pub(super) async fn open_store(
